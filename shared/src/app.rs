@@ -1,0 +1,128 @@
+//! The request pipeline every function shares: decode, authenticate, route, check scope,
+//! dispatch, and turn any error (or panic) into the JSON error envelope.
+
+use crate::auth::{Authenticator, Principal};
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
+use crate::store::{metrics, Store};
+use futures_util::FutureExt;
+use lambda_http::{Body, BoxFuture, Response};
+use std::panic::AssertUnwindSafe;
+use std::time::Instant;
+
+/// Everything a handler needs, built once per cold start.
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub auth: Authenticator,
+}
+
+/// One authenticated, routed request.
+pub struct Call {
+    pub principal: Principal,
+    pub route: RouteMatch,
+    pub request: ApiRequest,
+}
+
+impl Call {
+    pub fn org(&self) -> &str {
+        &self.principal.org
+    }
+}
+
+pub type Handler = fn(&'static App, Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>>;
+
+/// What one function serves: its routes and the dispatcher for them.
+pub struct Api {
+    pub function: &'static str,
+    pub routes: &'static [Route],
+    pub dispatch: Handler,
+}
+
+impl App {
+    pub fn new(config: Config, store: Store) -> Self {
+        let auth = Authenticator::new(config.auth_cache_ttl);
+        Self {
+            config,
+            store,
+            auth,
+        }
+    }
+
+    /// Builds the app from the environment and keeps it for the process's lifetime.
+    pub async fn from_env() -> &'static App {
+        let config = Config::from_env();
+        let store = Store::new(Store::client_from_env().await, config.table_name.clone());
+        Box::leak(Box::new(Self::new(config, store)))
+    }
+
+    /// The lambda_http entry point.
+    pub async fn serve(
+        &'static self,
+        api: &'static Api,
+        req: lambda_http::Request,
+    ) -> Result<Response<Body>, lambda_http::Error> {
+        let started = Instant::now();
+        let request = ApiRequest::from_lambda(req);
+        let (method, path) = (request.method.clone(), request.path.clone());
+        let (response, requests) = metrics::counted(self.handle(api, request)).await;
+        tracing::info!(
+            function = api.function,
+            %method,
+            %path,
+            status = response.status,
+            ddb_requests = requests,
+            ms = started.elapsed().as_millis() as u64,
+            "request"
+        );
+        let extra = if self.config.debug_headers {
+            vec![("x-catalog-ddb-requests", requests.to_string())]
+        } else {
+            Vec::new()
+        };
+        Ok(response.into_lambda(&extra))
+    }
+
+    /// Authenticates, routes and dispatches one request; never fails, never panics outward.
+    pub async fn handle(&'static self, api: &'static Api, request: ApiRequest) -> ApiResponse {
+        let outcome = AssertUnwindSafe(self.route_and_dispatch(api, request))
+            .catch_unwind()
+            .await;
+        match outcome {
+            Ok(Ok(response)) => response,
+            Ok(Err(err)) => ApiResponse::error(&err),
+            Err(_) => {
+                tracing::error!(function = api.function, "handler panicked");
+                ApiResponse::error(&ApiError::internal())
+            }
+        }
+    }
+
+    async fn route_and_dispatch(
+        &'static self,
+        api: &'static Api,
+        request: ApiRequest,
+    ) -> Result<ApiResponse, ApiError> {
+        let principal = self
+            .auth
+            .authenticate(&self.store, request.authorization.as_deref())
+            .await?;
+        let route = routes::find(api.routes, &request.method, &request.path)?;
+        if !principal.has(route.route.scope) {
+            return Err(ApiError::forbidden(format!(
+                "this API key lacks the '{}' scope",
+                route.route.scope.as_str()
+            )));
+        }
+        (api.dispatch)(
+            self,
+            Call {
+                principal,
+                route,
+                request,
+            },
+        )
+        .await
+    }
+}

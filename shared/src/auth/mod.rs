@@ -1,0 +1,25 @@
+//! API-key authentication: parse the bearer key, find its organization, check the secret's
+//! hash in constant time, check API access and scopes. Resolved keys are cached briefly in
+//! the warm Lambda so most requests spend no DynamoDB request on authentication.
+
+pub mod apikey;
+pub mod cache;
+pub mod scope;
+
+pub use apikey::{ApiKey, ParsedKey};
+pub use cache::Authenticator;
+pub use scope::Scope;
+
+/// Who is calling: the organization every store access is scoped to, and what the key may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub org: String,
+    pub key_id: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl Principal {
+    pub fn has(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}

@@ -1,0 +1,85 @@
+//! Runtime configuration, read once from the environment at cold start.
+//!
+//! Endpoints are not configured here: the AWS SDK reads the standard `AWS_ENDPOINT_URL` and
+//! `AWS_ENDPOINT_URL_DYNAMODB` variables itself, so DynamoDB Local needs no custom switch.
+
+use std::time::Duration;
+
+/// Settings every function shares.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// DynamoDB table name (`CATALOG_TABLE`, default `catalog`).
+    pub table_name: String,
+    /// Local mode (`CATALOG_LOCAL_MODE=1`): relaxes rules that only make sense on AWS,
+    /// such as refusing loopback webhook URLs.
+    pub local_mode: bool,
+    /// How long a resolved API key stays cached in a warm Lambda (`CATALOG_AUTH_CACHE_SECONDS`).
+    pub auth_cache_ttl: Duration,
+    /// Adds `X-Catalog-Ddb-Requests` to every response (`CATALOG_DEBUG_HEADERS=1`); tests and
+    /// the local stack use it to assert request counts. Off in production.
+    pub debug_headers: bool,
+    /// Largest accepted request body in bytes (`CATALOG_MAX_BODY_BYTES`, default 1 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            table_name: "catalog".into(),
+            local_mode: false,
+            auth_cache_ttl: Duration::from_secs(60),
+            debug_headers: false,
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup`, so tests need not touch the real environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let defaults = Self::default();
+        let flag = |name: &str| {
+            lookup(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
+        };
+        let number = |name: &str| lookup(name).and_then(|v| v.trim().parse::<u64>().ok());
+        Self {
+            table_name: lookup("CATALOG_TABLE")
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or(defaults.table_name),
+            local_mode: flag("CATALOG_LOCAL_MODE"),
+            auth_cache_ttl: number("CATALOG_AUTH_CACHE_SECONDS")
+                .map(Duration::from_secs)
+                .unwrap_or(defaults.auth_cache_ttl),
+            debug_headers: flag("CATALOG_DEBUG_HEADERS"),
+            max_body_bytes: number("CATALOG_MAX_BODY_BYTES")
+                .map(|n| n as usize)
+                .unwrap_or(defaults.max_body_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_values_and_falls_back_to_defaults() {
+        let cfg = Config::from_lookup(|name| match name {
+            "CATALOG_TABLE" => Some("t1".into()),
+            "CATALOG_LOCAL_MODE" => Some("1".into()),
+            "CATALOG_AUTH_CACHE_SECONDS" => Some("5".into()),
+            "CATALOG_MAX_BODY_BYTES" => Some("oops".into()),
+            _ => None,
+        });
+        assert_eq!(cfg.table_name, "t1");
+        assert!(cfg.local_mode);
+        assert!(!cfg.debug_headers);
+        assert_eq!(cfg.auth_cache_ttl, Duration::from_secs(5));
+        assert_eq!(cfg.max_body_bytes, 1024 * 1024);
+    }
+}

@@ -1,0 +1,158 @@
+//! Attribute definitions: the types, the entities they target, and the definition record.
+
+use serde::{Deserialize, Serialize};
+
+/// The value types of decisions.md: the spec's eleven plus `metaobject`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttributeType {
+    Text,
+    Html,
+    Select,
+    Boolean,
+    Number,
+    Price,
+    Weight,
+    Image,
+    Color,
+    Url,
+    Datetime,
+    Metaobject,
+}
+
+impl AttributeType {
+    pub const ALL: [AttributeType; 12] = [
+        Self::Text,
+        Self::Html,
+        Self::Select,
+        Self::Boolean,
+        Self::Number,
+        Self::Price,
+        Self::Weight,
+        Self::Image,
+        Self::Color,
+        Self::Url,
+        Self::Datetime,
+        Self::Metaobject,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Html => "html",
+            Self::Select => "select",
+            Self::Boolean => "boolean",
+            Self::Number => "number",
+            Self::Price => "price",
+            Self::Weight => "weight",
+            Self::Image => "image",
+            Self::Color => "color",
+            Self::Url => "url",
+            Self::Datetime => "datetime",
+            Self::Metaobject => "metaobject",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// The entities an attribute can target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetEntity {
+    Product,
+    Variant,
+    Sku,
+    Bundle,
+}
+
+impl TargetEntity {
+    pub const ALL: [TargetEntity; 4] = [Self::Product, Self::Variant, Self::Sku, Self::Bundle];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Product => "product",
+            Self::Variant => "variant",
+            Self::Sku => "sku",
+            Self::Bundle => "bundle",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// One attribute definition, as stored and as served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttributeDefinition {
+    pub target_entity: TargetEntity,
+    /// The key without the entity prefix (`color`).
+    pub key: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub attr_type: AttributeType,
+    #[serde(default)]
+    pub is_localized: bool,
+    #[serde(default)]
+    pub is_multi: bool,
+    #[serde(default)]
+    pub is_channel_scoped: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metaobject_definition: Option<String>,
+}
+
+impl AttributeDefinition {
+    /// The fully qualified key, `<entity>.<key>`.
+    pub fn qualified_key(&self) -> String {
+        format!("{}.{}", self.target_entity.as_str(), self.key)
+    }
+
+    /// A plain single-value, unscoped definition; handy for tests and seeds.
+    pub fn simple(target: TargetEntity, key: &str, attr_type: AttributeType) -> Self {
+        Self {
+            target_entity: target,
+            key: key.to_string(),
+            name: key.to_string(),
+            attr_type,
+            is_localized: false,
+            is_multi: false,
+            is_channel_scoped: false,
+            options: Vec::new(),
+            metaobject_definition: None,
+        }
+    }
+}
+
+/// Attribute keys: `[a-z][a-z0-9_]{0,63}`.
+pub fn is_valid_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && key.len() <= 64
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_rule() {
+        assert!(is_valid_key("color") && is_valid_key("price_eur_2") && is_valid_key("a"));
+        assert!(!is_valid_key("") && !is_valid_key("Color") && !is_valid_key("1a"));
+        assert!(!is_valid_key("a-b") && !is_valid_key(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn types_round_trip() {
+        for t in AttributeType::ALL {
+            assert_eq!(AttributeType::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(AttributeType::parse("float"), None);
+    }
+}

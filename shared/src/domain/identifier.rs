@@ -1,0 +1,55 @@
+//! Identifier rules of decisions.md: 1 to 255 characters, no control characters, no `/`,
+//! no leading or trailing space.
+
+use crate::error::ApiError;
+
+pub const MAX_IDENTIFIER_CHARS: usize = 255;
+
+/// Checks `value` as the identifier of a `what` (e.g. "product"), naming the problem.
+pub fn validate(what: &str, value: &str) -> Result<(), ApiError> {
+    let problem = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.chars().count() > MAX_IDENTIFIER_CHARS {
+        Some("must be at most 255 characters")
+    } else if value.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else if value.contains('/') {
+        Some("must not contain '/'")
+    } else if value.starts_with(char::is_whitespace) || value.ends_with(char::is_whitespace) {
+        Some("must not start or end with a space")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(ApiError::bad_request(format!("{what} identifier {p}"))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_identifiers() {
+        for ok in ["p1", "SKU#12 blue", "ä-ü", &"x".repeat(255)] {
+            assert!(validate("product", ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_each_rule_with_its_reason() {
+        let cases = [
+            ("", "product identifier must not be empty"),
+            ("a/b", "product identifier must not contain '/'"),
+            ("a\u{7}b", "product identifier must not contain control characters"),
+            (" a", "product identifier must not start or end with a space"),
+            ("a ", "product identifier must not start or end with a space"),
+        ];
+        for (input, msg) in cases {
+            let err = validate("product", input).unwrap_err();
+            assert_eq!((err.status, err.message.as_str()), (400, msg));
+        }
+        assert_eq!(validate("product", &"x".repeat(256)).unwrap_err().status, 400);
+    }
+}

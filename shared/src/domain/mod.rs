@@ -1,0 +1,7 @@
+//! Pure domain rules: no I/O, unit-tested here.
+
+pub mod attributes;
+pub mod identifier;
+pub mod selection;
+pub mod time;
+pub mod values;

@@ -1,0 +1,110 @@
+//! The one error type every handler returns, mapped to the statuses of decisions.md.
+//!
+//! Messages are written for API clients: they name the parameter, field or key at fault and
+//! never carry SDK error names, stack traces or internal ids (those go to the logs only).
+
+use std::fmt;
+
+/// An error that becomes an HTTP response `{"error": message}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    /// Extra response headers (`WWW-Authenticate`, `Allow`, `Retry-After`).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// The text of every 401, exactly as decided.
+pub const UNAUTHORIZED_MESSAGE: &str = "Unauthorized - missing or invalid authentication";
+/// The text of every 500.
+pub const INTERNAL_MESSAGE: &str = "Internal server error";
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, UNAUTHORIZED_MESSAGE).with_header("www-authenticate", "Bearer")
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(404, message)
+    }
+
+    /// `entity 'identifier' not found`, the shape of every missing-entity 404.
+    pub fn entity_not_found(entity: &str, identifier: &str) -> Self {
+        Self::not_found(format!("{entity} '{identifier}' not found"))
+    }
+
+    pub fn method_not_allowed(method: &str, allow: &[&str]) -> Self {
+        Self::new(405, format!("method {method} is not allowed on this path"))
+            .with_header("allow", allow.join(", "))
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(409, message)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(413, format!("request body is larger than {limit} bytes"))
+    }
+
+    pub fn unsupported_media_type() -> Self {
+        Self::new(415, "request body must be sent with Content-Type: application/json")
+    }
+
+    /// Storage throttled or unreachable after the SDK's own retries.
+    pub fn unavailable() -> Self {
+        Self::new(503, "service temporarily unavailable, retry later").with_header("retry-after", "1")
+    }
+
+    pub fn internal() -> Self {
+        Self::new(500, INTERNAL_MESSAGE)
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unauthorized_is_exactly_as_decided() {
+        let e = ApiError::unauthorized();
+        assert_eq!(e.status, 401);
+        assert_eq!(e.message, "Unauthorized - missing or invalid authentication");
+        assert_eq!(e.headers, vec![("www-authenticate", "Bearer".to_string())]);
+    }
+
+    #[test]
+    fn method_not_allowed_lists_methods() {
+        let e = ApiError::method_not_allowed("POST", &["GET", "PATCH"]);
+        assert_eq!(e.status, 405);
+        assert_eq!(e.headers, vec![("allow", "GET, PATCH".to_string())]);
+    }
+}

@@ -1,0 +1,14 @@
+//! HTTP plumbing shared by every function: decoding API Gateway requests, matching routes,
+//! reading query parameters and JSON bodies, and writing JSON responses.
+
+pub mod body;
+pub mod query;
+pub mod request;
+pub mod response;
+pub mod routes;
+
+pub use body::JsonBody;
+pub use query::Query;
+pub use request::ApiRequest;
+pub use response::ApiResponse;
+pub use routes::{Route, RouteMatch};

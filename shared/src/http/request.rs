@@ -1,0 +1,160 @@
+//! A framework-free view of one HTTP request, built from the lambda_http request.
+
+use crate::error::ApiError;
+use lambda_http::{Body, RequestExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// JSON nested deeper than this is refused before it reaches any handler.
+pub const MAX_JSON_DEPTH: usize = 32;
+
+#[derive(Debug, Clone, Default)]
+pub struct ApiRequest {
+    pub method: String,
+    /// The raw (still percent-encoded) path, e.g. `/v1/products/a%20b`.
+    pub path: String,
+    /// Decoded `(name, value)` pairs in order, repeated names kept.
+    pub query: Vec<(String, String)>,
+    pub authorization: Option<String>,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl ApiRequest {
+    pub fn from_lambda(req: lambda_http::Request) -> Self {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let authorization = header("authorization");
+        let content_type = header("content-type");
+        let raw_path = req.raw_http_path();
+        let path = if raw_path.is_empty() {
+            req.uri().path().to_string()
+        } else {
+            raw_path.to_string()
+        };
+        let query = req
+            .uri()
+            .query()
+            .map(|q| {
+                url::form_urlencoded::parse(q.as_bytes())
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let method = req.method().as_str().to_string();
+        let body = match req.into_body() {
+            Body::Empty => Vec::new(),
+            Body::Text(t) => t.into_bytes(),
+            Body::Binary(b) => b,
+            _ => Vec::new(),
+        };
+        Self {
+            method,
+            path,
+            query,
+            authorization,
+            content_type,
+            body,
+        }
+    }
+
+    /// The body as a JSON object, checked for size, content type, syntax and depth. An empty
+    /// body is `{}`.
+    pub fn json_object(&self, max_bytes: usize) -> Result<serde_json::Map<String, Value>, ApiError> {
+        if self.body.len() > max_bytes {
+            return Err(ApiError::payload_too_large(max_bytes));
+        }
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(serde_json::Map::new());
+        }
+        let is_json = self.content_type.as_deref().is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
+        if !is_json {
+            return Err(ApiError::unsupported_media_type());
+        }
+        if nesting_depth(&self.body) > MAX_JSON_DEPTH {
+            return Err(ApiError::bad_request(format!(
+                "request body nests deeper than {MAX_JSON_DEPTH} levels"
+            )));
+        }
+        match serde_json::from_slice::<Value>(&self.body) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(ApiError::bad_request("request body must be a JSON object")),
+            Err(e) => Err(ApiError::bad_request(format!("request body is not valid JSON: {e}"))),
+        }
+    }
+
+    /// The body decoded into `T` (whose serde attributes refuse unknown fields).
+    pub fn json<T: DeserializeOwned>(&self, max_bytes: usize) -> Result<T, ApiError> {
+        let map = self.json_object(max_bytes)?;
+        serde_json::from_value(Value::Object(map))
+            .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+    }
+}
+
+/// The deepest bracket nesting in a JSON text (strings skipped), found without parsing.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(ct: Option<&str>, body: &str) -> ApiRequest {
+        ApiRequest {
+            content_type: ct.map(str::to_string),
+            body: body.as_bytes().to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn body_checks_in_order() {
+        assert_eq!(req(None, "").json_object(10).unwrap().len(), 0);
+        assert_eq!(req(Some("application/json"), &"x".repeat(11)).json_object(10).unwrap_err().status, 413);
+        assert_eq!(req(Some("text/plain"), "{}").json_object(10).unwrap_err().status, 415);
+        assert_eq!(req(None, "{}").json_object(10).unwrap_err().status, 415);
+        let ok = req(Some("application/json; charset=utf-8"), "{\"a\":1}");
+        assert_eq!(ok.json_object(100).unwrap()["a"], 1);
+        let bad = req(Some("application/json"), "{\"a\":").json_object(100).unwrap_err();
+        assert!(bad.message.starts_with("request body is not valid JSON"), "{}", bad.message);
+        assert_eq!(req(Some("application/json"), "[1]").json_object(100).unwrap_err().message, "request body must be a JSON object");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_parsing() {
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let err = req(Some("application/json"), &deep).json_object(1 << 20).unwrap_err();
+        assert_eq!(err.status, 400);
+        assert_eq!(nesting_depth(b"{\"a\":\"[[[[\"}"), 1);
+    }
+}

@@ -1,0 +1,76 @@
+//! JSON responses and the envelopes of the spec: `{"result": ...}` for one object,
+//! `{"result": [...], "pagination": {...}}` for lists, `{"error": "..."}` for errors.
+
+use crate::error::ApiError;
+use lambda_http::{Body, Response};
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiResponse {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Value,
+}
+
+impl ApiResponse {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// `{"result": value}`.
+    pub fn single(status: u16, result: Value) -> Self {
+        Self::json(status, json!({ "result": result }))
+    }
+
+    pub fn error(err: &ApiError) -> Self {
+        Self {
+            status: err.status,
+            headers: err.headers.clone(),
+            body: json!({ "error": err.message }),
+        }
+    }
+
+    pub fn into_lambda(self, extra: &[(&'static str, String)]) -> Response<Body> {
+        let mut builder = Response::builder()
+            .status(self.status)
+            .header("content-type", "application/json");
+        for (name, value) in self.headers.iter().chain(extra) {
+            builder = builder.header(*name, value.as_str());
+        }
+        builder
+            .body(Body::Text(self.body.to_string()))
+            .expect("status and headers are valid")
+    }
+}
+
+/// The list envelope's `pagination` object: `totalPages = ceil(total / limit)`.
+pub fn pagination(limit: u32, page: u32, total: u64) -> Value {
+    let total_pages = total.div_ceil(u64::from(limit));
+    json!({"limit": limit, "page": page, "totalPages": total_pages, "totalResults": total})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pagination_totals() {
+        assert_eq!(pagination(100, 1, 0)["totalPages"], 0);
+        assert_eq!(pagination(100, 3, 201)["totalPages"], 3);
+        assert_eq!(pagination(100, 1, 200)["totalPages"], 2);
+    }
+
+    #[test]
+    fn errors_become_error_envelopes() {
+        let r = ApiResponse::error(&ApiError::unauthorized());
+        assert_eq!(r.body, json!({"error": "Unauthorized - missing or invalid authentication"}));
+        let l = r.into_lambda(&[]);
+        assert_eq!(l.status(), 401);
+        assert_eq!(l.headers()["www-authenticate"], "Bearer");
+        assert_eq!(l.headers()["content-type"], "application/json");
+    }
+}

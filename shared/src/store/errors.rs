@@ -1,0 +1,85 @@
+//! Maps AWS SDK errors to what a handler can act on, without leaking SDK names to clients.
+
+use crate::error::ApiError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use std::fmt::Debug;
+
+/// A storage failure, classified.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A condition expression (or one inside a transaction) did not hold.
+    #[error("condition failed")]
+    ConditionFailed,
+    /// Throttled, unavailable or unreachable after the SDK's retries.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bug or a misconfiguration; logged, answered with 500.
+    #[error("storage error: {0}")]
+    Other(String),
+}
+
+const UNAVAILABLE_CODES: &[&str] = &[
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "TransactionInProgressException",
+];
+
+impl StoreError {
+    /// Classifies any DynamoDB operation error.
+    pub fn from_sdk<E, R>(op: &str, err: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + Debug,
+        R: Debug,
+    {
+        match &err {
+            SdkError::ServiceError(service) => {
+                let e = service.err();
+                let code = e.code().unwrap_or_default();
+                if code == "ConditionalCheckFailedException" {
+                    return Self::ConditionFailed;
+                }
+                if code == "TransactionCanceledException" {
+                    let msg = e.message().unwrap_or_default();
+                    if msg.contains("ConditionalCheckFailed") || msg.contains("TransactionConflict")
+                    {
+                        return Self::ConditionFailed;
+                    }
+                    return Self::Unavailable(format!("{op}: {code}: {msg}"));
+                }
+                if UNAVAILABLE_CODES.contains(&code) {
+                    return Self::Unavailable(format!("{op}: {code}"));
+                }
+                Self::Other(format!("{op}: {code}: {}", e.message().unwrap_or_default()))
+            }
+            SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => {
+                Self::Unavailable(format!("{op}: {err:?}"))
+            }
+            _ => Self::Other(format!("{op}: {err:?}")),
+        }
+    }
+
+    pub fn serde(op: &str, err: serde_dynamo::Error) -> Self {
+        Self::Other(format!("{op}: item does not decode: {err}"))
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::ConditionFailed => {
+                ApiError::conflict("a concurrent write changed this resource; retry the request")
+            }
+            StoreError::Unavailable(detail) => {
+                tracing::warn!(%detail, "storage unavailable");
+                ApiError::unavailable()
+            }
+            StoreError::Other(detail) => {
+                tracing::error!(%detail, "storage error");
+                ApiError::internal()
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Typed items of the single table, (de)serialized with serde_dynamo.
+
+use crate::domain::time::Timestamp;
+use crate::domain::values::StoredValues;
+use serde::{Deserialize, Serialize};
+
+/// The level of a catalog entity in its product tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntityKind {
+    Product,
+    Variant,
+    Sku,
+}
+
+impl EntityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Product => "product",
+            Self::Variant => "variant",
+            Self::Sku => "sku",
+        }
+    }
+}
+
+/// A product, variant or SKU item. Keys and index keys are derived from the other fields
+/// by the store when it writes, never set by callers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "GSI1PK")]
+    pub gsi1pk: String,
+    #[serde(rename = "GSI1SK")]
+    pub gsi1sk: String,
+    #[serde(rename = "GSI2SK")]
+    pub gsi2sk: String,
+    pub kind: EntityKind,
+    pub id: String,
+    pub name: String,
+    /// Parent product (variants and SKUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<String>,
+    /// Parent variant (SKUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vid: Option<String>,
+    #[serde(default)]
+    pub vals: StoredValues,
+    /// `selfUpdatedAt`: last change of the entity itself.
+    pub su: Timestamp,
+    /// Last change of the entity or anything below it (children's writes and deletions).
+    pub tu: Timestamp,
+    /// Optimistic-concurrency version, incremented by every write.
+    pub ver: u64,
+    #[serde(rename = "familyId", default, skip_serializing_if = "Option::is_none")]
+    pub family_id: Option<i64>,
+}
+
+/// An organization's settings item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrgItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "apiEnabled")]
+    pub api_enabled: bool,
+    #[serde(rename = "createdAt")]
+    pub created_at: Timestamp,
+}
+
+/// An API key item: only the SHA-256 of the secret is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "keyId")]
+    pub key_id: String,
+    pub org: String,
+    pub name: String,
+    #[serde(rename = "secretHash")]
+    pub secret_hash: String,
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub revoked: bool,
+    #[serde(rename = "createdAt")]
+    pub created_at: Timestamp,
+}
+
+/// An attribute definition item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributeItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(flatten)]
+    pub def: crate::domain::attributes::AttributeDefinition,
+    #[serde(rename = "createdAt")]
+    pub created_at: Timestamp,
+}

@@ -1,0 +1,111 @@
+//! Every partition and sort key of the single table, built in one place.
+//!
+//! Every partition key starts with `O#<org>`: one organization's items can never be named
+//! by another's request. Identifiers may contain `#`, so an identifier only ever ends a key
+//! (a prefix-free position); inside sort keys the separator is `/`, which identifiers cannot
+//! contain. See docs/architecture.md for the access patterns these keys serve.
+
+/// Attribute names of the table's keys and index keys.
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+/// Entity-type partition of both indexes: `O#<org>#T#<type>`.
+pub const GSI1PK: &str = "GSI1PK";
+/// Identifier, for lists in identifier order (index `byIdentifier`).
+pub const GSI1SK: &str = "GSI1SK";
+/// `<updatedAt>#<identifier>`, for changes since a time (index `byChange`).
+pub const GSI2SK: &str = "GSI2SK";
+/// Epoch seconds after which DynamoDB may delete the item (tombstones, delivery state).
+pub const TTL: &str = "ttl";
+
+pub const INDEX_BY_IDENTIFIER: &str = "byIdentifier";
+pub const INDEX_BY_CHANGE: &str = "byChange";
+
+/// The organization's own partition: its settings, API keys.
+pub fn org_pk(org: &str) -> String {
+    format!("O#{org}")
+}
+pub const ORG_SK: &str = "ORG";
+pub fn key_sk(key_id: &str) -> String {
+    format!("KEY#{key_id}")
+}
+pub const KEY_SK_PREFIX: &str = "KEY#";
+
+/// One product's whole tree (product, variants, SKUs) is one item collection.
+pub fn product_pk(org: &str, product: &str) -> String {
+    format!("O#{org}#P#{product}")
+}
+/// Level prefixes sort product < variants < SKUs, so `SK < "L3"` reads product and
+/// variants without SKUs and `begins_with(SK, "L3/<variant>/")` one variant's SKUs.
+pub const PRODUCT_SK: &str = "L1";
+pub fn variant_sk(variant: &str) -> String {
+    format!("L2/{variant}")
+}
+pub const SKU_LEVEL: &str = "L3";
+pub fn sku_sk(variant: &str, sku: &str) -> String {
+    format!("L3/{variant}/{sku}")
+}
+pub fn variant_skus_prefix(variant: &str) -> String {
+    format!("L3/{variant}/")
+}
+
+/// Identity items: make variant and SKU identifiers unique in the organization (conditional
+/// put) and find their product tree by identifier with one GetItem, no scan.
+pub fn variant_ref_pk(org: &str, variant: &str) -> String {
+    format!("O#{org}#V#{variant}")
+}
+pub fn sku_ref_pk(org: &str, sku: &str) -> String {
+    format!("O#{org}#S#{sku}")
+}
+pub const REF_SK: &str = "REF";
+
+/// Attribute definitions: one partition per organization, sort key `<entity>.<key>`.
+pub fn attributes_pk(org: &str) -> String {
+    format!("O#{org}#A")
+}
+pub fn attribute_sk(entity: &str, key: &str) -> String {
+    format!("{entity}.{key}")
+}
+
+/// The entity-type partition of the two indexes.
+pub fn type_pk(org: &str, entity_type: &str) -> String {
+    format!("O#{org}#T#{entity_type}")
+}
+pub fn change_sk(updated_at: &str, identifier: &str) -> String {
+    format!("{updated_at}#{identifier}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_partition_key_starts_with_the_org() {
+        for pk in [
+            org_pk("abc123"),
+            product_pk("abc123", "p#1"),
+            variant_ref_pk("abc123", "v"),
+            sku_ref_pk("abc123", "s"),
+            attributes_pk("abc123"),
+            type_pk("abc123", "product"),
+        ] {
+            assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");
+        }
+    }
+
+    #[test]
+    fn tree_sort_keys_order_by_level() {
+        let mut keys = vec![
+            sku_sk("a b", "s1"),
+            variant_sk("a b"),
+            PRODUCT_SK.to_string(),
+            sku_sk("a", "s2"),
+            variant_sk("a"),
+        ];
+        keys.sort();
+        assert_eq!(keys[0], PRODUCT_SK);
+        assert!(keys[1].starts_with("L2/") && keys[2].starts_with("L2/"));
+        assert!(keys[3].starts_with(SKU_LEVEL) && keys[4].starts_with(SKU_LEVEL));
+        // a variant's SKU prefix never matches a variant whose identifier extends it
+        assert!(!sku_sk("ab", "s").starts_with(&variant_skus_prefix("a")));
+    }
+}

@@ -1,0 +1,50 @@
+//! DynamoDB single-table adapter. One `Store` per Lambda, built once at cold start; each
+//! submodule adds the operations of one capability (organizations and keys, attribute
+//! definitions, the product tree).
+
+pub mod attributes;
+pub mod errors;
+pub mod items;
+pub mod keys;
+pub mod metrics;
+pub mod orgs;
+pub mod products;
+pub mod table;
+
+use aws_sdk_dynamodb::Client;
+
+pub use errors::StoreError;
+
+/// The table handle every store capability works through.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) client: Client,
+    pub(crate) table: String,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// Builds a DynamoDB client from the standard AWS configuration chain (region,
+    /// credentials, `AWS_ENDPOINT_URL[_DYNAMODB]`), with the request counter attached.
+    pub async fn client_from_env() -> Client {
+        let shared = aws_config::load_from_env().await;
+        let config = aws_sdk_dynamodb::config::Builder::from(&shared)
+            .interceptor(metrics::RequestCounter)
+            .build();
+        Client::from_conf(config)
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}

@@ -1,0 +1,162 @@
+//! Organizations and API keys: the operator CLI writes them, the authenticator reads them.
+
+use super::items::{KeyItem, OrgItem};
+use super::keys::{key_sk, org_pk, KEY_SK_PREFIX, ORG_SK, PK, SK};
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use std::collections::HashMap;
+
+fn key_of(pk: String, sk: String) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(pk)),
+        (SK.to_string(), AttributeValue::S(sk)),
+    ])
+}
+
+impl Store {
+    /// Creates an organization with API access enabled; fails if the id is taken.
+    pub async fn create_org(&self, id: &str, name: &str) -> Result<OrgItem, StoreError> {
+        let org = OrgItem {
+            pk: org_pk(id),
+            sk: ORG_SK.into(),
+            id: id.into(),
+            name: name.into(),
+            api_enabled: true,
+            created_at: Timestamp::now(),
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(serde_dynamo::to_item(&org).map_err(|e| StoreError::serde("org", e))?))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(org)
+    }
+
+    pub async fn get_org(&self, id: &str) -> Result<Option<OrgItem>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(org_pk(id), ORG_SK.into())))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("GetItem", e))?;
+        out.item
+            .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::serde("org", e)))
+            .transpose()
+    }
+
+    /// Turns API access on or off; `ConditionFailed` when the organization does not exist.
+    pub async fn set_api_enabled(&self, id: &str, enabled: bool) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(org_pk(id), ORG_SK.into())))
+            .update_expression("SET apiEnabled = :e")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(":e", AttributeValue::Bool(enabled))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Stores a new key; fails if its id is taken.
+    pub async fn put_key(&self, key: &KeyItem) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(serde_dynamo::to_item(key).map_err(|e| StoreError::serde("key", e))?))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
+            .expression_attribute_values(":pk", AttributeValue::S(org_pk(org)))
+            .expression_attribute_values(":p", AttributeValue::S(KEY_SK_PREFIX.into()))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        serde_dynamo::from_items(items).map_err(|e| StoreError::serde("key", e))
+    }
+
+    /// Marks a key revoked; `ConditionFailed` when it does not exist.
+    pub async fn revoke_key(&self, org: &str, key_id: &str) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(org_pk(org), key_sk(key_id))))
+            .update_expression("SET revoked = :t")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Reads an organization and one of its keys in one request (BatchGetItem, strongly
+    /// consistent): the whole cost of authenticating a request on a cache miss.
+    pub async fn get_org_and_key(
+        &self,
+        org: &str,
+        key_id: &str,
+    ) -> Result<(Option<OrgItem>, Option<KeyItem>), StoreError> {
+        let keys = KeysAndAttributes::builder()
+            .keys(key_of(org_pk(org), ORG_SK.into()))
+            .keys(key_of(org_pk(org), key_sk(key_id)))
+            .consistent_read(true)
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))?;
+        let mut request = HashMap::from([(self.table.clone(), keys)]);
+        let mut found = Vec::new();
+        // Unprocessed keys are retried; with two small items this loop runs once.
+        for _ in 0..5 {
+            let out = self
+                .client
+                .batch_get_item()
+                .set_request_items(Some(request))
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
+            if let Some(mut responses) = out.responses {
+                found.extend(responses.remove(&self.table).unwrap_or_default());
+            }
+            match out.unprocessed_keys.filter(|u| !u.is_empty()) {
+                Some(rest) => request = rest,
+                None => break,
+            }
+        }
+        let mut org_item = None;
+        let mut key_item = None;
+        for item in found {
+            match item.get(SK).and_then(|v| v.as_s().ok()).map(String::as_str) {
+                Some(ORG_SK) => {
+                    org_item = Some(serde_dynamo::from_item(item).map_err(|e| StoreError::serde("org", e))?)
+                }
+                Some(_) => {
+                    key_item = Some(serde_dynamo::from_item(item).map_err(|e| StoreError::serde("key", e))?)
+                }
+                None => {}
+            }
+        }
+        Ok((org_item, key_item))
+    }
+}
