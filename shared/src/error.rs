@@ -68,12 +68,16 @@ impl ApiError {
     }
 
     pub fn unsupported_media_type() -> Self {
-        Self::new(415, "request body must be sent with Content-Type: application/json")
+        Self::new(
+            415,
+            "request body must be sent with Content-Type: application/json",
+        )
     }
 
     /// Storage throttled or unreachable after the SDK's own retries.
     pub fn unavailable() -> Self {
-        Self::new(503, "service temporarily unavailable, retry later").with_header("retry-after", "1")
+        Self::new(503, "service temporarily unavailable, retry later")
+            .with_header("retry-after", "1")
     }
 
     pub fn internal() -> Self {
@@ -97,7 +101,10 @@ mod tests {
     fn unauthorized_is_exactly_as_decided() {
         let e = ApiError::unauthorized();
         assert_eq!(e.status, 401);
-        assert_eq!(e.message, "Unauthorized - missing or invalid authentication");
+        assert_eq!(
+            e.message,
+            "Unauthorized - missing or invalid authentication"
+        );
         assert_eq!(e.headers, vec![("www-authenticate", "Bearer".to_string())]);
     }
 

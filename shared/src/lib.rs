@@ -5,6 +5,7 @@
 //! API Gateway events into requests and results into JSON responses, and `api` holds the
 //! route handlers each function serves.
 
+pub mod admin;
 pub mod api;
 pub mod app;
 pub mod auth;

@@ -1,1 +1,177 @@
+//! End-to-end harness: real DynamoDB Local (free port, in memory), the real function
+//! binaries from `target/debug`, and a Lambda Runtime API emulator that hands them real API
+//! Gateway HTTP API (v2) events, the way Lambda does.
+//!
+//! Everything is started once per test binary on a dedicated thread and stopped with it:
+//! child processes get `PR_SET_PDEATHSIG`, so they die with the test process.
 
+pub mod ddb;
+pub mod runtime;
+
+use catalog::auth::Scope;
+use catalog::store::Store;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub const TABLE: &str = "catalog-e2e";
+
+/// The repository's root folder.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The shared local stack of this test binary. It holds no SDK client: clients are bound to
+/// the tokio runtime that first uses them, and every test has its own runtime (see `store`).
+pub struct Stack {
+    pub ddb_endpoint: String,
+    runtime: runtime::Emulator,
+}
+
+impl Stack {
+    /// A store on the stack's table, with a client for the calling test's runtime.
+    pub fn store(&self) -> Store {
+        Store::new(ddb::client(&self.ddb_endpoint), TABLE)
+    }
+}
+
+static STACK: tokio::sync::OnceCell<Stack> = tokio::sync::OnceCell::const_new();
+
+/// Starts (once) DynamoDB Local, the table and the emulator; functions start on first use.
+pub async fn stack() -> &'static Stack {
+    STACK.get_or_init(start_stack).await
+}
+
+async fn start_stack() -> Stack {
+    let endpoint = ddb::start();
+    Store::new(ddb::client(&endpoint), TABLE)
+        .ensure_table()
+        .await
+        .expect("table created");
+    let emulator = runtime::Emulator::start(vec![
+        ("AWS_ENDPOINT_URL_DYNAMODB".into(), endpoint.clone()),
+        ("AWS_REGION".into(), "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID".into(), "local".into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), "local".into()),
+        ("CATALOG_TABLE".into(), TABLE.into()),
+        ("CATALOG_DEBUG_HEADERS".into(), "1".into()),
+        ("CATALOG_LOCAL_MODE".into(), "1".into()),
+        ("CATALOG_AUTH_CACHE_SECONDS".into(), "600".into()),
+        ("RUST_LOG".into(), "warn".into()),
+    ]);
+    Stack {
+        ddb_endpoint: endpoint,
+        runtime: emulator,
+    }
+}
+
+/// An HTTP response from a function.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+impl Response {
+    /// DynamoDB requests the call cost (the `x-catalog-ddb-requests` debug header).
+    pub fn ddb_requests(&self) -> u32 {
+        self.headers["x-catalog-ddb-requests"]
+            .parse()
+            .expect("a number")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// A request to send through a function.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+impl Request {
+    pub fn new(method: &str, path: &str) -> Self {
+        Self {
+            method: method.into(),
+            path: path.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    pub fn bearer(self, key: &str) -> Self {
+        self.header("authorization", &format!("Bearer {key}"))
+    }
+
+    pub fn json(self, body: Value) -> Self {
+        self.raw_body("application/json", &body.to_string())
+    }
+
+    pub fn raw_body(mut self, content_type: &str, body: &str) -> Self {
+        self.headers
+            .push(("content-type".into(), content_type.into()));
+        self.body = Some(body.into());
+        self
+    }
+
+    /// Sends the request through the function that serves its route.
+    pub async fn send(self) -> Response {
+        let s = stack().await;
+        s.runtime.http(self).await
+    }
+}
+
+/// An organization with an all-scopes key, made directly through the library.
+pub struct Org {
+    pub id: String,
+    pub key: String,
+}
+
+impl Org {
+    pub async fn new() -> Self {
+        let store = stack().await.store();
+        let org = catalog::admin::create_org(&store, "e2e")
+            .await
+            .expect("org");
+        let key = catalog::admin::create_key(&store, &org.id, "e2e", &Scope::ALL)
+            .await
+            .expect("key");
+        Self {
+            id: org.id,
+            key: key.plain,
+        }
+    }
+
+    /// Another key of this organization with only `scopes`.
+    pub async fn key_with(&self, scopes: &[Scope]) -> String {
+        catalog::admin::create_key(&stack().await.store(), &self.id, "scoped", scopes)
+            .await
+            .expect("key")
+            .plain
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        Request::new("GET", path).bearer(&self.key).send().await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Response {
+        Request::new("PATCH", path)
+            .bearer(&self.key)
+            .json(body)
+            .send()
+            .await
+    }
+}

@@ -47,7 +47,10 @@ mod tests {
     #[test]
     fn product_includes() {
         assert!(parse("variants,skus", PRODUCT).unwrap().skus);
-        assert_eq!(parse("skus", PRODUCT).unwrap_err().message, "include: 'skus' requires 'variants'");
+        assert_eq!(
+            parse("skus", PRODUCT).unwrap_err().message,
+            "include: 'skus' requires 'variants'"
+        );
         assert_eq!(
             parse("assets", PRODUCT).unwrap_err().message,
             "include: unknown value 'assets' (allowed: variants, skus, metaobjects)"

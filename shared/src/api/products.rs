@@ -67,7 +67,14 @@ async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::json(200, body))
 }
 
-const PATCH_FIELDS: &[&str] = &["name", "values", "familyId", "variants", "assets", "categories"];
+const PATCH_FIELDS: &[&str] = &[
+    "name",
+    "values",
+    "familyId",
+    "variants",
+    "assets",
+    "categories",
+];
 const MAX_WRITE_ATTEMPTS: u32 = 8;
 
 /// PATCH /products/{identifier}: upsert; 201 when created, 200 when updated.
@@ -89,7 +96,11 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         Default::default()
     } else {
         app.store
-            .get_definitions(call.org(), TargetEntity::Product, values.keys().map(String::as_str))
+            .get_definitions(
+                call.org(),
+                TargetEntity::Product,
+                values.keys().map(String::as_str),
+            )
             .await?
     };
     let changes = values::parse_values("product", values, &defs, &ScopeRules::default())?;
@@ -112,25 +123,37 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
                     Timestamp::now(),
                 );
                 item.ver = 1;
-                app.store.put_product(&item, None).await.map(|_| (201, item))
+                app.store
+                    .put_product(&item, None)
+                    .await
+                    .map(|_| (201, item))
             }
             Some(mut item) => {
                 let values_changed = values::apply(&mut item.vals, &changes, &defs);
                 let name_changed = name.is_some_and(|n| n != item.name);
                 if !values_changed && !name_changed {
-                    return Ok(ApiResponse::single(200, render::write_result(&item, item.tu)));
+                    return Ok(ApiResponse::single(
+                        200,
+                        render::write_result(&item, item.tu),
+                    ));
                 }
                 if let Some(n) = name {
                     item.name = n.to_string();
                 }
                 let expected = item.ver;
                 item.touch(Timestamp::next_after([item.su, item.tu]));
-                app.store.put_product(&item, Some(expected)).await.map(|_| (200, item))
+                app.store
+                    .put_product(&item, Some(expected))
+                    .await
+                    .map(|_| (200, item))
             }
         };
         match outcome {
             Ok((status, item)) => {
-                return Ok(ApiResponse::single(status, render::write_result(&item, item.tu)))
+                return Ok(ApiResponse::single(
+                    status,
+                    render::write_result(&item, item.tu),
+                ))
             }
             Err(StoreError::ConditionFailed) => continue,
             Err(e) => return Err(e.into()),
@@ -145,6 +168,8 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
 async fn backoff(attempt: u32) {
     let cap_ms = (10u64 << attempt.min(5)).min(320);
     let mut b = [0u8; 2];
-    let jitter = getrandom::fill(&mut b).map(|_| u16::from_le_bytes(b)).unwrap_or(0);
+    let jitter = getrandom::fill(&mut b)
+        .map(|_| u16::from_le_bytes(b))
+        .unwrap_or(0);
     tokio::time::sleep(Duration::from_millis(u64::from(jitter) % cap_ms + 1)).await;
 }

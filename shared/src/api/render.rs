@@ -19,7 +19,11 @@ pub fn attributes(entity: &str, vals: &StoredValues, sel: &Selection) -> Map<Str
         .collect()
 }
 
-fn entity_object(item: &EntityItem, attrs: Map<String, Value>, updated: Timestamp) -> Map<String, Value> {
+fn entity_object(
+    item: &EntityItem,
+    attrs: Map<String, Value>,
+    updated: Timestamp,
+) -> Map<String, Value> {
     let mut obj = Map::new();
     obj.insert("identifier".into(), json!(item.id));
     obj.insert("name".into(), json!(item.name));
@@ -55,7 +59,11 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
                         .filter(|s| s.vid.as_deref() == Some(v.id.as_str()))
                         .map(|s| {
                             let updated = s.tu.max(v.su).max(p.su);
-                            Value::Object(entity_object(s, attributes("sku", &s.vals, sel), updated))
+                            Value::Object(entity_object(
+                                s,
+                                attributes("sku", &s.vals, sel),
+                                updated,
+                            ))
                         })
                         .collect();
                     vo.insert("skus".into(), Value::Array(skus));

@@ -50,8 +50,14 @@ pub struct ApiKey {
 
 impl ApiKey {
     pub fn generate(org: &str) -> Self {
-        assert!(is_org_id(org), "organization ids are 6 characters of [a-z0-9]");
-        let key_id = format!("{org}{}", random_string(ID_ALPHABET, KEY_ID_LEN - ORG_ID_LEN));
+        assert!(
+            is_org_id(org),
+            "organization ids are 6 characters of [a-z0-9]"
+        );
+        let key_id = format!(
+            "{org}{}",
+            random_string(ID_ALPHABET, KEY_ID_LEN - ORG_ID_LEN)
+        );
         let secret = random_string(SECRET_ALPHABET, SECRET_LEN);
         Self {
             plain: format!("{PREFIX}{key_id}_{secret}"),
@@ -117,7 +123,10 @@ mod tests {
         assert_eq!(parsed.org, "abc123");
         assert_eq!(parsed.key_id, key.key_id);
         assert!(verify(&parsed.secret, &key.secret_hash));
-        assert!(!verify(&format!("{}x", &parsed.secret[1..]), &key.secret_hash));
+        assert!(!verify(
+            &format!("{}x", &parsed.secret[1..]),
+            &key.secret_hash
+        ));
         assert!(!key.plain.contains(&key.secret_hash));
     }
 

@@ -39,7 +39,11 @@ impl Authenticator {
 
     /// Authenticates an `Authorization` header value: 401 for a missing, malformed, unknown
     /// or revoked key or a wrong secret; 403 when the organization's API access is disabled.
-    pub async fn authenticate(&self, store: &Store, header: Option<&str>) -> Result<Principal, ApiError> {
+    pub async fn authenticate(
+        &self,
+        store: &Store,
+        header: Option<&str>,
+    ) -> Result<Principal, ApiError> {
         let parsed = header
             .and_then(apikey::from_authorization)
             .ok_or_else(ApiError::unauthorized)?;
@@ -59,7 +63,9 @@ impl Authenticator {
                 api_enabled,
             } if !revoked && apikey::verify(&parsed.secret, &secret_hash) => {
                 if !api_enabled {
-                    return Err(ApiError::forbidden("API access is disabled for this organization"));
+                    return Err(ApiError::forbidden(
+                        "API access is disabled for this organization",
+                    ));
                 }
                 Ok(Principal {
                     org: parsed.org,

@@ -1,1 +1,204 @@
-fn main(){}
+//! Operator CLI: creates the table, organizations and API keys, and turns API access on and
+//! off, writing straight to the table. `catalog-admin help` lists the commands.
+
+use catalog::admin;
+use catalog::store::{table::TABLE, Store, StoreError};
+use catalog::Config;
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+const HELP: &str = "catalog-admin <command> [--flag value ...]
+
+Commands:
+  create-table                         create the table (if missing) from the definition in code
+  table-yaml                           print the table's CloudFormation properties
+  create-org --name NAME               create an organization (API access enabled); prints its id
+  create-key --org ID [--name N] [--scopes LIST]
+                                       create an API key (scopes: catalog:read,catalog:write,
+                                       settings:manage or all; default all); the key is printed once
+  list-keys --org ID                   list key ids, names, scopes and revocation
+  revoke-key --org ID --key KEY_ID     revoke a key
+  enable-api --org ID                  enable API access for an organization
+  disable-api --org ID                 disable API access for an organization
+  dev-setup [--env-file PATH] [--base-url URL]
+                                       local stack: create the table, reuse the key in PATH if it
+                                       still works or create a dev organization and key, and write
+                                       CATALOG_BASE_URL and CATALOG_API_KEY to PATH
+
+The table is CATALOG_TABLE (default 'catalog'); the endpoint and credentials come from the
+standard AWS configuration (AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local).";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{HELP}");
+        return ExitCode::from(2);
+    };
+    let flags = match parse_flags(rest) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(command, &flags).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_flags(rest: &[String]) -> Result<HashMap<String, String>, String> {
+    let mut flags = HashMap::new();
+    let mut it = rest.iter();
+    while let Some(flag) = it.next() {
+        let name = flag
+            .strip_prefix("--")
+            .ok_or_else(|| format!("unexpected argument '{flag}'"))?;
+        let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
+        flags.insert(name.to_string(), value.clone());
+    }
+    Ok(flags)
+}
+
+fn need<'a>(flags: &'a HashMap<String, String>, name: &str) -> Result<&'a str, String> {
+    flags
+        .get(name)
+        .map(String::as_str)
+        .ok_or_else(|| format!("--{name} is required"))
+}
+
+fn store_err(e: StoreError) -> String {
+    match e {
+        StoreError::ConditionFailed => "not found, or already exists".to_string(),
+        other => other.to_string(),
+    }
+}
+
+async fn store() -> Store {
+    let config = Config::from_env();
+    Store::new(Store::client_from_env().await, config.table_name)
+}
+
+async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), String> {
+    match command {
+        "help" | "--help" | "-h" => println!("{HELP}"),
+        "table-yaml" => print!("{}", TABLE.cloudformation_yaml(0)),
+        "create-table" => {
+            let s = store().await;
+            let created = s.ensure_table().await.map_err(store_err)?;
+            println!(
+                "table {} {}",
+                s.table(),
+                if created { "created" } else { "already exists" }
+            );
+        }
+        "create-org" => {
+            let org = admin::create_org(&store().await, need(flags, "name")?)
+                .await
+                .map_err(store_err)?;
+            println!(
+                "organization {} ({}) created, API access enabled",
+                org.id, org.name
+            );
+        }
+        "create-key" => {
+            let scopes =
+                admin::parse_scopes(flags.get("scopes").map(String::as_str).unwrap_or("all"))?;
+            let name = flags.get("name").map(String::as_str).unwrap_or("default");
+            let key = admin::create_key(&store().await, need(flags, "org")?, name, &scopes)
+                .await
+                .map_err(store_err)?;
+            let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
+            println!("key id {} scopes {}", key.key_id, scopes.join(","));
+            println!("{}", key.plain);
+            eprintln!("The key is shown once: store it now.");
+        }
+        "list-keys" => {
+            for k in store()
+                .await
+                .list_keys(need(flags, "org")?)
+                .await
+                .map_err(store_err)?
+            {
+                let state = if k.revoked { "revoked" } else { "active" };
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    k.key_id,
+                    k.name,
+                    k.scopes.join(","),
+                    state,
+                    k.created_at
+                );
+            }
+        }
+        "revoke-key" => {
+            store()
+                .await
+                .revoke_key(need(flags, "org")?, need(flags, "key")?)
+                .await
+                .map_err(store_err)?;
+            println!("key revoked (takes effect within the functions' auth cache TTL)");
+        }
+        "enable-api" | "disable-api" => {
+            let enabled = command == "enable-api";
+            store()
+                .await
+                .set_api_enabled(need(flags, "org")?, enabled)
+                .await
+                .map_err(store_err)?;
+            println!(
+                "API access {}",
+                if enabled { "enabled" } else { "disabled" }
+            );
+        }
+        "dev-setup" => dev_setup(flags).await?,
+        other => return Err(format!("unknown command '{other}'\n\n{HELP}")),
+    }
+    Ok(())
+}
+
+async fn dev_setup(flags: &HashMap<String, String>) -> Result<(), String> {
+    let path = flags
+        .get("env-file")
+        .map(String::as_str)
+        .unwrap_or(".local/env");
+    let base_url = flags
+        .get("base-url")
+        .map(String::as_str)
+        .unwrap_or("http://127.0.0.1:9000/v1");
+    let s = store().await;
+    s.ensure_table().await.map_err(store_err)?;
+    let previous = std::fs::read_to_string(path).unwrap_or_default();
+    let old_key = previous
+        .lines()
+        .find_map(|l| l.strip_prefix("CATALOG_API_KEY="))
+        .map(str::to_string);
+    let key = match old_key {
+        Some(k) if admin::key_is_live(&s, &k).await.map_err(store_err)? => k,
+        _ => {
+            let org = admin::create_org(&s, "Local development")
+                .await
+                .map_err(store_err)?;
+            let scopes = admin::parse_scopes("all")?;
+            admin::create_key(&s, &org.id, "local", &scopes)
+                .await
+                .map_err(store_err)?
+                .plain
+        }
+    };
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(
+        path,
+        format!("CATALOG_BASE_URL={base_url}\nCATALOG_API_KEY={key}\n"),
+    )
+    .map_err(|e| format!("cannot write {path}: {e}"))?;
+    println!("CATALOG_BASE_URL={base_url}");
+    println!("CATALOG_API_KEY={key}");
+    Ok(())
+}

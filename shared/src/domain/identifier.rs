@@ -42,14 +42,26 @@ mod tests {
         let cases = [
             ("", "product identifier must not be empty"),
             ("a/b", "product identifier must not contain '/'"),
-            ("a\u{7}b", "product identifier must not contain control characters"),
-            (" a", "product identifier must not start or end with a space"),
-            ("a ", "product identifier must not start or end with a space"),
+            (
+                "a\u{7}b",
+                "product identifier must not contain control characters",
+            ),
+            (
+                " a",
+                "product identifier must not start or end with a space",
+            ),
+            (
+                "a ",
+                "product identifier must not start or end with a space",
+            ),
         ];
         for (input, msg) in cases {
             let err = validate("product", input).unwrap_err();
             assert_eq!((err.status, err.message.as_str()), (400, msg));
         }
-        assert_eq!(validate("product", &"x".repeat(256)).unwrap_err().status, 400);
+        assert_eq!(
+            validate("product", &"x".repeat(256)).unwrap_err().status,
+            400
+        );
     }
 }

@@ -12,7 +12,8 @@ enum Selector {
 
 impl Selector {
     fn parse(param: &str, raw: &str) -> Result<Self, ApiError> {
-        let bad = |why: &str| ApiError::bad_request(format!("{param}: invalid selector '{raw}': {why}"));
+        let bad =
+            |why: &str| ApiError::bad_request(format!("{param}: invalid selector '{raw}': {why}"));
         let (entity, rest) = raw
             .split_once('.')
             .ok_or_else(|| bad("expected <entity>.<key>, e.g. product.color or sku.price_*"))?;
@@ -21,7 +22,9 @@ impl Selector {
         }
         match rest.strip_suffix('*') {
             Some(prefix) if !prefix.contains('*') => {
-                let ok = prefix.chars().all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));
+                let ok = prefix
+                    .chars()
+                    .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));
                 if !ok {
                     return Err(bad("a key holds only a-z, 0-9 and _"));
                 }
@@ -50,7 +53,10 @@ pub struct Selection {
 }
 
 impl Selection {
-    pub fn parse(attributes: Option<Vec<String>>, exclude: Option<Vec<String>>) -> Result<Self, ApiError> {
+    pub fn parse(
+        attributes: Option<Vec<String>>,
+        exclude: Option<Vec<String>>,
+    ) -> Result<Self, ApiError> {
         let parse_all = |param: &str, list: Vec<String>| {
             list.iter()
                 .map(|s| Selector::parse(param, s))
@@ -88,7 +94,11 @@ mod tests {
 
     #[test]
     fn prefixes_exact_keys_and_exclusion_wins() {
-        let s = sel(Some(&["sku.price_*", "product.name", "variant.*"]), Some(&["variant.size"])).unwrap();
+        let s = sel(
+            Some(&["sku.price_*", "product.name", "variant.*"]),
+            Some(&["variant.size"]),
+        )
+        .unwrap();
         assert!(s.keeps("sku.price_eur") && s.keeps("sku.price_") && s.keeps("product.name"));
         assert!(s.keeps("variant.color") && !s.keeps("variant.size"));
         assert!(!s.keeps("sku.weight") && !s.keeps("product.name_long"));

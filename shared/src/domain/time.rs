@@ -66,7 +66,10 @@ mod tests {
     fn formats_utc_milliseconds() {
         let t = Timestamp::parse("2026-11-21T03:39:29.597123+01:00").unwrap();
         assert_eq!(t.to_string(), "2026-11-21T02:39:29.597Z");
-        assert_eq!(Timestamp::from_millis(0).to_string(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            Timestamp::from_millis(0).to_string(),
+            "1970-01-01T00:00:00.000Z"
+        );
     }
 
     #[test]

@@ -149,12 +149,17 @@ fn check_scope(
 ) -> Result<(), String> {
     match (&scope.locale, def.is_localized) {
         (None, true) => return Err("the attribute is localized: a 'locale' is required".into()),
-        (Some(_), false) => return Err("the attribute is not localized: 'locale' is not allowed".into()),
+        (Some(_), false) => {
+            return Err("the attribute is not localized: 'locale' is not allowed".into())
+        }
         (Some(l), true) => {
             if !is_language_tag(l) {
                 return Err(format!("locale '{l}' is not a valid language tag"));
             }
-            if rules.languages.is_some_and(|known| !known.iter().any(|k| k == l)) {
+            if rules
+                .languages
+                .is_some_and(|known| !known.iter().any(|k| k == l))
+            {
                 return Err(format!("locale '{l}' is not a language of this workspace"));
             }
         }
@@ -162,8 +167,14 @@ fn check_scope(
     }
     match (&scope.channel, def.is_channel_scoped) {
         (None, true) => Err("the attribute is channel-scoped: a 'channel' is required".into()),
-        (Some(_), false) => Err("the attribute is not channel-scoped: 'channel' is not allowed".into()),
-        (Some(c), true) if rules.channels.is_some_and(|known| !known.iter().any(|k| k == c)) => {
+        (Some(_), false) => {
+            Err("the attribute is not channel-scoped: 'channel' is not allowed".into())
+        }
+        (Some(c), true)
+            if rules
+                .channels
+                .is_some_and(|known| !known.iter().any(|k| k == c)) =>
+        {
             Err(format!("channel '{c}' does not exist"))
         }
         _ => Ok(()),
@@ -221,7 +232,10 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
             if def.options.iter().any(|o| *o == s) {
                 Ok(s)
             } else {
-                Err(format!("'{s}' is not one of the options ({})", def.options.join(", ")))
+                Err(format!(
+                    "'{s}' is not one of the options ({})",
+                    def.options.join(", ")
+                ))
             }
         }
         AttributeType::Boolean => value
@@ -249,7 +263,9 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
             let s = want_string()?;
             parse_weight(&s)
                 .map(|_| s.trim().to_string())
-                .ok_or_else(|| format!("'{s}' is not a weight like \"1.5 kg\" (units g, kg, lb, oz)"))
+                .ok_or_else(|| {
+                    format!("'{s}' is not a weight like \"1.5 kg\" (units g, kg, lb, oz)")
+                })
         }
         AttributeType::Image | AttributeType::Url => {
             let s = want_string()?;
@@ -261,9 +277,8 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
         }
         AttributeType::Color => {
             let s = want_string()?;
-            let ok = s.len() == 7
-                && s.starts_with('#')
-                && s[1..].chars().all(|c| c.is_ascii_hexdigit());
+            let ok =
+                s.len() == 7 && s.starts_with('#') && s[1..].chars().all(|c| c.is_ascii_hexdigit());
             if ok {
                 Ok(s)
             } else {
@@ -308,7 +323,10 @@ fn number(s: &str) -> Option<serde_json::Number> {
 pub fn parse_price(s: &str) -> Option<(serde_json::Number, String)> {
     let (amount, currency) = s.trim().split_once(' ')?;
     let ok_currency = currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase());
-    let ok_amount = amount.trim_start_matches('-').chars().all(|c| c.is_ascii_digit() || c == '.');
+    let ok_amount = amount
+        .trim_start_matches('-')
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == '.');
     (ok_currency && ok_amount).then_some(())?;
     Some((number(amount)?, currency.to_string()))
 }
@@ -343,12 +361,14 @@ pub fn apply(
             }
             ValueChange::Set { key, scope, raw } => {
                 let def = &defs[key];
-                let attr = values.entry(key.clone()).or_insert_with(|| StoredAttribute {
-                    attr_type: def.attr_type,
-                    is_multi: def.is_multi,
-                    metaobject_definition: def.metaobject_definition.clone(),
-                    entries: Vec::new(),
-                });
+                let attr = values
+                    .entry(key.clone())
+                    .or_insert_with(|| StoredAttribute {
+                        attr_type: def.attr_type,
+                        is_multi: def.is_multi,
+                        metaobject_definition: def.metaobject_definition.clone(),
+                        entries: Vec::new(),
+                    });
                 attr.entries
                     .retain(|e| e.locale != scope.locale || e.channel != scope.channel);
                 attr.entries.push(StoredEntry {
@@ -421,8 +441,16 @@ mod tests {
         AttributeDefinition::simple(TargetEntity::Product, key, t)
     }
 
-    fn parse(input: Value, d: &HashMap<String, AttributeDefinition>) -> Result<Vec<ValueChange>, ApiError> {
-        parse_values("product", input.as_object().unwrap(), d, &ScopeRules::default())
+    fn parse(
+        input: Value,
+        d: &HashMap<String, AttributeDefinition>,
+    ) -> Result<Vec<ValueChange>, ApiError> {
+        parse_values(
+            "product",
+            input.as_object().unwrap(),
+            d,
+            &ScopeRules::default(),
+        )
     }
 
     #[test]
@@ -436,7 +464,10 @@ mod tests {
             rendered,
             vec![json!({"value": "Blue", "data": "Blue", "type": "text", "locale": null})]
         );
-        assert!(!apply(&mut vals, &changes, &d), "same value again changes nothing");
+        assert!(
+            !apply(&mut vals, &changes, &d),
+            "same value again changes nothing"
+        );
     }
 
     #[test]
@@ -451,7 +482,10 @@ mod tests {
         d.is_localized = true;
         let d = defs(vec![d]);
         let err = parse(json!({"title": "Chair"}), &d).unwrap_err();
-        assert_eq!(err.message, "values.title: the attribute is localized: a 'locale' is required");
+        assert_eq!(
+            err.message,
+            "values.title: the attribute is localized: a 'locale' is required"
+        );
         let changes = parse(
             json!({"title": [{"locale": "en-US", "value": "Chair"}, {"locale": "de-DE", "value": "Stuhl"}]}),
             &d,
@@ -459,7 +493,11 @@ mod tests {
         .unwrap();
         let mut vals = StoredValues::new();
         apply(&mut vals, &changes, &d);
-        let locales: Vec<_> = vals["title"].entries.iter().map(|e| e.locale.clone().unwrap()).collect();
+        let locales: Vec<_> = vals["title"]
+            .entries
+            .iter()
+            .map(|e| e.locale.clone().unwrap())
+            .collect();
         assert_eq!(locales, vec!["de-DE", "en-US"]);
         let clear = parse(json!({"title": {"locale": "de-DE", "value": null}}), &d).unwrap();
         apply(&mut vals, &clear, &d);
@@ -509,12 +547,27 @@ mod tests {
             sel,
         ]);
         let cases = [
-            (json!({"price": "12,50"}), "values.price: '12,50' is not a price like \"12.50 EUR\""),
-            (json!({"color": "red"}), "values.color: 'red' is not a color like \"#1A2B3C\""),
-            (json!({"link": "ftp://x"}), "values.link: 'ftp://x' is not an absolute http(s) URL"),
+            (
+                json!({"price": "12,50"}),
+                "values.price: '12,50' is not a price like \"12.50 EUR\"",
+            ),
+            (
+                json!({"color": "red"}),
+                "values.color: 'red' is not a color like \"#1A2B3C\"",
+            ),
+            (
+                json!({"link": "ftp://x"}),
+                "values.link: 'ftp://x' is not an absolute http(s) URL",
+            ),
             (json!({"count": "many"}), "values.count: expected a number"),
-            (json!({"size": "XL"}), "values.size: 'XL' is not one of the options (S, M)"),
-            (json!({"count": [1]}), "values.count: the attribute is single-value: an array is not allowed"),
+            (
+                json!({"size": "XL"}),
+                "values.size: 'XL' is not one of the options (S, M)",
+            ),
+            (
+                json!({"count": [1]}),
+                "values.count: the attribute is single-value: an array is not allowed",
+            ),
         ];
         for (input, msg) in cases {
             assert_eq!(parse(input, &d).unwrap_err().message, msg);

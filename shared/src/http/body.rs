@@ -76,9 +76,18 @@ mod tests {
     #[test]
     fn names_the_field_at_fault() {
         let b = body(json!({"name": 5, "extra": 1}));
-        assert_eq!(b.opt_str("name").unwrap_err().message, "field 'name' must be a string");
-        assert_eq!(b.only(&["name"]).unwrap_err().message, "unknown field 'extra' (allowed: name)");
-        assert_eq!(b.req_str("url").unwrap_err().message, "field 'url' is required");
+        assert_eq!(
+            b.opt_str("name").unwrap_err().message,
+            "field 'name' must be a string"
+        );
+        assert_eq!(
+            b.only(&["name"]).unwrap_err().message,
+            "unknown field 'extra' (allowed: name)"
+        );
+        assert_eq!(
+            b.req_str("url").unwrap_err().message,
+            "field 'url' is required"
+        );
         assert_eq!(b.opt_object("values").unwrap(), None);
     }
 }

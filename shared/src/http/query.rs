@@ -13,10 +13,14 @@ impl Query {
     pub fn parse(pairs: &[(String, String)], allowed: &[&str]) -> Result<Self, ApiError> {
         for (i, (name, _)) in pairs.iter().enumerate() {
             if !allowed.contains(&name.as_str()) {
-                return Err(ApiError::bad_request(format!("unknown query parameter '{name}'")));
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter '{name}'"
+                )));
             }
             if pairs[..i].iter().any(|(n, _)| n == name) {
-                return Err(ApiError::bad_request(format!("query parameter '{name}' is given more than once")));
+                return Err(ApiError::bad_request(format!(
+                    "query parameter '{name}' is given more than once"
+                )));
             }
         }
         Ok(Self {
@@ -65,15 +69,23 @@ mod tests {
     use super::*;
 
     fn q(pairs: &[(&str, &str)], allowed: &[&str]) -> Result<Query, ApiError> {
-        let owned: Vec<_> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let owned: Vec<_> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         Query::parse(&owned, allowed)
     }
 
     #[test]
     fn unknown_and_repeated_parameters_are_refused() {
-        assert_eq!(q(&[("x", "1")], &["limit"]).unwrap_err().message, "unknown query parameter 'x'");
         assert_eq!(
-            q(&[("limit", "1"), ("limit", "2")], &["limit"]).unwrap_err().message,
+            q(&[("x", "1")], &["limit"]).unwrap_err().message,
+            "unknown query parameter 'x'"
+        );
+        assert_eq!(
+            q(&[("limit", "1"), ("limit", "2")], &["limit"])
+                .unwrap_err()
+                .message,
             "query parameter 'limit' is given more than once"
         );
     }
@@ -91,7 +103,11 @@ mod tests {
 
     #[test]
     fn lists_split_on_commas() {
-        let query = q(&[("include", "variants, skus"), ("attributes", "")], &["include", "attributes"]).unwrap();
+        let query = q(
+            &[("include", "variants, skus"), ("attributes", "")],
+            &["include", "attributes"],
+        )
+        .unwrap();
         assert_eq!(query.list("include").unwrap(), vec!["variants", "skus"]);
         assert_eq!(query.list("attributes").unwrap(), Vec::<String>::new());
         assert_eq!(query.list("exclude_attributes"), None);

@@ -64,7 +64,10 @@ impl ApiRequest {
 
     /// The body as a JSON object, checked for size, content type, syntax and depth. An empty
     /// body is `{}`.
-    pub fn json_object(&self, max_bytes: usize) -> Result<serde_json::Map<String, Value>, ApiError> {
+    pub fn json_object(
+        &self,
+        max_bytes: usize,
+    ) -> Result<serde_json::Map<String, Value>, ApiError> {
         if self.body.len() > max_bytes {
             return Err(ApiError::payload_too_large(max_bytes));
         }
@@ -87,7 +90,9 @@ impl ApiRequest {
         match serde_json::from_slice::<Value>(&self.body) {
             Ok(Value::Object(map)) => Ok(map),
             Ok(_) => Err(ApiError::bad_request("request body must be a JSON object")),
-            Err(e) => Err(ApiError::bad_request(format!("request body is not valid JSON: {e}"))),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "request body is not valid JSON: {e}"
+            ))),
         }
     }
 
@@ -140,20 +145,46 @@ mod tests {
     #[test]
     fn body_checks_in_order() {
         assert_eq!(req(None, "").json_object(10).unwrap().len(), 0);
-        assert_eq!(req(Some("application/json"), &"x".repeat(11)).json_object(10).unwrap_err().status, 413);
-        assert_eq!(req(Some("text/plain"), "{}").json_object(10).unwrap_err().status, 415);
+        assert_eq!(
+            req(Some("application/json"), &"x".repeat(11))
+                .json_object(10)
+                .unwrap_err()
+                .status,
+            413
+        );
+        assert_eq!(
+            req(Some("text/plain"), "{}")
+                .json_object(10)
+                .unwrap_err()
+                .status,
+            415
+        );
         assert_eq!(req(None, "{}").json_object(10).unwrap_err().status, 415);
         let ok = req(Some("application/json; charset=utf-8"), "{\"a\":1}");
         assert_eq!(ok.json_object(100).unwrap()["a"], 1);
-        let bad = req(Some("application/json"), "{\"a\":").json_object(100).unwrap_err();
-        assert!(bad.message.starts_with("request body is not valid JSON"), "{}", bad.message);
-        assert_eq!(req(Some("application/json"), "[1]").json_object(100).unwrap_err().message, "request body must be a JSON object");
+        let bad = req(Some("application/json"), "{\"a\":")
+            .json_object(100)
+            .unwrap_err();
+        assert!(
+            bad.message.starts_with("request body is not valid JSON"),
+            "{}",
+            bad.message
+        );
+        assert_eq!(
+            req(Some("application/json"), "[1]")
+                .json_object(100)
+                .unwrap_err()
+                .message,
+            "request body must be a JSON object"
+        );
     }
 
     #[test]
     fn deep_nesting_is_refused_without_parsing() {
         let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-        let err = req(Some("application/json"), &deep).json_object(1 << 20).unwrap_err();
+        let err = req(Some("application/json"), &deep)
+            .json_object(1 << 20)
+            .unwrap_err();
         assert_eq!(err.status, 400);
         assert_eq!(nesting_depth(b"{\"a\":\"[[[[\"}"), 1);
     }

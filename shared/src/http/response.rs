@@ -67,7 +67,10 @@ mod tests {
     #[test]
     fn errors_become_error_envelopes() {
         let r = ApiResponse::error(&ApiError::unauthorized());
-        assert_eq!(r.body, json!({"error": "Unauthorized - missing or invalid authentication"}));
+        assert_eq!(
+            r.body,
+            json!({"error": "Unauthorized - missing or invalid authentication"})
+        );
         let l = r.into_lambda(&[]);
         assert_eq!(l.status(), 401);
         assert_eq!(l.headers()["www-authenticate"], "Bearer");

@@ -113,7 +113,10 @@ mod tests {
     fn unknown_paths_are_404_and_wrong_methods_405() {
         assert_eq!(find(ROUTES, "GET", "/v1/nothing").unwrap_err().status, 404);
         assert_eq!(find(ROUTES, "GET", "/v2/products").unwrap_err().status, 404);
-        assert_eq!(find(ROUTES, "GET", "/v1/products/p1/").unwrap_err().status, 404);
+        assert_eq!(
+            find(ROUTES, "GET", "/v1/products/p1/").unwrap_err().status,
+            404
+        );
         let e = find(ROUTES, "DELETE", "/v1/products/p1").unwrap_err();
         assert_eq!(e.status, 405);
         assert_eq!(e.headers, vec![("allow", "GET, PATCH".to_string())]);

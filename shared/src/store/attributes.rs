@@ -14,7 +14,11 @@ const BATCH_GET_LIMIT: usize = 100;
 
 impl Store {
     /// Stores a new definition; `ConditionFailed` when the key and target entity exist.
-    pub async fn put_definition(&self, org: &str, def: &AttributeDefinition) -> Result<(), StoreError> {
+    pub async fn put_definition(
+        &self,
+        org: &str,
+        def: &AttributeDefinition,
+    ) -> Result<(), StoreError> {
         let item = AttributeItem {
             pk: attributes_pk(org),
             sk: attribute_sk(def.target_entity.as_str(), &def.key),
@@ -24,7 +28,9 @@ impl Store {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("attribute", e))?))
+            .set_item(Some(
+                serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("attribute", e))?,
+            ))
             .condition_expression("attribute_not_exists(PK)")
             .send()
             .await
@@ -45,7 +51,10 @@ impl Store {
             .map(|k| {
                 HashMap::from([
                     (PK.to_string(), AttributeValue::S(attributes_pk(org))),
-                    (SK.to_string(), AttributeValue::S(attribute_sk(entity.as_str(), k))),
+                    (
+                        SK.to_string(),
+                        AttributeValue::S(attribute_sk(entity.as_str(), k)),
+                    ),
                 ])
             })
             .collect();
@@ -66,9 +75,13 @@ impl Store {
                     .send()
                     .await
                     .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
-                for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
-                    let item: AttributeItem =
-                        serde_dynamo::from_item(item).map_err(|e| StoreError::serde("attribute", e))?;
+                for item in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    let item: AttributeItem = serde_dynamo::from_item(item)
+                        .map_err(|e| StoreError::serde("attribute", e))?;
                     defs.insert(item.def.key.clone(), item.def);
                 }
                 pending = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table));

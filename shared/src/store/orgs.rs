@@ -28,7 +28,9 @@ impl Store {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(serde_dynamo::to_item(&org).map_err(|e| StoreError::serde("org", e))?))
+            .set_item(Some(
+                serde_dynamo::to_item(&org).map_err(|e| StoreError::serde("org", e))?,
+            ))
             .condition_expression("attribute_not_exists(PK)")
             .send()
             .await
@@ -71,7 +73,9 @@ impl Store {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(serde_dynamo::to_item(key).map_err(|e| StoreError::serde("key", e))?))
+            .set_item(Some(
+                serde_dynamo::to_item(key).map_err(|e| StoreError::serde("key", e))?,
+            ))
             .condition_expression("attribute_not_exists(PK)")
             .send()
             .await
@@ -149,10 +153,14 @@ impl Store {
         for item in found {
             match item.get(SK).and_then(|v| v.as_s().ok()).map(String::as_str) {
                 Some(ORG_SK) => {
-                    org_item = Some(serde_dynamo::from_item(item).map_err(|e| StoreError::serde("org", e))?)
+                    org_item = Some(
+                        serde_dynamo::from_item(item).map_err(|e| StoreError::serde("org", e))?,
+                    )
                 }
                 Some(_) => {
-                    key_item = Some(serde_dynamo::from_item(item).map_err(|e| StoreError::serde("key", e))?)
+                    key_item = Some(
+                        serde_dynamo::from_item(item).map_err(|e| StoreError::serde("key", e))?,
+                    )
                 }
                 None => {}
             }

@@ -161,19 +161,27 @@ impl Store {
 
     /// Writes a product item: created when `expected_ver` is `None` (the product must not
     /// exist), else replaced only if its version is still `expected_ver`.
-    pub async fn put_product(&self, item: &EntityItem, expected_ver: Option<u64>) -> Result<(), StoreError> {
+    pub async fn put_product(
+        &self,
+        item: &EntityItem,
+        expected_ver: Option<u64>,
+    ) -> Result<(), StoreError> {
         let mut put = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?));
+            .set_item(Some(
+                serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?,
+            ));
         put = match expected_ver {
             None => put.condition_expression("attribute_not_exists(PK)"),
             Some(v) => put
                 .condition_expression("ver = :v")
                 .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
         };
-        put.send().await.map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        put.send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
         Ok(())
     }
 
@@ -192,7 +200,10 @@ impl Store {
             };
             if let Some(ref_pk) = ref_pk {
                 let mut r = item_key(ref_pk, REF_SK);
-                r.insert("pid".into(), AttributeValue::S(item.pid.clone().unwrap_or_default()));
+                r.insert(
+                    "pid".into(),
+                    AttributeValue::S(item.pid.clone().unwrap_or_default()),
+                );
                 if let Some(vid) = &item.vid {
                     r.insert("vid".into(), AttributeValue::S(vid.clone()));
                 }
@@ -211,7 +222,10 @@ impl Store {
     }
 }
 
-fn new_item_put(table: &str, item: HashMap<String, AttributeValue>) -> Result<TransactWriteItem, StoreError> {
+fn new_item_put(
+    table: &str,
+    item: HashMap<String, AttributeValue>,
+) -> Result<TransactWriteItem, StoreError> {
     let put = Put::builder()
         .table_name(table)
         .set_item(Some(item))

@@ -4,9 +4,9 @@
 use super::keys::{GSI1PK, GSI1SK, GSI2SK, INDEX_BY_CHANGE, INDEX_BY_IDENTIFIER, PK, SK, TTL};
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
+    TimeToLiveSpecification,
 };
 use std::time::{Duration, Instant};
 
@@ -117,7 +117,13 @@ impl Store {
     /// Creates the table from `TABLE` unless it exists, then waits until it is active.
     /// Returns whether it was created.
     pub async fn ensure_table(&self) -> Result<bool, StoreError> {
-        let exists = match self.client.describe_table().table_name(&self.table).send().await {
+        let exists = match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
             Ok(_) => true,
             Err(e) => {
                 let is_missing = e

@@ -1,0 +1,248 @@
+//! A Lambda Runtime API emulator: each function binary runs as a real process polling
+//! `/2018-06-01/runtime/invocation/next` on its own port, exactly as inside Lambda. HTTP
+//! requests become API Gateway HTTP API (v2) events and the function's v2 response comes back.
+
+use crate::ddb::{die_with_parent, free_port};
+use crate::{Request, Response};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+type Reply = oneshot::Sender<Result<Value, String>>;
+
+struct Invocation {
+    id: String,
+    event: Value,
+    reply: Reply,
+}
+
+/// One function's invocation queue, shared by its processes.
+struct Queue {
+    tx: mpsc::Sender<Invocation>,
+    rx: tokio::sync::Mutex<mpsc::Receiver<Invocation>>,
+    pending: Mutex<HashMap<String, Reply>>,
+}
+
+pub struct Emulator {
+    handle: tokio::runtime::Handle,
+    env: Vec<(String, String)>,
+    functions: Mutex<HashMap<String, Arc<Queue>>>,
+    next_id: AtomicU64,
+}
+
+impl Emulator {
+    /// Starts the emulator's own runtime on a thread that lives as long as the process.
+    pub fn start(env: Vec<(String, String)>) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            tx.send(rt.handle().clone()).expect("handle sent");
+            rt.block_on(std::future::pending::<()>());
+        });
+        Self {
+            handle: rx.recv().expect("emulator runtime"),
+            env,
+            functions: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The function serving `method path`, from the library's route tables.
+    fn function_for(method: &str, path: &str) -> &'static str {
+        for api in catalog::api::FUNCTIONS {
+            match catalog::http::routes::find(api.routes, method, path) {
+                Ok(_) => return api.function,
+                Err(e) if e.status == 405 => return api.function,
+                Err(_) => {}
+            }
+        }
+        "products"
+    }
+
+    fn queue(&self, function: &str) -> Arc<Queue> {
+        let mut functions = self.functions.lock().expect("lock");
+        if let Some(q) = functions.get(function) {
+            return q.clone();
+        }
+        let (tx, rx) = mpsc::channel(1024);
+        let queue = Arc::new(Queue {
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+            pending: Mutex::new(HashMap::new()),
+        });
+        functions.insert(function.to_string(), queue.clone());
+        self.launch(function, queue.clone());
+        queue
+    }
+
+    /// Starts the Runtime API for `function` and one process of its binary.
+    fn launch(&self, function: &str, queue: Arc<Queue>) {
+        let port = free_port();
+        let binary = crate::repo_root()
+            .join(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+            .join("debug")
+            .join(function);
+        assert!(
+            binary.exists(),
+            "{} is not built: run `cargo build --workspace` first (make test does)",
+            binary.display()
+        );
+        let app = Router::new()
+            .route("/2018-06-01/runtime/invocation/next", get(next))
+            .route(
+                "/2018-06-01/runtime/invocation/{id}/response",
+                post(respond),
+            )
+            .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
+            .route("/2018-06-01/runtime/init/error", post(init_error))
+            .with_state(queue);
+        let env = self.env.clone();
+        let name = function.to_string();
+        self.handle.spawn(async move {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .expect("runtime API port");
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            // Spawned on the emulator's thread, which lives as long as the test process.
+            die_with_parent(
+                Command::new(&binary)
+                    .envs(env)
+                    .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}"))
+                    .env("AWS_LAMBDA_FUNCTION_NAME", &name)
+                    .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+                    .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::inherit()),
+            )
+            .spawn()
+            .expect("function process starts");
+        });
+    }
+
+    /// Invokes the function serving `req` with a v2 event and decodes its v2 response.
+    pub async fn http(&self, req: Request) -> Response {
+        let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
+        let function = Self::function_for(&req.method, path);
+        let id = format!("req-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let headers: serde_json::Map<String, Value> = req
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect();
+        let now = chrono::Utc::now();
+        let event = json!({
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": query,
+            "headers": headers,
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "local",
+                "domainName": "localhost",
+                "domainPrefix": "local",
+                "http": {"method": req.method, "path": path, "protocol": "HTTP/1.1",
+                         "sourceIp": "127.0.0.1", "userAgent": "catalog-e2e"},
+                "requestId": id,
+                "routeKey": "$default",
+                "stage": "$default",
+                "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
+                "timeEpoch": now.timestamp_millis()
+            },
+            "body": req.body,
+            "isBase64Encoded": false
+        });
+        let queue = self.queue(function);
+        let (reply, answer) = oneshot::channel();
+        queue
+            .tx
+            .send(Invocation { id, event, reply })
+            .await
+            .expect("queue open");
+        let out = tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .unwrap_or_else(|_| panic!("{function} did not answer within 60 s"))
+            .expect("reply sent")
+            .unwrap_or_else(|e| panic!("{function} returned an invocation error: {e}"));
+        let body = out["body"].as_str().unwrap_or_default();
+        Response {
+            status: out["statusCode"].as_u64().expect("statusCode") as u16,
+            headers: out["headers"]
+                .as_object()
+                .map(|h| {
+                    h.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.to_ascii_lowercase(),
+                                v.as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            body: serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string())),
+        }
+    }
+}
+
+async fn next(State(q): State<Arc<Queue>>) -> impl IntoResponse {
+    let inv = {
+        let mut rx = q.rx.lock().await;
+        rx.recv().await.expect("sender kept by the emulator")
+    };
+    q.pending
+        .lock()
+        .expect("lock")
+        .insert(inv.id.clone(), inv.reply);
+    let deadline = chrono::Utc::now().timestamp_millis() + 30_000;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "lambda-runtime-aws-request-id",
+        inv.id.parse().expect("ascii id"),
+    );
+    headers.insert(
+        "lambda-runtime-deadline-ms",
+        deadline.to_string().parse().expect("digits"),
+    );
+    headers.insert(
+        "lambda-runtime-invoked-function-arn",
+        "arn:aws:lambda:us-east-1:123456789012:function:local"
+            .parse()
+            .expect("ascii"),
+    );
+    headers.insert("content-type", "application/json".parse().expect("ascii"));
+    (headers, inv.event.to_string())
+}
+
+async fn respond(State(q): State<Arc<Queue>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(reply) = q.pending.lock().expect("lock").remove(&id) {
+        let _ = reply.send(Ok(value));
+    }
+    StatusCode::ACCEPTED
+}
+
+async fn fail(State(q): State<Arc<Queue>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    if let Some(reply) = q.pending.lock().expect("lock").remove(&id) {
+        let _ = reply.send(Err(String::from_utf8_lossy(&body).into_owned()));
+    }
+    StatusCode::ACCEPTED
+}
+
+async fn init_error(body: Bytes) -> StatusCode {
+    eprintln!("function init error: {}", String::from_utf8_lossy(&body));
+    StatusCode::ACCEPTED
+}
