@@ -16,6 +16,18 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// Children of the harness, kept (never waited on) until the test process exits and
+/// PDEATHSIG ends them.
+static CHILDREN: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps a spawned child for the life of the test process.
+pub fn keep(child: std::process::Child) {
+    CHILDREN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(child);
+}
+
 /// Makes a spawned child receive SIGKILL when the spawning thread's process goes away.
 pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
@@ -64,7 +76,7 @@ pub fn start() -> String {
                 .stderr(Stdio::inherit()),
         )
         .spawn();
-        let _ = tx.send(child.map(|_| ()).map_err(|e| e.to_string()));
+        let _ = tx.send(child.map(keep).map_err(|e| e.to_string()));
         loop {
             std::thread::park();
         }

@@ -68,6 +68,11 @@ async fn start_stack() -> Stack {
     }
 }
 
+/// Invokes `function` with a raw Lambda event (e.g. a fixture from `events/`).
+pub async fn invoke(function: &str, event: Value) -> Value {
+    stack().await.runtime.invoke(function, event).await
+}
+
 /// An HTTP response from a function.
 #[derive(Debug, Clone)]
 pub struct Response {

@@ -2,7 +2,7 @@
 //! `/2018-06-01/runtime/invocation/next` on its own port, exactly as inside Lambda. HTTP
 //! requests become API Gateway HTTP API (v2) events and the function's v2 response comes back.
 
-use crate::ddb::{die_with_parent, free_port};
+use crate::ddb::{die_with_parent, free_port, keep};
 use crate::{Request, Response};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -117,7 +117,7 @@ impl Emulator {
                 .expect("runtime API port");
             tokio::spawn(async move { axum::serve(listener, app).await });
             // Spawned on the emulator's thread, which lives as long as the test process.
-            die_with_parent(
+            let child = die_with_parent(
                 Command::new(&binary)
                     .envs(env)
                     .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}"))
@@ -129,14 +129,32 @@ impl Emulator {
             )
             .spawn()
             .expect("function process starts");
+            keep(child);
         });
+    }
+
+    /// Invokes `function` with a raw event and returns its raw response.
+    pub async fn invoke(&self, function: &str, event: Value) -> Value {
+        let id = format!("req-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let queue = self.queue(function);
+        let (reply, answer) = oneshot::channel();
+        queue
+            .tx
+            .send(Invocation { id, event, reply })
+            .await
+            .expect("queue open");
+        tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .unwrap_or_else(|_| panic!("{function} did not answer within 60 s"))
+            .expect("reply sent")
+            .unwrap_or_else(|e| panic!("{function} returned an invocation error: {e}"))
     }
 
     /// Invokes the function serving `req` with a v2 event and decodes its v2 response.
     pub async fn http(&self, req: Request) -> Response {
         let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
         let function = Self::function_for(&req.method, path);
-        let id = format!("req-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!("http-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let headers: serde_json::Map<String, Value> = req
             .headers
             .iter()
@@ -165,18 +183,7 @@ impl Emulator {
             "body": req.body,
             "isBase64Encoded": false
         });
-        let queue = self.queue(function);
-        let (reply, answer) = oneshot::channel();
-        queue
-            .tx
-            .send(Invocation { id, event, reply })
-            .await
-            .expect("queue open");
-        let out = tokio::time::timeout(Duration::from_secs(60), answer)
-            .await
-            .unwrap_or_else(|_| panic!("{function} did not answer within 60 s"))
-            .expect("reply sent")
-            .unwrap_or_else(|e| panic!("{function} returned an invocation error: {e}"));
+        let out = self.invoke(function, event).await;
         let body = out["body"].as_str().unwrap_or_default();
         Response {
             status: out["statusCode"].as_u64().expect("statusCode") as u16,

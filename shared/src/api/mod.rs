@@ -8,3 +8,34 @@ use crate::app::Api;
 
 /// Every function and its routes: feeds the local router and the route-coverage tests.
 pub const FUNCTIONS: &[&Api] = &[&products::API];
+
+/// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
+/// syntax), mapped to the function that serves it, sorted.
+pub fn router_toml() -> String {
+    let mut lines: Vec<String> = FUNCTIONS
+        .iter()
+        .flat_map(|api| {
+            api.routes
+                .iter()
+                .map(move |r| format!("\"/v1{}\" = \"{}\"\n", r.path, api.function))
+        })
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines.concat()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_path_belongs_to_one_function() {
+        let toml = super::router_toml();
+        let paths: Vec<&str> = toml
+            .lines()
+            .map(|l| l.split(" = ").next().unwrap())
+            .collect();
+        let mut unique = paths.clone();
+        unique.dedup();
+        assert_eq!(paths, unique, "a path is served by two functions");
+    }
+}

@@ -229,7 +229,7 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
         AttributeType::Text | AttributeType::Html => want_string(),
         AttributeType::Select => {
             let s = want_string()?;
-            if def.options.iter().any(|o| *o == s) {
+            if def.options.contains(&s) {
                 Ok(s)
             } else {
                 Err(format!(

@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn tree_sort_keys_order_by_level() {
-        let mut keys = vec![
+        let mut keys = [
             sku_sk("a b", "s1"),
             variant_sk("a b"),
             PRODUCT_SK.to_string(),

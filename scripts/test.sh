@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The full test suite (make test), exactly what CI runs: installs what is missing, checks
+# formatting and lints, builds every binary once, then runs unit and end-to-end tests (the
+# e2e tests start their own DynamoDB Local and function processes and stop them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/tools.sh
+echo "[test] cargo fmt --check"
+cargo fmt --all -- --check
+echo "[test] cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "[test] cargo build (binaries the e2e tests run)"
+cargo build --workspace --bins --locked
+echo "[test] cargo test"
+cargo test --workspace --locked

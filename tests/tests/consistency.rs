@@ -1,0 +1,93 @@
+//! What is declared in more than one place stays equal: the table in code and in the
+//! template, the route tables and the local router, the template's routes, and the sample
+//! events (which must work against the real functions).
+
+use catalog::store::table::TABLE;
+use catalog_e2e::{invoke, repo_root, Org};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn between<'a>(text: &'a str, begin: &str, end: &str) -> &'a str {
+    let start = text
+        .find(begin)
+        .unwrap_or_else(|| panic!("marker {begin} missing"));
+    let start = start + text[start..].find('\n').expect("line end") + 1;
+    let stop = text
+        .find(end)
+        .unwrap_or_else(|| panic!("marker {end} missing"));
+    text[start..stop].trim_end_matches(' ')
+}
+
+#[test]
+fn template_table_matches_the_table_in_code() {
+    let template = read("infra/template.yaml");
+    let declared = between(&template, "# BEGIN table-shape", "# END table-shape");
+    assert_eq!(
+        declared,
+        TABLE.cloudformation_yaml(6),
+        "infra/template.yaml differs from the code: regenerate with `catalog-admin table-yaml`"
+    );
+}
+
+#[test]
+fn local_router_matches_the_route_tables() {
+    let cargo = read("Cargo.toml");
+    let declared = between(&cargo, "# BEGIN router", "# END router");
+    let expected = format!(
+        "[workspace.metadata.lambda.watch.router]\n{}",
+        catalog::api::router_toml()
+    );
+    assert_eq!(
+        declared, expected,
+        "regenerate with `catalog-admin router-toml`"
+    );
+}
+
+#[test]
+fn template_routes_are_exactly_the_served_routes() {
+    let template = read("infra/template.yaml");
+    let lines: Vec<&str> = template.lines().map(str::trim).collect();
+    let mut declared = BTreeSet::new();
+    for pair in lines.windows(2) {
+        if let (Some(m), Some(p)) = (
+            pair[0].strip_prefix("Method: "),
+            pair[1].strip_prefix("Path: "),
+        ) {
+            declared.insert(format!("{m} {p}"));
+        }
+    }
+    let served: BTreeSet<String> = catalog::api::FUNCTIONS
+        .iter()
+        .flat_map(|api| {
+            api.routes
+                .iter()
+                .map(|r| format!("{} /v1{}", r.method, r.path))
+        })
+        .collect();
+    assert_eq!(declared, served);
+}
+
+#[tokio::test]
+async fn sample_events_work_against_the_real_functions() {
+    let org = Org::new().await;
+    let mut seen = 0;
+    // PATCH first so that the GET finds the product.
+    for (function, file, status) in [
+        ("products", "events/products/patch-product.json", 201),
+        ("products", "events/products/get-product.json", 200),
+    ] {
+        let text = read(file).replace("${CATALOG_API_KEY}", &org.key);
+        let event: Value = serde_json::from_str(&text).expect("valid JSON");
+        let out = invoke(function, event).await;
+        assert_eq!(out["statusCode"], status, "{file}: {out}");
+        seen += 1;
+    }
+    let files = std::fs::read_dir(repo_root().join("events/products"))
+        .unwrap()
+        .count();
+    assert_eq!(seen, files, "every fixture in events/products is exercised");
+}
