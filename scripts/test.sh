@@ -13,4 +13,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
 echo "[test] cargo test"
-cargo test --workspace --locked
+mkdir -p target
+cargo test --workspace --locked 2>&1 | tee target/test.log
+# One closing line for the whole run (cargo prints one per test binary, the last often "0 passed").
+awk '/^test result:/ {p += $4; f += $6} END {printf "summary: %d passed, %d failed\n", p, f}' target/test.log

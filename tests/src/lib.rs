@@ -24,6 +24,18 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A workspace binary built by `cargo build --workspace --bins` (make test does that first).
+pub fn binary(name: &str) -> PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+    let path = repo_root().join(target).join("debug").join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build --workspace --bins` first (make test does)",
+        path.display()
+    );
+    path
+}
+
 /// The shared local stack of this test binary. It holds no SDK client: clients are bound to
 /// the tokio runtime that first uses them, and every test has its own runtime (see `store`).
 pub struct Stack {
@@ -32,6 +44,17 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// Environment for a process that talks to the stack's DynamoDB Local.
+    pub fn aws_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL_DYNAMODB", self.ddb_endpoint.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "local".into()),
+            ("AWS_SECRET_ACCESS_KEY", "local".into()),
+            ("CATALOG_TABLE", TABLE.into()),
+        ]
+    }
+
     /// A store on the stack's table, with a client for the calling test's runtime.
     pub fn store(&self) -> Store {
         Store::new(ddb::client(&self.ddb_endpoint), TABLE)

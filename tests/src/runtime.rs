@@ -91,15 +91,7 @@ impl Emulator {
     /// Starts the Runtime API for `function` and one process of its binary.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let port = free_port();
-        let binary = crate::repo_root()
-            .join(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-            .join("debug")
-            .join(function);
-        assert!(
-            binary.exists(),
-            "{} is not built: run `cargo build --workspace` first (make test does)",
-            binary.display()
-        );
+        let binary = crate::binary(function);
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
             .route(

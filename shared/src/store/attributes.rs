@@ -2,15 +2,12 @@
 //! uniqueness check is one conditional put and validation reads one BatchGetItem.
 
 use super::items::AttributeItem;
-use super::keys::{attribute_sk, attributes_pk, PK, SK};
+use super::keys::{attribute_sk, attributes_pk};
+use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::attributes::{AttributeDefinition, TargetEntity};
 use crate::domain::time::Timestamp;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use std::collections::HashMap;
-
-/// BatchGetItem reads at most 100 keys per request.
-const BATCH_GET_LIMIT: usize = 100;
 
 impl Store {
     /// Stores a new definition; `ConditionFailed` when the key and target entity exist.
@@ -46,46 +43,15 @@ impl Store {
         entity: TargetEntity,
         keys: impl IntoIterator<Item = &str>,
     ) -> Result<HashMap<String, AttributeDefinition>, StoreError> {
-        let wanted: Vec<HashMap<String, AttributeValue>> = keys
+        let wanted = keys
             .into_iter()
-            .map(|k| {
-                HashMap::from([
-                    (PK.to_string(), AttributeValue::S(attributes_pk(org))),
-                    (
-                        SK.to_string(),
-                        AttributeValue::S(attribute_sk(entity.as_str(), k)),
-                    ),
-                ])
-            })
+            .map(|k| item_key(attributes_pk(org), attribute_sk(entity.as_str(), k)))
             .collect();
         let mut defs = HashMap::new();
-        for chunk in wanted.chunks(BATCH_GET_LIMIT) {
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(chunk.to_vec()))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|e| StoreError::Other(e.to_string()))?,
-            );
-            while let Some(keys) = pending.take() {
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, keys)
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
-                for item in out
-                    .responses
-                    .and_then(|mut r| r.remove(&self.table))
-                    .unwrap_or_default()
-                {
-                    let item: AttributeItem = serde_dynamo::from_item(item)
-                        .map_err(|e| StoreError::serde("attribute", e))?;
-                    defs.insert(item.def.key.clone(), item.def);
-                }
-                pending = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table));
-            }
+        for item in self.batch_get(wanted).await? {
+            let item: AttributeItem =
+                serde_dynamo::from_item(item).map_err(|e| StoreError::serde("attribute", e))?;
+            defs.insert(item.def.key.clone(), item.def);
         }
         Ok(defs)
     }

@@ -7,6 +7,7 @@ pub mod errors;
 pub mod items;
 pub mod keys;
 pub mod metrics;
+pub mod ops;
 pub mod orgs;
 pub mod products;
 pub mod table;

@@ -1,18 +1,11 @@
 //! Organizations and API keys: the operator CLI writes them, the authenticator reads them.
 
 use super::items::{KeyItem, OrgItem};
-use super::keys::{key_sk, org_pk, KEY_SK_PREFIX, ORG_SK, PK, SK};
+use super::keys::{key_sk, org_pk, KEY_SK_PREFIX, ORG_SK, SK};
+use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
-use std::collections::HashMap;
-
-fn key_of(pk: String, sk: String) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        (PK.to_string(), AttributeValue::S(pk)),
-        (SK.to_string(), AttributeValue::S(sk)),
-    ])
-}
+use aws_sdk_dynamodb::types::AttributeValue;
 
 impl Store {
     /// Creates an organization with API access enabled; fails if the id is taken.
@@ -39,18 +32,7 @@ impl Store {
     }
 
     pub async fn get_org(&self, id: &str) -> Result<Option<OrgItem>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_of(org_pk(id), ORG_SK.into())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("GetItem", e))?;
-        out.item
-            .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::serde("org", e)))
-            .transpose()
+        self.get_item(item_key(org_pk(id), ORG_SK), "org").await
     }
 
     /// Turns API access on or off; `ConditionFailed` when the organization does not exist.
@@ -58,7 +40,7 @@ impl Store {
         self.client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key_of(org_pk(id), ORG_SK.into())))
+            .set_key(Some(item_key(org_pk(id), ORG_SK)))
             .update_expression("SET apiEnabled = :e")
             .condition_expression("attribute_exists(PK)")
             .expression_attribute_values(":e", AttributeValue::Bool(enabled))
@@ -106,7 +88,7 @@ impl Store {
         self.client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key_of(org_pk(org), key_sk(key_id))))
+            .set_key(Some(item_key(org_pk(org), key_sk(key_id))))
             .update_expression("SET revoked = :t")
             .condition_expression("attribute_exists(PK)")
             .expression_attribute_values(":t", AttributeValue::Bool(true))
@@ -123,31 +105,12 @@ impl Store {
         org: &str,
         key_id: &str,
     ) -> Result<(Option<OrgItem>, Option<KeyItem>), StoreError> {
-        let keys = KeysAndAttributes::builder()
-            .keys(key_of(org_pk(org), ORG_SK.into()))
-            .keys(key_of(org_pk(org), key_sk(key_id)))
-            .consistent_read(true)
-            .build()
-            .map_err(|e| StoreError::Other(e.to_string()))?;
-        let mut request = HashMap::from([(self.table.clone(), keys)]);
-        let mut found = Vec::new();
-        // Unprocessed keys are retried; with two small items this loop runs once.
-        for _ in 0..5 {
-            let out = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(request))
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
-            if let Some(mut responses) = out.responses {
-                found.extend(responses.remove(&self.table).unwrap_or_default());
-            }
-            match out.unprocessed_keys.filter(|u| !u.is_empty()) {
-                Some(rest) => request = rest,
-                None => break,
-            }
-        }
+        let found = self
+            .batch_get(vec![
+                item_key(org_pk(org), ORG_SK),
+                item_key(org_pk(org), key_sk(key_id)),
+            ])
+            .await?;
         let mut org_item = None;
         let mut key_item = None;
         for item in found {

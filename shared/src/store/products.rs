@@ -3,9 +3,10 @@
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
-    change_sk, product_pk, sku_ref_pk, sku_sk, type_pk, variant_ref_pk, variant_sk, PK, PRODUCT_SK,
-    REF_SK, SK, SKU_LEVEL,
+    change_sk, product_pk, sku_ref_pk, sku_sk, type_pk, variant_ref_pk, variant_sk, PRODUCT_SK,
+    REF_SK, SKU_LEVEL,
 };
+use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
@@ -77,13 +78,6 @@ impl EntityItem {
     }
 }
 
-fn item_key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        (PK.to_string(), AttributeValue::S(pk)),
-        (SK.to_string(), AttributeValue::S(sk.to_string())),
-    ])
-}
-
 fn decode(items: Vec<HashMap<String, AttributeValue>>) -> Result<Vec<EntityItem>, StoreError> {
     serde_dynamo::from_items(items).map_err(|e| StoreError::serde("entity", e))
 }
@@ -91,18 +85,8 @@ fn decode(items: Vec<HashMap<String, AttributeValue>>) -> Result<Vec<EntityItem>
 impl Store {
     /// The product item alone (one GetItem, strongly consistent).
     pub async fn get_product(&self, org: &str, id: &str) -> Result<Option<EntityItem>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(product_pk(org, id), PRODUCT_SK)))
-            .consistent_read(true)
-            .send()
+        self.get_item(item_key(product_pk(org, id), PRODUCT_SK), "entity")
             .await
-            .map_err(|e| StoreError::from_sdk("GetItem", e))?;
-        out.item
-            .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::serde("entity", e)))
-            .transpose()
     }
 
     /// The product and as much of its tree as `depth` asks, in one Query (more pages only

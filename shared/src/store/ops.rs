@@ -1,0 +1,86 @@
+//! The few raw DynamoDB operations every capability shares: key maps, a strongly consistent
+//! GetItem, and BatchGetItem with chunking and unprocessed-key retries.
+
+use super::keys::{PK, SK};
+use super::{Store, StoreError};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// BatchGetItem reads at most 100 keys per request.
+const BATCH_GET_LIMIT: usize = 100;
+/// Rounds of unprocessed-key retries before giving up as unavailable.
+const BATCH_RETRIES: usize = 8;
+
+/// The primary key of an item.
+pub fn item_key(pk: String, sk: impl Into<String>) -> Item {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(pk)),
+        (SK.to_string(), AttributeValue::S(sk.into())),
+    ])
+}
+
+impl Store {
+    /// One item, strongly consistent, decoded as `T`.
+    pub(crate) async fn get_item<T: DeserializeOwned>(
+        &self,
+        key: Item,
+        what: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("GetItem", e))?;
+        out.item
+            .map(|i| serde_dynamo::from_item(i).map_err(|e| StoreError::serde(what, e)))
+            .transpose()
+    }
+
+    /// Reads `keys` with strongly consistent BatchGetItem requests (one per 100 keys, plus
+    /// retries of unprocessed keys). Missing items are simply absent; order is not kept.
+    pub(crate) async fn batch_get(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        let mut found = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(BATCH_GET_LIMIT) {
+            let mut pending = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(chunk.to_vec()))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| StoreError::Other(e.to_string()))?,
+            );
+            let mut rounds = 0;
+            while let Some(request) = pending.take() {
+                rounds += 1;
+                if rounds > BATCH_RETRIES {
+                    return Err(StoreError::Unavailable(
+                        "BatchGetItem: keys left unprocessed".into(),
+                    ));
+                }
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
+                found.extend(
+                    out.responses
+                        .and_then(|mut r| r.remove(&self.table))
+                        .unwrap_or_default(),
+                );
+                pending = out
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .filter(|k| !k.keys().is_empty());
+            }
+        }
+        Ok(found)
+    }
+}
