@@ -83,7 +83,10 @@ async fn start_stack() -> Stack {
         ("CATALOG_DEBUG_HEADERS".into(), "1".into()),
         ("CATALOG_LOCAL_MODE".into(), "1".into()),
         ("CATALOG_AUTH_CACHE_SECONDS".into(), "600".into()),
-        ("RUST_LOG".into(), "warn".into()),
+        (
+            "RUST_LOG".into(),
+            std::env::var("CATALOG_E2E_LOG").unwrap_or_else(|_| "warn".into()),
+        ),
     ]);
     Stack {
         ddb_endpoint: endpoint,

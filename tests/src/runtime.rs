@@ -116,7 +116,7 @@ impl Emulator {
                     .env("AWS_LAMBDA_FUNCTION_NAME", &name)
                     .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
                     .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-                    .stdout(Stdio::null())
+                    .stdout(Stdio::inherit())
                     .stderr(Stdio::inherit()),
             )
             .spawn()

@@ -1,5 +1,6 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
+pub mod attributes;
 pub mod include;
 pub mod products;
 pub mod render;
@@ -7,7 +8,7 @@ pub mod render;
 use crate::app::Api;
 
 /// Every function and its routes: feeds the local router and the route-coverage tests.
-pub const FUNCTIONS: &[&Api] = &[&products::API];
+pub const FUNCTIONS: &[&Api] = &[&products::API, &attributes::API];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
 /// syntax), mapped to the function that serves it, sorted.

@@ -56,3 +56,53 @@ impl Store {
         Ok(defs)
     }
 }
+
+impl Store {
+    /// One definition by entity and unprefixed key.
+    pub async fn get_definition(
+        &self,
+        org: &str,
+        entity: TargetEntity,
+        key: &str,
+    ) -> Result<Option<AttributeDefinition>, StoreError> {
+        let item: Option<AttributeItem> = self
+            .get_item(
+                item_key(attributes_pk(org), attribute_sk(entity.as_str(), key)),
+                "attribute",
+            )
+            .await?;
+        Ok(item.map(|i| i.def))
+    }
+
+    /// Every definition of the organization (of one entity when given), in key order: one
+    /// Query of the definitions partition (more pages only past 1 MB).
+    pub async fn list_definitions(
+        &self,
+        org: &str,
+        entity: Option<TargetEntity>,
+    ) -> Result<Vec<AttributeDefinition>, StoreError> {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", AttributeValue::S(attributes_pk(org)))
+            .consistent_read(true);
+        query = match entity {
+            None => query.key_condition_expression("PK = :pk"),
+            Some(e) => query
+                .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
+                .expression_attribute_values(":p", AttributeValue::S(format!("{}.", e.as_str()))),
+        };
+        let items = query
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        let items: Vec<AttributeItem> =
+            serde_dynamo::from_items(items).map_err(|e| StoreError::serde("attribute", e))?;
+        Ok(items.into_iter().map(|i| i.def).collect())
+    }
+}

@@ -1,0 +1,285 @@
+//! `/attributes` routes: attribute definitions.
+
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::attributes::{is_valid_key, AttributeDefinition, AttributeType, TargetEntity};
+use crate::error::ApiError;
+use crate::http::response::pagination;
+use crate::http::{ApiResponse, JsonBody, Query, Route};
+use crate::store::StoreError;
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/attributes", Scope::CatalogRead),
+    Route::new("POST", "/attributes", Scope::CatalogWrite),
+    Route::new("GET", "/attributes/{key}", Scope::CatalogRead),
+];
+
+pub const API: Api = Api {
+    function: "attributes",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/attributes") => list(app, &call).await,
+            ("POST", "/attributes") => create(app, &call).await,
+            ("GET", "/attributes/{key}") => get(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// The definition as served: `key` fully qualified.
+pub fn render(def: &AttributeDefinition) -> Value {
+    let mut v = json!({
+        "key": def.qualified_key(),
+        "name": def.name,
+        "type": def.attr_type.as_str(),
+        "targetEntity": def.target_entity.as_str(),
+        "isLocalized": def.is_localized,
+        "isMulti": def.is_multi,
+        "isChannelScoped": def.is_channel_scoped,
+    });
+    if def.attr_type == AttributeType::Select {
+        v["optionsSource"] = json!("manual");
+        v["options"] = json!(def.options);
+    }
+    if let Some(d) = &def.metaobject_definition {
+        v["metaobjectDefinition"] = json!(d);
+    }
+    v
+}
+
+const CREATE_FIELDS: &[&str] = &[
+    "displayName",
+    "key",
+    "targetEntity",
+    "type",
+    "isChannelScoped",
+    "isLocalized",
+    "isMulti",
+    "options",
+    "presets",
+    "metaobjectDefinition",
+];
+
+/// Validates a POST /attributes body into a definition.
+pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError> {
+    body.only(CREATE_FIELDS)?;
+    let bad = |m: String| ApiError::bad_request(m);
+    let name = body.req_str("displayName")?;
+    if name.trim().is_empty() {
+        return Err(bad("field 'displayName' must not be empty".into()));
+    }
+    let key = body.req_str("key")?;
+    if !is_valid_key(key) {
+        return Err(bad(format!(
+            "field 'key': '{key}' must match [a-z][a-z0-9_]{{0,63}}"
+        )));
+    }
+    let target = body.req_str("targetEntity")?;
+    let target_entity = TargetEntity::parse(target).ok_or_else(|| {
+        bad(format!(
+            "field 'targetEntity': '{target}' is not one of product, variant, sku, bundle"
+        ))
+    })?;
+    let type_name = body.req_str("type")?;
+    let attr_type = AttributeType::parse(type_name).ok_or_else(|| {
+        let all: Vec<&str> = AttributeType::ALL.iter().map(|t| t.as_str()).collect();
+        bad(format!(
+            "field 'type': '{type_name}' is not one of {}",
+            all.join(", ")
+        ))
+    })?;
+    if body.has("options") && body.has("presets") {
+        return Err(bad(
+            "give 'options' or its deprecated alias 'presets', not both".into(),
+        ));
+    }
+    let options_field = if body.has("presets") {
+        "presets"
+    } else {
+        "options"
+    };
+    let options: Vec<String> = match body.opt_array(options_field)? {
+        None => Vec::new(),
+        Some(list) => {
+            let mut out: Vec<String> = Vec::new();
+            for v in list {
+                let s = v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
+                    bad(format!(
+                        "field '{options_field}' must hold non-empty strings"
+                    ))
+                })?;
+                if out.iter().any(|o| o == s) {
+                    return Err(bad(format!(
+                        "field '{options_field}': '{s}' is given twice"
+                    )));
+                }
+                out.push(s.to_string());
+            }
+            out
+        }
+    };
+    if !options.is_empty() && attr_type != AttributeType::Select {
+        return Err(bad(format!(
+            "field '{options_field}' applies only to select attributes"
+        )));
+    }
+    let metaobject_definition = body.opt_str("metaobjectDefinition")?.map(str::to_string);
+    match (attr_type, &metaobject_definition) {
+        (AttributeType::Metaobject, None) => {
+            return Err(bad(
+                "field 'metaobjectDefinition' is required for metaobject attributes".into(),
+            ))
+        }
+        (AttributeType::Metaobject, Some(d)) if !is_valid_key(d) => {
+            return Err(bad(format!(
+                "field 'metaobjectDefinition': '{d}' is not a definition name"
+            )))
+        }
+        (t, Some(_)) if t != AttributeType::Metaobject => {
+            return Err(bad(
+                "field 'metaobjectDefinition' applies only to metaobject attributes".into(),
+            ))
+        }
+        _ => {}
+    }
+    Ok(AttributeDefinition {
+        target_entity,
+        key: key.to_string(),
+        name: name.to_string(),
+        attr_type,
+        is_localized: body.opt_bool("isLocalized")?.unwrap_or(false),
+        is_multi: body.opt_bool("isMulti")?.unwrap_or(false),
+        is_channel_scoped: body.opt_bool("isChannelScoped")?.unwrap_or(false),
+        options,
+        metaobject_definition,
+    })
+}
+
+/// POST /attributes: 201, or 409 when the key exists for the target entity.
+async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    let def = parse_definition(&body)?;
+    match app.store.put_definition(call.org(), &def).await {
+        Ok(()) => Ok(ApiResponse::single(201, render(&def))),
+        Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
+            "attribute '{}' already exists",
+            def.qualified_key()
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Splits `<entity>.<key>` from the path.
+fn qualified(call: &Call) -> Result<(TargetEntity, String), ApiError> {
+    let raw = &call.route.params[0];
+    raw.split_once('.')
+        .and_then(|(e, k)| Some((TargetEntity::parse(e)?, k)))
+        .filter(|(_, k)| is_valid_key(k))
+        .map(|(e, k)| (e, k.to_string()))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "attribute key '{raw}' must be <entity>.<key>, e.g. product.color"
+            ))
+        })
+}
+
+/// GET /attributes/{entity}.{key}: the definition itself, not wrapped in `result`.
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let (entity, key) = qualified(call)?;
+    Query::parse(&call.request.query, &[])?;
+    let def = app
+        .store
+        .get_definition(call.org(), entity, &key)
+        .await?
+        .ok_or_else(|| {
+            ApiError::entity_not_found("attribute", &format!("{}.{key}", entity.as_str()))
+        })?;
+    Ok(ApiResponse::json(200, render(&def)))
+}
+
+/// GET /attributes: list envelope in key order, optional `targetEntity`.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["targetEntity", "limit", "page"])?;
+    let entity = match query.get("targetEntity") {
+        None => None,
+        Some(t) => Some(TargetEntity::parse(t).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "query parameter 'targetEntity': '{t}' is not one of product, variant, sku, bundle"
+            ))
+        })?),
+    };
+    let limit = query.int("limit", 100, 1, 200)?;
+    let page = query.int("page", 1, 1, u32::MAX)?;
+    let defs = app.store.list_definitions(call.org(), entity).await?;
+    let start = (page as usize - 1).saturating_mul(limit as usize);
+    let result: Vec<Value> = defs
+        .iter()
+        .skip(start)
+        .take(limit as usize)
+        .map(render)
+        .collect();
+    Ok(ApiResponse::json(
+        200,
+        json!({"result": result, "pagination": pagination(limit, page, defs.len() as u64)}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<AttributeDefinition, ApiError> {
+        parse_definition(&JsonBody(v.as_object().unwrap().clone()))
+    }
+
+    #[test]
+    fn presets_alias_options_and_not_both() {
+        let base = json!({"displayName": "Size", "key": "size", "targetEntity": "variant", "type": "select"});
+        let mut with_presets = base.clone();
+        with_presets["presets"] = json!(["S", "M"]);
+        assert_eq!(parse(with_presets).unwrap().options, vec!["S", "M"]);
+        let mut both = base.clone();
+        both["presets"] = json!(["S"]);
+        both["options"] = json!(["S"]);
+        assert_eq!(
+            parse(both).unwrap_err().message,
+            "give 'options' or its deprecated alias 'presets', not both"
+        );
+    }
+
+    #[test]
+    fn each_required_field_is_named() {
+        let cases = [
+            (
+                json!({"key": "a", "targetEntity": "product", "type": "text"}),
+                "field 'displayName' is required",
+            ),
+            (
+                json!({"displayName": "A", "key": "A", "targetEntity": "product", "type": "text"}),
+                "field 'key': 'A' must match [a-z][a-z0-9_]{0,63}",
+            ),
+            (
+                json!({"displayName": "A", "key": "a", "targetEntity": "order", "type": "text"}),
+                "field 'targetEntity': 'order' is not one of product, variant, sku, bundle",
+            ),
+            (
+                json!({"displayName": "A", "key": "a", "targetEntity": "product", "type": "metaobject"}),
+                "field 'metaobjectDefinition' is required for metaobject attributes",
+            ),
+            (
+                json!({"displayName": "A", "key": "a", "targetEntity": "product", "type": "text", "options": ["x"]}),
+                "field 'options' applies only to select attributes",
+            ),
+        ];
+        for (body, msg) in cases {
+            assert_eq!(parse(body).unwrap_err().message, msg);
+        }
+    }
+}
