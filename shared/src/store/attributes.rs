@@ -94,13 +94,7 @@ impl Store {
                 .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
                 .expression_attribute_values(":p", AttributeValue::S(format!("{}.", e.as_str()))),
         };
-        let items = query
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        let items = self.query_all(query).await?;
         let items: Vec<AttributeItem> =
             serde_dynamo::from_items(items).map_err(|e| StoreError::serde("attribute", e))?;
         Ok(items.into_iter().map(|i| i.def).collect())

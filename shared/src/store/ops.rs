@@ -23,6 +23,20 @@ pub fn item_key(pk: String, sk: impl Into<String>) -> Item {
 }
 
 impl Store {
+    /// Every item a Query matches, following pages (one request per 1 MB).
+    pub(crate) async fn query_all(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    ) -> Result<Vec<Item>, StoreError> {
+        query
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(|e| StoreError::from_sdk("Query", e))
+    }
+
     /// One item, strongly consistent, decoded as `T`.
     pub(crate) async fn get_item<T: DeserializeOwned>(
         &self,

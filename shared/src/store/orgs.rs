@@ -66,20 +66,15 @@ impl Store {
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {
-        let items = self
+        let query = self
             .client
             .query()
             .table_name(&self.table)
             .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
             .expression_attribute_values(":pk", AttributeValue::S(org_pk(org)))
             .expression_attribute_values(":p", AttributeValue::S(KEY_SK_PREFIX.into()))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| StoreError::from_sdk("Query", e))?;
+            .consistent_read(true);
+        let items = self.query_all(query).await?;
         serde_dynamo::from_items(items).map_err(|e| StoreError::serde("key", e))
     }
 

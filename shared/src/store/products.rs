@@ -117,13 +117,7 @@ impl Store {
         } else {
             query.key_condition_expression("PK = :pk")
         };
-        let items = query
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        let items = self.query_all(query).await?;
         let mut product = None;
         let mut variants = Vec::new();
         let mut skus = Vec::new();
