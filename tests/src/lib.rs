@@ -43,16 +43,21 @@ pub struct Stack {
     runtime: runtime::Emulator,
 }
 
+/// Environment for a process that talks to DynamoDB Local at `endpoint` and the test table.
+fn aws_env(endpoint: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.to_string()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "local".into()),
+        ("AWS_SECRET_ACCESS_KEY", "local".into()),
+        ("CATALOG_TABLE", TABLE.into()),
+    ]
+}
+
 impl Stack {
     /// Environment for a process that talks to the stack's DynamoDB Local.
     pub fn aws_env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ENDPOINT_URL_DYNAMODB", self.ddb_endpoint.clone()),
-            ("AWS_REGION", "us-east-1".into()),
-            ("AWS_ACCESS_KEY_ID", "local".into()),
-            ("AWS_SECRET_ACCESS_KEY", "local".into()),
-            ("CATALOG_TABLE", TABLE.into()),
-        ]
+        aws_env(&self.ddb_endpoint)
     }
 
     /// A store on the stack's table, with a client for the calling test's runtime.
@@ -74,20 +79,17 @@ async fn start_stack() -> Stack {
         .ensure_table()
         .await
         .expect("table created");
-    let emulator = runtime::Emulator::start(vec![
-        ("AWS_ENDPOINT_URL_DYNAMODB".into(), endpoint.clone()),
-        ("AWS_REGION".into(), "us-east-1".into()),
-        ("AWS_ACCESS_KEY_ID".into(), "local".into()),
-        ("AWS_SECRET_ACCESS_KEY".into(), "local".into()),
-        ("CATALOG_TABLE".into(), TABLE.into()),
-        ("CATALOG_DEBUG_HEADERS".into(), "1".into()),
-        ("CATALOG_LOCAL_MODE".into(), "1".into()),
-        ("CATALOG_AUTH_CACHE_SECONDS".into(), "600".into()),
+    let mut env = aws_env(&endpoint);
+    env.extend([
+        ("CATALOG_DEBUG_HEADERS", "1".into()),
+        ("CATALOG_LOCAL_MODE", "1".into()),
+        ("CATALOG_AUTH_CACHE_SECONDS", "600".into()),
         (
-            "RUST_LOG".into(),
+            "RUST_LOG",
             std::env::var("CATALOG_E2E_LOG").unwrap_or_else(|_| "warn".into()),
         ),
     ]);
+    let emulator = runtime::Emulator::start(env);
     Stack {
         ddb_endpoint: endpoint,
         runtime: emulator,

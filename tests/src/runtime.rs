@@ -35,14 +35,14 @@ struct Queue {
 
 pub struct Emulator {
     handle: tokio::runtime::Handle,
-    env: Vec<(String, String)>,
+    env: Vec<(&'static str, String)>,
     functions: Mutex<HashMap<String, Arc<Queue>>>,
     next_id: AtomicU64,
 }
 
 impl Emulator {
     /// Starts the emulator's own runtime on a thread that lives as long as the process.
-    pub fn start(env: Vec<(String, String)>) -> Self {
+    pub fn start(env: Vec<(&'static str, String)>) -> Self {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -125,9 +125,18 @@ impl Emulator {
         });
     }
 
+    fn next_request_id(&self) -> String {
+        format!("req-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
     /// Invokes `function` with a raw event and returns its raw response.
     pub async fn invoke(&self, function: &str, event: Value) -> Value {
-        let id = format!("req-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.invoke_as(function, self.next_request_id(), event)
+            .await
+    }
+
+    /// Invokes `function` under request id `id` (the runtime's `lambda-runtime-aws-request-id`).
+    async fn invoke_as(&self, function: &str, id: String, event: Value) -> Value {
         let queue = self.queue(function);
         let (reply, answer) = oneshot::channel();
         queue
@@ -146,7 +155,7 @@ impl Emulator {
     pub async fn http(&self, req: Request) -> Response {
         let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
         let function = Self::function_for(&req.method, path);
-        let id = format!("http-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = self.next_request_id();
         let headers: serde_json::Map<String, Value> = req
             .headers
             .iter()
@@ -175,7 +184,7 @@ impl Emulator {
             "body": req.body,
             "isBase64Encoded": false
         });
-        let out = self.invoke(function, event).await;
+        let out = self.invoke_as(function, id, event).await;
         let body = out["body"].as_str().unwrap_or_default();
         Response {
             status: out["statusCode"].as_u64().expect("statusCode") as u16,
