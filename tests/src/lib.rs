@@ -207,4 +207,22 @@ impl Org {
             .send()
             .await
     }
+
+    pub async fn post(&self, path: &str, body: Value) -> Response {
+        Request::new("POST", path)
+            .bearer(&self.key)
+            .json(body)
+            .send()
+            .await
+    }
+
+    pub async fn delete(&self, path: &str) -> Response {
+        Request::new("DELETE", path).bearer(&self.key).send().await
+    }
+
+    /// Creates an attribute definition through the API; panics unless 201.
+    pub async fn define(&self, body: Value) {
+        let r = self.post("/v1/attributes", body).await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+    }
 }

@@ -79,9 +79,26 @@ async fn sample_events_work_against_the_real_functions() {
     let fixtures = [
         ("products", "events/products/patch-product.json", 201),
         ("products", "events/products/get-product.json", 200),
+        ("products", "events/products/list-products.json", 200),
+        ("variants", "events/variants/get-variant.json", 200),
+        ("variants", "events/variants/list-variants.json", 200),
+        ("skus", "events/skus/get-sku.json", 200),
+        ("skus", "events/skus/list-skus.json", 200),
+        ("skus", "events/skus/patch-sku.json", 200),
         ("attributes", "events/attributes/create-attribute.json", 201),
         ("attributes", "events/attributes/get-attribute.json", 200),
         ("attributes", "events/attributes/list-attributes.json", 200),
+        ("attributes", "events/attributes/delete-attribute.json", 200),
+        ("attributes", "events/attributes/create-family.json", 201),
+        ("attributes", "events/attributes/get-family.json", 200),
+        ("attributes", "events/attributes/list-families.json", 200),
+        ("attributes", "events/attributes/create-language.json", 201),
+        ("attributes", "events/attributes/list-languages.json", 200),
+        ("attributes", "events/attributes/create-channel.json", 201),
+        ("attributes", "events/attributes/list-channels.json", 200),
+        ("skus", "events/skus/delete-sku.json", 200),
+        ("variants", "events/variants/delete-variant.json", 200),
+        ("products", "events/products/delete-product.json", 200),
     ];
     for (function, file, status) in fixtures {
         let text = read(file).replace("${CATALOG_API_KEY}", &org.key);

@@ -202,8 +202,16 @@ async fn missing_products_routes_and_methods() {
         .bearer(&org.key)
         .send()
         .await;
+    assert_eq!(
+        (r.status, r.body),
+        (404, json!({"error": "product 'nope' not found"}))
+    );
+    let r = Request::new("POST", "/v1/products/nope")
+        .bearer(&org.key)
+        .send()
+        .await;
     assert_eq!(r.status, 405);
-    assert_eq!(r.header("allow"), Some("GET, PATCH"));
+    assert_eq!(r.header("allow"), Some("GET, PATCH, DELETE"));
     let r = org.get("/v1/products/p1?include=skus").await;
     assert_eq!(
         (r.status, r.body),

@@ -1,20 +1,39 @@
 //! `/attributes` routes: attribute definitions.
 
+use super::settings;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeDefinition, AttributeType, TargetEntity};
 use crate::error::ApiError;
-use crate::http::response::pagination;
-use crate::http::{ApiResponse, JsonBody, Query, Route};
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
 use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 
-pub const ROUTES: &[Route] = &[
+const ATTRIBUTE_ROUTES: &[Route] = &[
     Route::new("GET", "/attributes", Scope::CatalogRead),
     Route::new("POST", "/attributes", Scope::CatalogWrite),
     Route::new("GET", "/attributes/{key}", Scope::CatalogRead),
+    Route::new("DELETE", "/attributes/{key}", Scope::CatalogWrite),
 ];
+
+/// Attribute definitions plus the settings values are validated against.
+pub const ROUTES: &[Route] = &concat_routes();
+
+const fn concat_routes() -> [Route; ATTRIBUTE_ROUTES.len() + settings::ROUTES.len()] {
+    let mut out = [ATTRIBUTE_ROUTES[0]; ATTRIBUTE_ROUTES.len() + settings::ROUTES.len()];
+    let mut i = 0;
+    while i < ATTRIBUTE_ROUTES.len() {
+        out[i] = ATTRIBUTE_ROUTES[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < settings::ROUTES.len() {
+        out[i + j] = settings::ROUTES[j];
+        j += 1;
+    }
+    out
+}
 
 pub const API: Api = Api {
     function: "attributes",
@@ -28,7 +47,10 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
             ("GET", "/attributes") => list(app, &call).await,
             ("POST", "/attributes") => create(app, &call).await,
             ("GET", "/attributes/{key}") => get(app, &call).await,
-            _ => Err(ApiError::internal()),
+            ("DELETE", "/attributes/{key}") => delete(app, &call).await,
+            _ => settings::dispatch(app, &call)
+                .await
+                .unwrap_or_else(|| Err(ApiError::internal())),
         }
     })
 }
@@ -204,6 +226,36 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::json(200, render(&def)))
 }
 
+/// DELETE /attributes/{entity}.{key}: 409 while any entity holds a value of it.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let (entity, key) = qualified(call)?;
+    Query::parse(&call.request.query, &[])?;
+    let qualified_key = format!("{}.{key}", entity.as_str());
+    if app
+        .store
+        .get_definition(call.org(), entity, &key)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::entity_not_found("attribute", &qualified_key));
+    }
+    if app.store.attribute_in_use(call.org(), entity, &key).await? {
+        return Err(ApiError::conflict(format!(
+            "attribute '{qualified_key}' still has values; remove them before deleting it"
+        )));
+    }
+    match app.store.delete_definition(call.org(), entity, &key).await {
+        Ok(()) => Ok(ApiResponse::single(
+            200,
+            super::render::deleted(&qualified_key),
+        )),
+        Err(StoreError::ConditionFailed) => {
+            Err(ApiError::entity_not_found("attribute", &qualified_key))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// GET /attributes: list envelope in key order, optional `targetEntity`.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["targetEntity", "limit", "page"])?;
@@ -215,20 +267,9 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ))
         })?),
     };
-    let limit = query.int("limit", 100, 1, 200)?;
-    let page = query.int("page", 1, 1, u32::MAX)?;
+    let paging = Paging::from_query(&query)?;
     let defs = app.store.list_definitions(call.org(), entity).await?;
-    let start = (page as usize - 1).saturating_mul(limit as usize);
-    let result: Vec<Value> = defs
-        .iter()
-        .skip(start)
-        .take(limit as usize)
-        .map(render)
-        .collect();
-    Ok(ApiResponse::json(
-        200,
-        json!({"result": result, "pagination": pagination(limit, page, defs.len() as u64)}),
-    ))
+    Ok(paging.envelope(&defs, render))
 }
 
 #[cfg(test)]

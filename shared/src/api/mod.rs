@@ -2,13 +2,18 @@
 
 pub mod attributes;
 pub mod include;
+pub mod lists;
 pub mod products;
 pub mod render;
+pub mod settings;
+pub mod skus;
+pub mod tree_patch;
+pub mod variants;
 
 use crate::app::Api;
 
 /// Every function and its routes: feeds the local router and the route-coverage tests.
-pub const FUNCTIONS: &[&Api] = &[&products::API, &attributes::API];
+pub const FUNCTIONS: &[&Api] = &[&products::API, &variants::API, &skus::API, &attributes::API];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
 /// syntax), mapped to the function that serves it, sorted.

@@ -1,24 +1,24 @@
 //! `/products` routes.
 
 use super::include::Include;
+use super::lists;
 use super::render::{self, Embed};
+use super::tree_patch::{self, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
-use crate::domain::attributes::TargetEntity;
 use crate::domain::selection::Selection;
-use crate::domain::time::Timestamp;
-use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Query, Route};
-use crate::store::items::{EntityItem, EntityKind};
+use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
-use crate::store::StoreError;
+use crate::store::writes::TreeWrite;
 use lambda_http::BoxFuture;
-use std::time::Duration;
 
 pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/products", Scope::CatalogRead),
     Route::new("GET", "/products/{identifier}", Scope::CatalogRead),
     Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite),
+    Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite),
 ];
 
 pub const API: Api = Api {
@@ -30,8 +30,10 @@ pub const API: Api = Api {
 fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
     Box::pin(async move {
         match (call.route.route.method, call.route.route.path) {
+            ("GET", "/products") => list_products(app, &call).await,
             ("GET", "/products/{identifier}") => get_product(app, &call).await,
             ("PATCH", "/products/{identifier}") => patch_product(app, &call).await,
+            ("DELETE", "/products/{identifier}") => delete_product(app, &call).await,
             _ => Err(ApiError::internal()),
         }
     })
@@ -46,25 +48,69 @@ async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
     let include = Include::parse(query.list("include"), PRODUCT_INCLUDES)?;
     let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
-    let depth = match (include.variants, include.skus) {
+    let tree = app
+        .store
+        .get_product_tree(call.org(), id, depth(include))
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("product", id))?;
+    let result = render::product(&tree, embed(include), &selection);
+    Ok(with_included(
+        ApiResponse::single(200, result),
+        include.metaobjects,
+    ))
+}
+
+fn depth(include: Include) -> TreeDepth {
+    match (include.variants, include.skus) {
         (true, true) => TreeDepth::Skus,
         (true, false) => TreeDepth::Variants,
         _ => TreeDepth::Product,
-    };
-    let tree = app
-        .store
-        .get_product_tree(call.org(), id, depth)
-        .await?
-        .ok_or_else(|| ApiError::entity_not_found("product", id))?;
-    let embed = Embed {
+    }
+}
+
+fn embed(include: Include) -> Embed {
+    Embed {
         variants: include.variants,
         skus: include.skus,
-    };
-    let mut body = serde_json::json!({ "result": render::product(&tree, embed, &selection) });
-    if include.metaobjects {
-        body["included"] = serde_json::json!([]);
     }
-    Ok(ApiResponse::json(200, body))
+}
+
+/// Adds the `included` array when `metaobjects` was asked for.
+pub fn with_included(mut response: ApiResponse, metaobjects: bool) -> ApiResponse {
+    if metaobjects {
+        response.body["included"] = serde_json::json!([]);
+    }
+    response
+}
+
+/// GET /products: the index gives the page's identifiers and the true totals, then one
+/// round trip reads the page (BatchGetItem, or a Query per product tree with include).
+async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let req = lists::parse(
+        call,
+        &["completeness_profile", "completeness", "channel"],
+        PRODUCT_INCLUDES,
+    )?;
+    let all = lists::matching(
+        &app.store,
+        call.org(),
+        EntityKind::Product,
+        req.updated_after,
+    )
+    .await?;
+    let page = &all[req.paging.range(all.len())];
+    let trees = app
+        .store
+        .product_page(call.org(), page, depth(req.include))
+        .await?;
+    let result = trees
+        .iter()
+        .map(|t| render::product(t, embed(req.include), &req.selection))
+        .collect();
+    Ok(with_included(
+        req.paging.page_response(result, all.len()),
+        req.include.metaobjects,
+    ))
 }
 
 const PATCH_FIELDS: &[&str] = &[
@@ -75,101 +121,60 @@ const PATCH_FIELDS: &[&str] = &[
     "assets",
     "categories",
 ];
-const MAX_WRITE_ATTEMPTS: u32 = 8;
 
-/// PATCH /products/{identifier}: upsert; 201 when created, 200 when updated.
+/// PATCH /products/{identifier}: upsert of the product and the variants and SKUs it names;
+/// 201 when the product was created, 200 otherwise. The whole body is validated first.
 async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(PATCH_FIELDS)?;
-    for later in ["familyId", "variants", "assets", "categories"] {
+    for later in ["assets", "categories"] {
         if body.has(later) {
             return Err(ApiError::bad_request(format!(
                 "field '{later}' is not supported yet by this deployment"
             )));
         }
     }
-    let name = body.opt_str("name")?;
-    let empty = serde_json::Map::new();
-    let values = body.opt_object("values")?.unwrap_or(&empty);
-    let defs = if values.is_empty() {
-        Default::default()
+    let patch = &tree_patch::parse_product_patch(app, call, id, &body).await?;
+    let depth = if patch.variants.iter().any(|v| !v.skus.is_empty()) {
+        TreeDepth::Skus
+    } else if !patch.variants.is_empty() {
+        TreeDepth::Variants
     } else {
-        app.store
-            .get_definitions(
-                call.org(),
-                TargetEntity::Product,
-                values.keys().map(String::as_str),
-            )
-            .await?
+        TreeDepth::Product
     };
-    let changes = values::parse_values("product", values, &defs, &ScopeRules::default())?;
-
-    for attempt in 0..MAX_WRITE_ATTEMPTS {
-        if attempt > 0 {
-            backoff(attempt).await;
+    let org = call.org();
+    tree_patch::with_retries(&format!("product '{id}'"), move || async move {
+        let tree = app.store.get_product_tree(org, id, depth).await?;
+        let plan = tree_patch::plan(org, id, tree, patch, true)?;
+        if !plan.write.is_empty() {
+            app.store.commit(&plan.write).await?;
         }
-        let outcome = match app.store.get_product(call.org(), id).await? {
-            None => {
-                let mut vals = StoredValues::new();
-                values::apply(&mut vals, &changes, &defs);
-                let mut item = EntityItem::new(
-                    call.org(),
-                    EntityKind::Product,
-                    id,
-                    (None, None),
-                    name.unwrap_or(id),
-                    vals,
-                    Timestamp::now(),
-                );
-                item.ver = 1;
-                app.store
-                    .put_product(&item, None)
-                    .await
-                    .map(|_| (201, item))
-            }
-            Some(mut item) => {
-                let values_changed = values::apply(&mut item.vals, &changes, &defs);
-                let name_changed = name.is_some_and(|n| n != item.name);
-                if !values_changed && !name_changed {
-                    return Ok(ApiResponse::single(
-                        200,
-                        render::write_result(&item, item.tu),
-                    ));
-                }
-                if let Some(n) = name {
-                    item.name = n.to_string();
-                }
-                let expected = item.ver;
-                item.touch(Timestamp::next_after([item.su, item.tu]));
-                app.store
-                    .put_product(&item, Some(expected))
-                    .await
-                    .map(|_| (200, item))
-            }
-        };
-        match outcome {
-            Ok((status, item)) => {
-                return Ok(ApiResponse::single(
-                    status,
-                    render::write_result(&item, item.tu),
-                ))
-            }
-            Err(StoreError::ConditionFailed) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::conflict(format!(
-        "product '{id}' was changed concurrently by other writers; retry the request"
-    )))
+        Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
+    })
+    .await
 }
 
-/// Jittered exponential backoff between optimistic-write attempts (at most ~320 ms).
-async fn backoff(attempt: u32) {
-    let cap_ms = (10u64 << attempt.min(5)).min(320);
-    let mut b = [0u8; 2];
-    let jitter = getrandom::fill(&mut b)
-        .map(|_| u16::from_le_bytes(b))
-        .unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(u64::from(jitter) % cap_ms + 1)).await;
+/// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity
+/// items). Children go first and the product last, each conditioned on the version read,
+/// so a retry after a partial failure finishes the job and a concurrent write is not lost.
+async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "product")?;
+    Query::parse(&call.request.query, &[])?;
+    let org = call.org();
+    tree_patch::with_retries(&format!("product '{id}'"), move || async move {
+        let tree = app
+            .store
+            .get_product_tree(org, id, TreeDepth::Skus)
+            .await?
+            .ok_or_else(|| ApiError::entity_not_found("product", id))?;
+        let mut write = TreeWrite::new();
+        for item in tree.skus.iter().chain(&tree.variants) {
+            write.delete(org, item).map_err(Retry::from)?;
+        }
+        write.delete(org, &tree.product).map_err(Retry::from)?;
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(200, render::deleted(id)))
+    })
+    .await
 }

@@ -40,6 +40,35 @@ pub struct Embed {
     pub skus: bool,
 }
 
+/// An embedded SKU: its own attributes only.
+fn embedded_sku(s: &EntityItem, v: &EntityItem, p: &EntityItem, sel: &Selection) -> Value {
+    Value::Object(entity_object(
+        s,
+        attributes("sku", &s.vals, sel),
+        sku_updated(p, v, s),
+    ))
+}
+
+/// `updatedAt` of a variant: its tree's changes and its product's own changes.
+pub fn variant_updated(p: &EntityItem, v: &EntityItem) -> Timestamp {
+    v.tu.max(p.su)
+}
+
+/// `updatedAt` of a SKU: its own changes and its ancestors' own changes.
+pub fn sku_updated(p: &EntityItem, v: &EntityItem, s: &EntityItem) -> Timestamp {
+    s.tu.max(v.su).max(p.su)
+}
+
+fn skus_of<'a>(tree: &'a ProductTree, v: &'a EntityItem) -> impl Iterator<Item = &'a EntityItem> {
+    tree.skus
+        .iter()
+        .filter(move |s| s.vid.as_deref() == Some(v.id.as_str()))
+}
+
+fn reference(item: &EntityItem) -> Value {
+    json!({"identifier": item.id, "name": item.name})
+}
+
 /// A product with its embedded variants (and their SKUs) as the tree and `embed` say.
 /// Embedded entities carry only their own attributes.
 pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
@@ -51,20 +80,14 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
             .variants
             .iter()
             .map(|v| {
-                let mut vo = entity_object(v, attributes("variant", &v.vals, sel), v.tu.max(p.su));
+                let mut vo = entity_object(
+                    v,
+                    attributes("variant", &v.vals, sel),
+                    variant_updated(p, v),
+                );
                 if embed.skus {
-                    let skus: Vec<Value> = tree
-                        .skus
-                        .iter()
-                        .filter(|s| s.vid.as_deref() == Some(v.id.as_str()))
-                        .map(|s| {
-                            let updated = s.tu.max(v.su).max(p.su);
-                            Value::Object(entity_object(
-                                s,
-                                attributes("sku", &s.vals, sel),
-                                updated,
-                            ))
-                        })
+                    let skus = skus_of(tree, v)
+                        .map(|s| embedded_sku(s, v, p, sel))
                         .collect();
                     vo.insert("skus".into(), Value::Array(skus));
                 }
@@ -74,6 +97,45 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
         obj.insert("variants".into(), Value::Array(variants));
     }
     Value::Object(obj)
+}
+
+/// A variant on the variant endpoints: the product's attributes merged in, a `product`
+/// reference, and its SKUs (own attributes only) when `with_skus`. `tree` holds the product
+/// and this variant first in `variants`.
+pub fn variant(tree: &ProductTree, with_skus: bool, sel: &Selection) -> Value {
+    let p = &tree.product;
+    let v = &tree.variants[0];
+    let mut attrs = attributes("product", &p.vals, sel);
+    attrs.extend(attributes("variant", &v.vals, sel));
+    let mut obj = entity_object(v, attrs, variant_updated(p, v));
+    obj.insert("product".into(), reference(p));
+    if with_skus {
+        let skus = skus_of(tree, v)
+            .map(|s| embedded_sku(s, v, p, sel))
+            .collect();
+        obj.insert("skus".into(), Value::Array(skus));
+    }
+    Value::Object(obj)
+}
+
+/// A SKU on the SKU endpoints: product and variant attributes merged in, with `product`
+/// and `variant` references. `tree` holds the product, the variant and the SKU.
+pub fn sku(tree: &ProductTree, sel: &Selection) -> Value {
+    let p = &tree.product;
+    let v = &tree.variants[0];
+    let s = &tree.skus[0];
+    let mut attrs = attributes("product", &p.vals, sel);
+    attrs.extend(attributes("variant", &v.vals, sel));
+    attrs.extend(attributes("sku", &s.vals, sel));
+    let mut obj = entity_object(s, attrs, sku_updated(p, v, s));
+    obj.insert("product".into(), reference(p));
+    obj.insert("variant".into(), reference(v));
+    Value::Object(obj)
+}
+
+/// `{"result": {"identifier": ..., "deleted": true}}`.
+pub fn deleted(id: &str) -> Value {
+    json!({"identifier": id, "deleted": true})
 }
 
 /// The short result of a write: `{identifier, name, selfUpdatedAt, updatedAt}`.

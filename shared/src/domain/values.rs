@@ -55,12 +55,22 @@ pub enum ValueChange {
     ClearAll { key: String },
     /// Remove the value of one scope (`{"locale": "de-DE", "value": null}`).
     Clear { key: String, scope: Scope },
-    /// Set the value of one scope.
+    /// Set the value of one scope; carries the shape the attribute is stored with.
     Set {
         key: String,
         scope: Scope,
         raw: String,
+        shape: Shape,
     },
+}
+
+/// How an attribute's values are stored and rendered: its type, multi flag and metaobject
+/// definition, copied from the definition when a value is set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub attr_type: AttributeType,
+    pub is_multi: bool,
+    pub metaobject_definition: Option<String>,
 }
 
 /// What the caller knows about the organization's languages and channels; `None` skips the
@@ -213,7 +223,17 @@ fn set_or_clear(
     if raw.len() > MAX_VALUE_BYTES {
         return Err(format!("value is longer than {MAX_VALUE_BYTES} bytes"));
     }
-    Ok(ValueChange::Set { key, scope, raw })
+    let shape = Shape {
+        attr_type: def.attr_type,
+        is_multi: def.is_multi,
+        metaobject_definition: def.metaobject_definition.clone(),
+    };
+    Ok(ValueChange::Set {
+        key,
+        scope,
+        raw,
+        shape,
+    })
 }
 
 /// Checks one scalar against the attribute's type and returns its raw stored string.
@@ -301,7 +321,7 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
     }
 }
 
-fn is_language_tag(tag: &str) -> bool {
+pub fn is_language_tag(tag: &str) -> bool {
     let mut parts = tag.split('-');
     let first = parts.next().unwrap_or_default();
     (2..=3).contains(&first.len())
@@ -339,11 +359,7 @@ pub fn parse_weight(s: &str) -> Option<(serde_json::Number, String)> {
 }
 
 /// Applies validated changes; returns whether anything changed.
-pub fn apply(
-    values: &mut StoredValues,
-    changes: &[ValueChange],
-    defs: &HashMap<String, AttributeDefinition>,
-) -> bool {
+pub fn apply(values: &mut StoredValues, changes: &[ValueChange]) -> bool {
     let before = values.clone();
     for change in changes {
         match change {
@@ -359,16 +375,23 @@ pub fn apply(
                     }
                 }
             }
-            ValueChange::Set { key, scope, raw } => {
-                let def = &defs[key];
+            ValueChange::Set {
+                key,
+                scope,
+                raw,
+                shape,
+            } => {
                 let attr = values
                     .entry(key.clone())
                     .or_insert_with(|| StoredAttribute {
-                        attr_type: def.attr_type,
-                        is_multi: def.is_multi,
-                        metaobject_definition: def.metaobject_definition.clone(),
+                        attr_type: shape.attr_type,
+                        is_multi: shape.is_multi,
+                        metaobject_definition: shape.metaobject_definition.clone(),
                         entries: Vec::new(),
                     });
+                attr.attr_type = shape.attr_type;
+                attr.is_multi = shape.is_multi;
+                attr.metaobject_definition = shape.metaobject_definition.clone();
                 attr.entries
                     .retain(|e| e.locale != scope.locale || e.channel != scope.channel);
                 attr.entries.push(StoredEntry {
@@ -458,14 +481,14 @@ mod tests {
         let d = defs(vec![def("color", AttributeType::Text)]);
         let changes = parse(json!({"color": "Blue"}), &d).unwrap();
         let mut vals = StoredValues::new();
-        assert!(apply(&mut vals, &changes, &d));
+        assert!(apply(&mut vals, &changes));
         let rendered = render_entries(&vals["color"]);
         assert_eq!(
             rendered,
             vec![json!({"value": "Blue", "data": "Blue", "type": "text", "locale": null})]
         );
         assert!(
-            !apply(&mut vals, &changes, &d),
+            !apply(&mut vals, &changes),
             "same value again changes nothing"
         );
     }
@@ -492,7 +515,7 @@ mod tests {
         )
         .unwrap();
         let mut vals = StoredValues::new();
-        apply(&mut vals, &changes, &d);
+        apply(&mut vals, &changes);
         let locales: Vec<_> = vals["title"]
             .entries
             .iter()
@@ -500,9 +523,9 @@ mod tests {
             .collect();
         assert_eq!(locales, vec!["de-DE", "en-US"]);
         let clear = parse(json!({"title": {"locale": "de-DE", "value": null}}), &d).unwrap();
-        apply(&mut vals, &clear, &d);
+        apply(&mut vals, &clear);
         assert_eq!(vals["title"].entries.len(), 1);
-        apply(&mut vals, &parse(json!({"title": null}), &d).unwrap(), &d);
+        apply(&mut vals, &parse(json!({"title": null}), &d).unwrap());
         assert!(vals.is_empty());
     }
 
@@ -523,7 +546,7 @@ mod tests {
         )
         .unwrap();
         let mut vals = StoredValues::new();
-        apply(&mut vals, &changes, &d);
+        apply(&mut vals, &changes);
         let data = |k: &str| render_entries(&vals[k])[0]["data"].clone();
         assert_eq!(data("price"), json!({"amount": 12.5, "currency": "EUR"}));
         assert_eq!(data("weight"), json!({"value": 1.5, "unit": "kg"}));

@@ -10,5 +10,5 @@ pub mod routes;
 pub use body::JsonBody;
 pub use query::Query;
 pub use request::ApiRequest;
-pub use response::ApiResponse;
+pub use response::{ApiResponse, Paging};
 pub use routes::{Route, RouteMatch};

@@ -47,6 +47,44 @@ impl ApiResponse {
     }
 }
 
+/// `limit` and `page` of a list request, checked (1..=200, default 100; page >= 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    pub limit: u32,
+    pub page: u32,
+}
+
+impl Paging {
+    pub fn from_query(query: &crate::http::Query) -> Result<Self, ApiError> {
+        Ok(Self {
+            limit: query.int("limit", 100, 1, 200)?,
+            page: query.int("page", 1, 1, u32::MAX)?,
+        })
+    }
+
+    /// The positions of this page among `total` results (empty past the last page).
+    pub fn range(&self, total: usize) -> std::ops::Range<usize> {
+        let start = (self.page as usize - 1)
+            .saturating_mul(self.limit as usize)
+            .min(total);
+        start..(start + self.limit as usize).min(total)
+    }
+
+    /// This page of `all`, rendered, in the list envelope with the true totals.
+    pub fn envelope<T>(&self, all: &[T], render: impl Fn(&T) -> Value) -> ApiResponse {
+        let result: Vec<Value> = all[self.range(all.len())].iter().map(render).collect();
+        self.page_response(result, all.len())
+    }
+
+    /// The list envelope of an already cut page.
+    pub fn page_response(&self, result: Vec<Value>, total: usize) -> ApiResponse {
+        ApiResponse::json(
+            200,
+            json!({"result": result, "pagination": pagination(self.limit, self.page, total as u64)}),
+        )
+    }
+}
+
 /// The list envelope's `pagination` object: `totalPages = ceil(total / limit)`.
 pub fn pagination(limit: u32, page: u32, total: u64) -> Value {
     let total_pages = total.div_ceil(u64::from(limit));
@@ -56,6 +94,15 @@ pub fn pagination(limit: u32, page: u32, total: u64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_ranges_stay_inside_the_results() {
+        let p = |limit, page| Paging { limit, page };
+        assert_eq!(p(2, 1).range(5), 0..2);
+        assert_eq!(p(2, 3).range(5), 4..5);
+        assert_eq!(p(2, 4).range(5), 5..5);
+        assert_eq!(p(200, u32::MAX).range(3), 3..3);
+    }
 
     #[test]
     fn pagination_totals() {

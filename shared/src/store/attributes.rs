@@ -81,22 +81,63 @@ impl Store {
         org: &str,
         entity: Option<TargetEntity>,
     ) -> Result<Vec<AttributeDefinition>, StoreError> {
-        use aws_sdk_dynamodb::types::AttributeValue;
-        let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .expression_attribute_values(":pk", AttributeValue::S(attributes_pk(org)))
-            .consistent_read(true);
-        query = match entity {
-            None => query.key_condition_expression("PK = :pk"),
-            Some(e) => query
-                .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
-                .expression_attribute_values(":p", AttributeValue::S(format!("{}.", e.as_str()))),
-        };
+        let prefix = entity.map(|e| format!("{}.", e.as_str()));
+        let query = self.partition_query(attributes_pk(org), prefix);
         let items = self.query_all(query).await?;
         let items: Vec<AttributeItem> =
             serde_dynamo::from_items(items).map_err(|e| StoreError::serde("attribute", e))?;
         Ok(items.into_iter().map(|i| i.def).collect())
+    }
+}
+
+impl Store {
+    /// Whether any entity of `entity` holds a value of attribute `key`: a Query of the
+    /// entity type's `byIdentifier` partition filtered on the projected attribute keys,
+    /// stopping at the first page with a match.
+    pub async fn attribute_in_use(
+        &self,
+        org: &str,
+        entity: TargetEntity,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        use super::keys::INDEX_BY_IDENTIFIER;
+        use aws_sdk_dynamodb::types::{AttributeValue, Select};
+        let mut pages = self
+            .type_query(INDEX_BY_IDENTIFIER, org, entity.as_str())
+            .key_condition_expression("GSI1PK = :t")
+            .filter_expression("contains(ak, :k)")
+            .expression_attribute_values(":k", AttributeValue::S(key.to_string()))
+            .set_projection_expression(None)
+            .select(Select::Count)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| StoreError::from_sdk("Query", e))?;
+            if page.count > 0 {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Deletes a definition; `ConditionFailed` when it does not exist.
+    pub async fn delete_definition(
+        &self,
+        org: &str,
+        entity: TargetEntity,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(
+                attributes_pk(org),
+                attribute_sk(entity.as_str(), key),
+            )))
+            .condition_expression("attribute_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("DeleteItem", e))?;
+        Ok(())
     }
 }

@@ -10,6 +10,9 @@ pub enum StoreError {
     /// A condition expression (or one inside a transaction) did not hold.
     #[error("condition failed")]
     ConditionFailed,
+    /// A unique identifier is already used elsewhere (the message names it).
+    #[error("taken: {0}")]
+    Taken(String),
     /// Throttled, unavailable or unreachable after the SDK's retries.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -72,6 +75,7 @@ impl From<StoreError> for ApiError {
             StoreError::ConditionFailed => {
                 ApiError::conflict("a concurrent write changed this resource; retry the request")
             }
+            StoreError::Taken(message) => ApiError::conflict(message),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "storage unavailable");
                 ApiError::unavailable()

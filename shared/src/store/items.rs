@@ -56,6 +56,10 @@ pub struct EntityItem {
     pub ver: u64,
     #[serde(rename = "familyId", default, skip_serializing_if = "Option::is_none")]
     pub family_id: Option<i64>,
+    /// Keys of the attributes that hold a value, projected into the indexes so that
+    /// "does any entity use this attribute?" never reads whole items.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ak: Vec<String>,
 }
 
 /// An organization's settings item.

@@ -66,6 +66,20 @@ pub fn attribute_sk(entity: &str, key: &str) -> String {
     format!("{entity}.{key}")
 }
 
+/// Languages and channels of the organization: one item in its own partition.
+pub const SCOPES_SK: &str = "SCOPES";
+/// The counter that hands out family ids.
+pub const FAMILY_SEQ_SK: &str = "FAMSEQ";
+
+/// Families: one partition per organization; the sort key is the id, zero-padded so that
+/// the partition reads in id order.
+pub fn families_pk(org: &str) -> String {
+    format!("O#{org}#F")
+}
+pub fn family_sk(id: i64) -> String {
+    format!("{id:020}")
+}
+
 /// The entity-type partition of the two indexes.
 pub fn type_pk(org: &str, entity_type: &str) -> String {
     format!("O#{org}#T#{entity_type}")
@@ -86,6 +100,7 @@ mod tests {
             variant_ref_pk("abc123", "v"),
             sku_ref_pk("abc123", "s"),
             attributes_pk("abc123"),
+            families_pk("abc123"),
             type_pk("abc123", "product"),
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");

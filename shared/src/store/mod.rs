@@ -6,11 +6,14 @@ pub mod attributes;
 pub mod errors;
 pub mod items;
 pub mod keys;
+pub mod lists;
 pub mod metrics;
 pub mod ops;
 pub mod orgs;
 pub mod products;
+pub mod settings;
 pub mod table;
+pub mod writes;
 
 use aws_sdk_dynamodb::Client;
 

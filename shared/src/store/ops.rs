@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 
 pub type Item = HashMap<String, AttributeValue>;
+pub(crate) type QueryBuilder = aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 
 /// BatchGetItem reads at most 100 keys per request.
 const BATCH_GET_LIMIT: usize = 100;
@@ -23,11 +24,25 @@ pub fn item_key(pk: String, sk: impl Into<String>) -> Item {
 }
 
 impl Store {
+    /// A strongly consistent Query of one partition (`PK = :pk`), and of the sort keys that
+    /// start with `prefix` when given.
+    pub(crate) fn partition_query(&self, pk: String, prefix: Option<String>) -> QueryBuilder {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .expression_attribute_values(":pk", AttributeValue::S(pk));
+        match prefix {
+            None => query.key_condition_expression("PK = :pk"),
+            Some(p) => query
+                .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
+                .expression_attribute_values(":prefix", AttributeValue::S(p)),
+        }
+    }
+
     /// Every item a Query matches, following pages (one request per 1 MB).
-    pub(crate) async fn query_all(
-        &self,
-        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
-    ) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn query_all(&self, query: QueryBuilder) -> Result<Vec<Item>, StoreError> {
         query
             .into_paginator()
             .items()
@@ -58,8 +73,13 @@ impl Store {
     }
 
     /// Reads `keys` with strongly consistent BatchGetItem requests (one per 100 keys, plus
-    /// retries of unprocessed keys). Missing items are simply absent; order is not kept.
-    pub(crate) async fn batch_get(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+    /// retries of unprocessed keys). Keys named twice are read once; missing items are simply
+    /// absent; order is not kept.
+    pub(crate) async fn batch_get(&self, mut keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        // BatchGetItem refuses a request that names a key twice.
+        let mut seen = std::collections::HashSet::new();
+        let text = |k: &Item, name: &str| k.get(name).and_then(|v| v.as_s().ok()).cloned();
+        keys.retain(|k| seen.insert((text(k, PK), text(k, SK))));
         let mut found = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(BATCH_GET_LIMIT) {
             let mut pending = Some(

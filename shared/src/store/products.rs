@@ -2,15 +2,13 @@
 //! (`PK = O#<org>#P#<product>`), so any read of a product's hierarchy is one Query.
 
 use super::items::{EntityItem, EntityKind};
-use super::keys::{
-    change_sk, product_pk, sku_ref_pk, sku_sk, type_pk, variant_ref_pk, variant_sk, PRODUCT_SK,
-    REF_SK, SKU_LEVEL,
-};
+use super::keys::{change_sk, product_pk, sku_sk, type_pk, variant_sk, PRODUCT_SK, SKU_LEVEL};
 use super::ops::item_key;
+use super::writes::{Expect, TreeWrite};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
 /// A product with the descendants a read asked for.
@@ -50,6 +48,7 @@ impl EntityItem {
             EntityKind::Variant => variant_sk(id),
             EntityKind::Sku => sku_sk(vid.expect("SKUs have a variant"), id),
         };
+        let ak = vals.keys().cloned().collect();
         Self {
             pk: product_pk(org, product),
             sk,
@@ -64,16 +63,24 @@ impl EntityItem {
             vals,
             su: at,
             tu: at,
-            ver: 0,
+            ver: 1,
             family_id: None,
+            ak,
         }
     }
 
-    /// Records a write at `at`: own and tree timestamps, change-index key, version.
+    /// Records a change of the entity itself at `at`: own and tree timestamps.
     pub fn touch(&mut self, at: Timestamp) {
         self.su = self.su.max(at);
+        self.touch_tree(at);
+    }
+
+    /// Records a change below the entity (a descendant written or deleted) at `at`: only
+    /// the tree timestamp moves. Also refreshes the derived index fields and the version.
+    pub fn touch_tree(&mut self, at: Timestamp) {
         self.tu = self.tu.max(at);
         self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
+        self.ak = self.vals.keys().cloned().collect();
         self.ver += 1;
     }
 }
@@ -104,37 +111,14 @@ impl Store {
                 skus: Vec::new(),
             }));
         }
-        let mut query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .expression_attribute_values(":pk", AttributeValue::S(product_pk(org, id)));
-        query = if depth == TreeDepth::Variants {
-            query
+        let mut query = self.partition_query(product_pk(org, id), None);
+        if depth == TreeDepth::Variants {
+            query = query
                 .key_condition_expression("PK = :pk AND SK < :skus")
-                .expression_attribute_values(":skus", AttributeValue::S(SKU_LEVEL.into()))
-        } else {
-            query.key_condition_expression("PK = :pk")
-        };
-        let items = self.query_all(query).await?;
-        let mut product = None;
-        let mut variants = Vec::new();
-        let mut skus = Vec::new();
-        for item in decode(items)? {
-            match item.kind {
-                EntityKind::Product => product = Some(item),
-                EntityKind::Variant => variants.push(item),
-                EntityKind::Sku => skus.push(item),
-            }
+                .expression_attribute_values(":skus", AttributeValue::S(SKU_LEVEL.into()));
         }
-        variants.sort_by(|a, b| a.id.cmp(&b.id));
-        skus.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(product.map(|product| ProductTree {
-            product,
-            variants,
-            skus,
-        }))
+        let items = self.query_all(query).await?;
+        Ok(assemble(decode(items)?))
     }
 
     /// Writes a product item: created when `expected_ver` is `None` (the product must not
@@ -164,51 +148,86 @@ impl Store {
     }
 
     /// Creates entities that must not exist yet, with the identity items of variants and
-    /// SKUs, in one transaction (at most 50 entities: two actions each). Used by seeds and
-    /// tests; the PATCH write path builds on the same actions.
+    /// SKUs (seeds and tests; the PATCH path plans its own writes).
     pub async fn create_entities(&self, org: &str, items: &[EntityItem]) -> Result<(), StoreError> {
-        let mut actions = Vec::new();
+        let mut write = TreeWrite::new();
         for item in items {
-            let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?;
-            actions.push(new_item_put(&self.table, av)?);
-            let ref_pk = match item.kind {
-                EntityKind::Product => None,
-                EntityKind::Variant => Some(variant_ref_pk(org, &item.id)),
-                EntityKind::Sku => Some(sku_ref_pk(org, &item.id)),
-            };
-            if let Some(ref_pk) = ref_pk {
-                let mut r = item_key(ref_pk, REF_SK);
-                r.insert(
-                    "pid".into(),
-                    AttributeValue::S(item.pid.clone().unwrap_or_default()),
-                );
-                if let Some(vid) = &item.vid {
-                    r.insert("vid".into(), AttributeValue::S(vid.clone()));
-                }
-                actions.push(new_item_put(&self.table, r)?);
-            }
+            write.put(org, item, Expect::Absent)?;
         }
-        for chunk in actions.chunks(100) {
-            self.client
-                .transact_write_items()
-                .set_transact_items(Some(chunk.to_vec()))
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
-        }
-        Ok(())
+        self.commit(&write).await
     }
 }
 
-fn new_item_put(
-    table: &str,
-    item: HashMap<String, AttributeValue>,
-) -> Result<TransactWriteItem, StoreError> {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression("attribute_not_exists(PK)")
-        .build()
-        .map_err(|e| StoreError::Other(e.to_string()))?;
-    Ok(TransactWriteItem::builder().put(put).build())
+impl Store {
+    /// A product with one variant (and, when `with_skus`, that variant's SKUs), in one
+    /// request: BatchGetItem of the two items, or one Query of the tree filtered to them.
+    /// `None` when the product or the variant is missing.
+    pub async fn get_variant_path(
+        &self,
+        org: &str,
+        pid: &str,
+        vid: &str,
+        with_skus: bool,
+    ) -> Result<Option<ProductTree>, StoreError> {
+        let items = if with_skus {
+            let query = self
+                .partition_query(product_pk(org, pid), None)
+                // Key attributes cannot be filtered on: select by level and parent instead.
+                .filter_expression("#k = :p OR (#k = :v AND #id = :vid) OR #vid = :vid")
+                .expression_attribute_names("#k", "kind")
+                .expression_attribute_names("#id", "id")
+                .expression_attribute_names("#vid", "vid")
+                .expression_attribute_values(":p", AttributeValue::S("product".into()))
+                .expression_attribute_values(":v", AttributeValue::S("variant".into()))
+                .expression_attribute_values(":vid", AttributeValue::S(vid.into()));
+            decode(self.query_all(query).await?)?
+        } else {
+            self.get_entities(vec![
+                item_key(product_pk(org, pid), PRODUCT_SK),
+                item_key(product_pk(org, pid), variant_sk(vid)),
+            ])
+            .await?
+        };
+        Ok(assemble(items).filter(|t| t.variants.iter().any(|v| v.id == vid)))
+    }
+
+    /// A product, one variant and one SKU: one BatchGetItem. `None` when any is missing.
+    pub async fn get_sku_path(
+        &self,
+        org: &str,
+        pid: &str,
+        vid: &str,
+        sid: &str,
+    ) -> Result<Option<ProductTree>, StoreError> {
+        let pk = product_pk(org, pid);
+        let items = self
+            .get_entities(vec![
+                item_key(pk.clone(), PRODUCT_SK),
+                item_key(pk.clone(), variant_sk(vid)),
+                item_key(pk, sku_sk(vid, sid)),
+            ])
+            .await?;
+        Ok(assemble(items).filter(|t| t.variants.len() == 1 && t.skus.len() == 1))
+    }
+}
+
+/// Sorts items of one tree into product, variants and SKUs (each in identifier order).
+pub fn assemble(items: Vec<EntityItem>) -> Option<ProductTree> {
+    let mut product = None;
+    let mut variants = Vec::new();
+    let mut skus = Vec::new();
+    for item in items {
+        match item.kind {
+            EntityKind::Product => product = Some(item),
+            EntityKind::Variant => variants.push(item),
+            EntityKind::Sku => skus.push(item),
+        }
+    }
+    variants.sort_by(|a, b| a.id.cmp(&b.id));
+    skus.sort_by(|a, b| a.id.cmp(&b.id));
+    product.map(|product| ProductTree {
+        product,
+        variants,
+        skus,
+    })
 }

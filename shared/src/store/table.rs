@@ -21,7 +21,7 @@ pub struct IndexDef {
 }
 
 /// Attributes the indexes carry for list pages and change queries without reading items.
-pub const INDEX_PROJECTION: &[&str] = &["kind", "id", "pid", "vid", "su", "tu"];
+pub const INDEX_PROJECTION: &[&str] = &["kind", "id", "pid", "vid", "su", "tu", "ak"];
 
 /// The whole table, as deployed.
 #[derive(Debug, Clone, PartialEq, Eq)]

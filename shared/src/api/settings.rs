@@ -1,0 +1,259 @@
+//! Families, channels and languages: served by the `attributes` function, since they are
+//! what attribute values are validated against.
+
+use crate::app::{App, Call};
+use crate::auth::Scope;
+use crate::domain::attributes::{is_valid_key, TargetEntity};
+use crate::domain::values::is_language_tag;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::settings::{Channel, Family, Language, Scopes};
+use serde_json::Value;
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/families", Scope::CatalogRead),
+    Route::new("POST", "/families", Scope::CatalogWrite),
+    Route::new("GET", "/families/{id}", Scope::CatalogRead),
+    Route::new("GET", "/channels", Scope::CatalogRead),
+    Route::new("POST", "/channels", Scope::CatalogWrite),
+    Route::new("GET", "/languages", Scope::CatalogRead),
+    Route::new("POST", "/languages", Scope::CatalogWrite),
+];
+
+/// Dispatches a settings route; `None` when the route is not one of these.
+pub async fn dispatch(app: &App, call: &Call) -> Option<Result<ApiResponse, ApiError>> {
+    Some(match (call.route.route.method, call.route.route.path) {
+        ("GET", "/families") => list_families(app, call).await,
+        ("POST", "/families") => create_family(app, call).await,
+        ("GET", "/families/{id}") => get_family(app, call).await,
+        ("GET", "/channels") => {
+            list_scopes(app, call, |s| s.channels.iter().map(json).collect()).await
+        }
+        ("POST", "/channels") => create_channel(app, call).await,
+        ("GET", "/languages") => {
+            list_scopes(app, call, |s| s.languages.iter().map(json).collect()).await
+        }
+        ("POST", "/languages") => create_language(app, call).await,
+        _ => return None,
+    })
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Most languages or channels one organization may have.
+const MAX_SCOPES: usize = 200;
+const MAX_NAME: usize = 255;
+
+fn name_field(body: &JsonBody, field: &str, required: bool) -> Result<Option<String>, ApiError> {
+    let name = if required {
+        Some(body.req_str(field)?)
+    } else {
+        body.opt_str(field)?
+    };
+    match name {
+        Some(n) if n.trim().is_empty() || n.len() > MAX_NAME => Err(ApiError::bad_request(
+            format!("field '{field}' must be 1 to {MAX_NAME} characters, not blank"),
+        )),
+        other => Ok(other.map(str::to_string)),
+    }
+}
+
+/// POST /families: 201 with the new integer `id`.
+async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "attributes"])?;
+    let name = name_field(&body, "name", true)?.unwrap_or_default();
+    let mut wanted = Vec::new();
+    let mut attributes = Vec::new();
+    for v in body.opt_array("attributes")?.map_or(&[][..], Vec::as_slice) {
+        let key = v.as_str().unwrap_or_default();
+        let parsed = key
+            .split_once('.')
+            .and_then(|(e, k)| Some((TargetEntity::parse(e)?, k)))
+            .filter(|(_, k)| is_valid_key(k));
+        let Some((entity, k)) = parsed else {
+            return Err(ApiError::bad_request(format!(
+                "field 'attributes': {v} is not an attribute key like 'product.color'"
+            )));
+        };
+        if attributes.iter().any(|a| a == key) {
+            return Err(ApiError::bad_request(format!(
+                "field 'attributes': '{key}' is given twice"
+            )));
+        }
+        wanted.push((entity, k.to_string()));
+        attributes.push(key.to_string());
+    }
+    if !wanted.is_empty() {
+        let ctx = app.store.write_context(call.org(), &wanted, None).await?;
+        if let Some((e, k)) = wanted
+            .iter()
+            .find(|(e, k)| !ctx.defs.get(e).is_some_and(|d| d.contains_key(k)))
+        {
+            return Err(ApiError::bad_request(format!(
+                "field 'attributes': attribute '{}.{k}' does not exist",
+                e.as_str()
+            )));
+        }
+    }
+    let family = app
+        .store
+        .create_family(call.org(), &name, attributes)
+        .await?;
+    Ok(ApiResponse::single(201, json(&family)))
+}
+
+async fn get_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let raw = call.route.params[0].as_str();
+    let not_found = || ApiError::not_found(format!("family '{raw}' not found"));
+    let id: i64 = raw.parse().ok().filter(|n| *n > 0).ok_or_else(not_found)?;
+    let family: Family = app
+        .store
+        .get_family(call.org(), id)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(ApiResponse::single(200, json(&family)))
+}
+
+async fn list_families(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let families = app.store.list_families(call.org()).await?;
+    Ok(paging.envelope(&families, json))
+}
+
+async fn list_scopes(
+    app: &App,
+    call: &Call,
+    pick: impl Fn(&Scopes) -> Vec<Value>,
+) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let scopes = app.store.get_scopes(call.org()).await?;
+    Ok(paging.envelope(&pick(&scopes), Value::clone))
+}
+
+/// Applies `change` to the organization's scopes with a conditional write, retried when a
+/// concurrent writer changed them first.
+async fn update_scopes(
+    app: &App,
+    org: &str,
+    change: impl Fn(&mut Scopes) -> Result<Value, ApiError>,
+) -> Result<ApiResponse, ApiError> {
+    super::tree_patch::with_retries("the workspace settings", || async {
+        let mut scopes = app.store.get_scopes(org).await?;
+        let created = change(&mut scopes)?;
+        scopes.ver += 1;
+        app.store.put_scopes(org, &scopes).await?;
+        Ok(ApiResponse::single(201, created))
+    })
+    .await
+}
+
+/// POST /languages {code, name?, isDefault?}: the first language is the default until
+/// another is created with `isDefault: true`.
+async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["code", "name", "isDefault"])?;
+    let code = body.req_str("code")?.to_string();
+    if !is_language_tag(&code) {
+        return Err(ApiError::bad_request(format!(
+            "field 'code': '{code}' is not a BCP 47 language tag"
+        )));
+    }
+    let name = name_field(&body, "name", false)?.unwrap_or_else(|| code.clone());
+    let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
+    update_scopes(app, call.org(), |scopes| {
+        if scopes
+            .languages
+            .iter()
+            .any(|l| l.code.eq_ignore_ascii_case(&code))
+        {
+            return Err(ApiError::conflict(format!(
+                "language '{code}' already exists"
+            )));
+        }
+        if scopes.languages.len() >= MAX_SCOPES {
+            return Err(ApiError::bad_request(format!(
+                "a workspace has at most {MAX_SCOPES} languages"
+            )));
+        }
+        let first = scopes.languages.is_empty();
+        if is_default {
+            scopes
+                .languages
+                .iter_mut()
+                .for_each(|l| l.is_default = false);
+        }
+        let language = Language {
+            code: code.clone(),
+            name: name.clone(),
+            is_default: is_default || first,
+        };
+        scopes.languages.push(language.clone());
+        scopes.languages.sort_by(|a, b| a.code.cmp(&b.code));
+        Ok(json(&language))
+    })
+    .await
+}
+
+/// POST /channels {identifier, name, locales?, isDefault?}: the first channel is the
+/// default until another is created with `isDefault: true`.
+async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["identifier", "name", "locales", "isDefault"])?;
+    let identifier = body.req_str("identifier")?.to_string();
+    crate::domain::identifier::validate("identifier", &identifier)?;
+    let name = name_field(&body, "name", true)?.unwrap_or_default();
+    let mut locales = Vec::new();
+    for v in body.opt_array("locales")?.map_or(&[][..], Vec::as_slice) {
+        match v.as_str() {
+            Some(l) if is_language_tag(l) => locales.push(l.to_string()),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "field 'locales': {v} is not a BCP 47 language tag"
+                )))
+            }
+        }
+    }
+    let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
+    update_scopes(app, call.org(), |scopes| {
+        if scopes.channels.iter().any(|c| c.identifier == identifier) {
+            return Err(ApiError::conflict(format!(
+                "channel '{identifier}' already exists"
+            )));
+        }
+        if scopes.channels.len() >= MAX_SCOPES {
+            return Err(ApiError::bad_request(format!(
+                "a workspace has at most {MAX_SCOPES} channels"
+            )));
+        }
+        if let Some(codes) = scopes.language_codes() {
+            if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
+                return Err(ApiError::bad_request(format!(
+                    "field 'locales': language '{l}' does not exist"
+                )));
+            }
+        }
+        let first = scopes.channels.is_empty();
+        if is_default {
+            scopes
+                .channels
+                .iter_mut()
+                .for_each(|c| c.is_default = false);
+        }
+        let channel = Channel {
+            identifier: identifier.clone(),
+            name: name.clone(),
+            locales: locales.clone(),
+            is_default: is_default || first,
+        };
+        scopes.channels.push(channel.clone());
+        scopes
+            .channels
+            .sort_by(|a, b| a.identifier.cmp(&b.identifier));
+        Ok(json(&channel))
+    })
+    .await
+}

@@ -1,0 +1,152 @@
+//! `/skus` routes: SKUs addressed without their parents (via their identity item), with the
+//! product's and variant's attributes merged in.
+
+use super::lists;
+use super::products::with_included;
+use super::render;
+use super::tree_patch::{self, ProductPatch, Retry, VariantPatch};
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::selection::Selection;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Query, Route};
+use crate::store::items::EntityKind;
+use crate::store::writes::{Expect, TreeWrite};
+use lambda_http::BoxFuture;
+
+use super::include::Include;
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/skus", Scope::CatalogRead),
+    Route::new("GET", "/skus/{identifier}", Scope::CatalogRead),
+    Route::new("PATCH", "/skus/{identifier}", Scope::CatalogWrite),
+    Route::new("DELETE", "/skus/{identifier}", Scope::CatalogWrite),
+];
+
+pub const API: Api = Api {
+    function: "skus",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/skus") => list(app, &call).await,
+            ("GET", "/skus/{identifier}") => get(app, &call).await,
+            ("PATCH", "/skus/{identifier}") => patch(app, &call).await,
+            ("DELETE", "/skus/{identifier}") => delete(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+const DETAIL_PARAMS: &[&str] = &["include", "attributes", "exclude_attributes"];
+const SKU_INCLUDES: &[&str] = &["metaobjects"];
+
+/// GET /skus/{identifier}: identity GetItem, then one BatchGetItem of product, variant, SKU.
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "sku")?;
+    let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
+    let include = Include::parse(query.list("include"), SKU_INCLUDES)?;
+    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    let tree = sku_path(app, call.org(), id).await?;
+    Ok(with_included(
+        ApiResponse::single(200, render::sku(&tree, &selection)),
+        include.metaobjects,
+    ))
+}
+
+/// The SKU with its variant and product, or 404.
+async fn sku_path(
+    app: &App,
+    org: &str,
+    id: &str,
+) -> Result<crate::store::products::ProductTree, ApiError> {
+    let not_found = || ApiError::entity_not_found("sku", id);
+    let identity = app
+        .store
+        .identity(org, EntityKind::Sku, id)
+        .await?
+        .ok_or_else(not_found)?;
+    let vid = identity.vid.as_deref().unwrap_or_default();
+    app.store
+        .get_sku_path(org, &identity.pid, vid, id)
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let req = lists::parse(call, &[], SKU_INCLUDES)?;
+    let all = lists::matching(&app.store, call.org(), EntityKind::Sku, req.updated_after).await?;
+    let page = &all[req.paging.range(all.len())];
+    let trees = app.store.sku_page(call.org(), page).await?;
+    let result = trees
+        .iter()
+        .map(|t| render::sku(t, &req.selection))
+        .collect();
+    Ok(with_included(
+        req.paging.page_response(result, all.len()),
+        req.include.metaobjects,
+    ))
+}
+
+/// PATCH /skus/{identifier}: `name` and `values` of an existing SKU (404 otherwise); the
+/// variant's and product's tree timestamps move in the same transaction.
+async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "sku")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "values"])?;
+    let sku_patch = tree_patch::parse_sku_patch(app, call, id, &body).await?;
+    let org = call.org();
+    let sku_patch = &sku_patch;
+    tree_patch::with_retries(&format!("sku '{id}'"), move || async move {
+        let tree = sku_path(app, org, id).await?;
+        let patch = ProductPatch {
+            variants: vec![VariantPatch {
+                entity: tree_patch::EntityPatch {
+                    id: tree.variants[0].id.clone(),
+                    ..Default::default()
+                },
+                skus: vec![sku_patch.clone()],
+            }],
+            ..Default::default()
+        };
+        let pid = tree.product.id.clone();
+        let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
+        let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
+        if !plan.write.is_empty() {
+            app.store.commit(&plan.write).await?;
+        }
+        let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
+        let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
+        let updated = render::sku_updated(&plan.product, v, s);
+        Ok(tree_patch::written(&plan, s, updated))
+    })
+    .await
+}
+
+/// DELETE /skus/{identifier}: the SKU; its variant's and product's `updatedAt` move.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "sku")?;
+    Query::parse(&call.request.query, &[])?;
+    let org = call.org();
+    tree_patch::with_retries(&format!("sku '{id}'"), move || async move {
+        let tree = sku_path(app, org, id).await?;
+        let s = &tree.skus[0];
+        let at = Timestamp::next_after([tree.product.tu, tree.variants[0].tu, s.tu]);
+        let mut write = TreeWrite::new();
+        write.delete(org, s).map_err(Retry::from)?;
+        for parent in [&tree.variants[0], &tree.product] {
+            let mut parent = parent.clone();
+            let expect = Expect::Version(parent.ver);
+            parent.touch_tree(at);
+            write.put(org, &parent, expect).map_err(Retry::from)?;
+        }
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(200, render::deleted(id)))
+    })
+    .await
+}

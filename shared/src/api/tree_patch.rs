@@ -1,0 +1,516 @@
+//! Writes to a product tree (PATCH /products with `variants` and `skus`, PATCH /skus): the
+//! body is parsed and validated whole before anything is read or written, then each attempt
+//! plans the conditional writes against a fresh read of the tree and commits them.
+
+use super::render;
+use crate::app::{App, Call};
+use crate::domain::attributes::TargetEntity;
+use crate::domain::identifier;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody};
+use crate::store::items::{EntityItem, EntityKind};
+use crate::store::products::ProductTree;
+use crate::store::settings::WriteContext;
+use crate::store::writes::{Expect, TreeWrite};
+use crate::store::StoreError;
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::time::Duration;
+
+/// Changes to one entity: `name` when given, validated value changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EntityPatch {
+    pub id: String,
+    pub name: Option<String>,
+    pub values: Vec<ValueChange>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VariantPatch {
+    pub entity: EntityPatch,
+    pub skus: Vec<EntityPatch>,
+}
+
+/// Everything one PATCH asks of a product tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProductPatch {
+    pub entity: EntityPatch,
+    /// `Some(None)` removes the family.
+    pub family: Option<Option<i64>>,
+    pub variants: Vec<VariantPatch>,
+}
+
+/// An entity of the body before its values are validated against the definitions.
+struct RawEntity<'a> {
+    at: String,
+    id: &'a str,
+    name: Option<&'a str>,
+    values: Option<&'a Map<String, Value>>,
+}
+
+const VARIANT_FIELDS: &[&str] = &["identifier", "name", "values", "skus"];
+const SKU_FIELDS: &[&str] = &["identifier", "name", "values"];
+
+fn raw_entity<'a>(
+    at: String,
+    v: &'a Value,
+    fields: &[&str],
+) -> Result<(RawEntity<'a>, &'a Map<String, Value>), ApiError> {
+    let bad = |m: String| ApiError::bad_request(format!("{at}: {m}"));
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad("expected an object".into()))?;
+    let body = JsonBody(obj.clone());
+    body.only(fields).map_err(|e| bad(e.message))?;
+    let id = match obj.get("identifier") {
+        Some(Value::String(s)) => s.as_str(),
+        _ => {
+            return Err(bad(
+                "field 'identifier' is required and must be a string".into()
+            ))
+        }
+    };
+    identifier::validate("identifier", id).map_err(|e| bad(e.message))?;
+    let name = match obj.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err(bad("field 'name' must be a string".into())),
+    };
+    let values = match obj.get("values") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(bad("field 'values' must be an object".into())),
+    };
+    Ok((
+        RawEntity {
+            at,
+            id,
+            name,
+            values,
+        },
+        obj,
+    ))
+}
+
+/// The `variants` array of a PATCH /products body, structurally checked.
+fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, ApiError> {
+    let mut seen_variants = HashSet::new();
+    let mut seen_skus = HashSet::new();
+    let mut out = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let (variant, obj) = raw_entity(format!("variants[{i}]"), v, VARIANT_FIELDS)?;
+        if !seen_variants.insert(variant.id) {
+            return Err(ApiError::bad_request(format!(
+                "variants[{i}]: variant '{}' is given twice",
+                variant.id
+            )));
+        }
+        let mut skus = Vec::new();
+        match obj.get("skus") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(list)) => {
+                for (j, s) in list.iter().enumerate() {
+                    let at = format!("variants[{i}].skus[{j}]");
+                    let (sku, _) = raw_entity(at.clone(), s, SKU_FIELDS)?;
+                    if !seen_skus.insert(sku.id) {
+                        return Err(ApiError::bad_request(format!(
+                            "{at}: sku '{}' is given twice",
+                            sku.id
+                        )));
+                    }
+                    skus.push(sku);
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "variants[{i}]: field 'skus' must be an array"
+                )))
+            }
+        }
+        out.push((variant, skus));
+    }
+    Ok(out)
+}
+
+fn wanted_keys(
+    entity: TargetEntity,
+    values: Option<&Map<String, Value>>,
+) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
+    values
+        .into_iter()
+        .flat_map(move |m| m.keys().map(move |k| (entity, k.clone())))
+}
+
+/// Validates one entity's values against the context; errors name where they are.
+fn entity_patch(
+    raw: &RawEntity<'_>,
+    entity: TargetEntity,
+    ctx: &WriteContext,
+) -> Result<EntityPatch, ApiError> {
+    let languages = ctx.scopes.language_codes();
+    let channels = ctx.scopes.channel_ids();
+    let rules = ScopeRules {
+        languages: languages.as_deref(),
+        channels: channels.as_deref(),
+    };
+    let values = match raw.values {
+        None => Vec::new(),
+        Some(m) => {
+            values::parse_values(entity.as_str(), m, &ctx.defs_of(entity), &rules).map_err(|e| {
+                if raw.at.is_empty() {
+                    e
+                } else {
+                    ApiError::bad_request(format!("{}.{}", raw.at, e.message))
+                }
+            })?
+        }
+    };
+    Ok(EntityPatch {
+        id: raw.id.to_string(),
+        name: raw.name.map(str::to_string),
+        values,
+    })
+}
+
+/// Parses and validates a PATCH /products body whole: one BatchGetItem of the definitions,
+/// scopes and family it names, no write.
+pub async fn parse_product_patch(
+    app: &App,
+    call: &Call,
+    id: &str,
+    body: &JsonBody,
+) -> Result<ProductPatch, ApiError> {
+    let name = body.opt_str("name")?;
+    let values = body.opt_object("values")?;
+    let family = match body.0.get("familyId") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => Some(Some(v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
+            ApiError::bad_request("field 'familyId' must be a positive integer or null")
+        })?)),
+    };
+    let variants = raw_variants(body.opt_array("variants")?.map_or(&[], Vec::as_slice))?;
+    let product_raw = RawEntity {
+        at: String::new(),
+        id,
+        name,
+        values,
+    };
+    let mut wanted: Vec<(TargetEntity, String)> =
+        wanted_keys(TargetEntity::Product, values).collect();
+    for (v, skus) in &variants {
+        wanted.extend(wanted_keys(TargetEntity::Variant, v.values));
+        for s in skus {
+            wanted.extend(wanted_keys(TargetEntity::Sku, s.values));
+        }
+    }
+    let family_id = family.flatten();
+    let ctx = if wanted.is_empty() && family_id.is_none() {
+        WriteContext::default()
+    } else {
+        app.store
+            .write_context(call.org(), &wanted, family_id)
+            .await?
+    };
+    if let Some(f) = family_id {
+        if !ctx.family_exists {
+            return Err(ApiError::bad_request(format!(
+                "field 'familyId': family {f} does not exist"
+            )));
+        }
+    }
+    let mut patch = ProductPatch {
+        entity: entity_patch(&product_raw, TargetEntity::Product, &ctx)?,
+        family,
+        variants: Vec::new(),
+    };
+    for (v, skus) in &variants {
+        patch.variants.push(VariantPatch {
+            entity: entity_patch(v, TargetEntity::Variant, &ctx)?,
+            skus: skus
+                .iter()
+                .map(|s| entity_patch(s, TargetEntity::Sku, &ctx))
+                .collect::<Result<_, _>>()?,
+        });
+    }
+    Ok(patch)
+}
+
+/// Parses and validates a PATCH /skus body (`name`, `values`).
+pub async fn parse_sku_patch(
+    app: &App,
+    call: &Call,
+    id: &str,
+    body: &JsonBody,
+) -> Result<EntityPatch, ApiError> {
+    let raw = RawEntity {
+        at: String::new(),
+        id,
+        name: body.opt_str("name")?,
+        values: body.opt_object("values")?,
+    };
+    let wanted: Vec<_> = wanted_keys(TargetEntity::Sku, raw.values).collect();
+    let ctx = if wanted.is_empty() {
+        WriteContext::default()
+    } else {
+        app.store.write_context(call.org(), &wanted, None).await?
+    };
+    entity_patch(&raw, TargetEntity::Sku, &ctx)
+}
+
+/// The writes of one attempt.
+#[derive(Debug)]
+pub struct Plan {
+    pub product: EntityItem,
+    pub created: bool,
+    pub write: TreeWrite,
+    /// Every entity written, as written (the product too).
+    pub items: Vec<EntityItem>,
+}
+
+impl Plan {
+    /// The written entity of `kind` named `id`, if the plan writes it.
+    pub fn item(&self, kind: EntityKind, id: &str) -> Option<&EntityItem> {
+        self.items.iter().find(|i| i.kind == kind && i.id == id)
+    }
+}
+
+/// Applies name and values to an item; whether anything changed.
+fn apply_entity(item: &mut EntityItem, patch: &EntityPatch) -> bool {
+    let mut changed = values::apply(&mut item.vals, &patch.values);
+    if let Some(n) = &patch.name {
+        if *n != item.name {
+            item.name = n.clone();
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// One entity of the plan: the item as it will be written, and what it expects to find.
+struct Planned {
+    item: EntityItem,
+    expect: Expect,
+    changed_self: bool,
+    changed_tree: bool,
+}
+
+impl Planned {
+    fn existing(item: EntityItem) -> Self {
+        let expect = Expect::Version(item.ver);
+        Self {
+            item,
+            expect,
+            changed_self: false,
+            changed_tree: false,
+        }
+    }
+
+    fn new(org: &str, kind: EntityKind, id: &str, parents: (Option<&str>, Option<&str>)) -> Self {
+        let item = EntityItem::new(
+            org,
+            kind,
+            id,
+            parents,
+            id,
+            StoredValues::new(),
+            Timestamp::from_millis(0),
+        );
+        Self {
+            item,
+            expect: Expect::Absent,
+            changed_self: true,
+            changed_tree: true,
+        }
+    }
+
+    fn stamps(&self) -> [Timestamp; 2] {
+        [self.item.su, self.item.tu]
+    }
+
+    fn stamp(&mut self, at: Timestamp) {
+        if self.changed_self {
+            self.item.touch(at);
+        } else if self.changed_tree {
+            self.item.touch_tree(at);
+        }
+    }
+
+    fn changed(&self) -> bool {
+        self.changed_self || self.changed_tree
+    }
+}
+
+/// Plans the writes that bring `tree` (as read; `None` when the product does not exist) to
+/// what `patch` asks. Entities of the patch missing from the tree are created, except when
+/// `create` is false (PATCH /skus), where a missing entity is a 404.
+pub fn plan(
+    org: &str,
+    product_id: &str,
+    tree: Option<ProductTree>,
+    patch: &ProductPatch,
+    create: bool,
+) -> Result<Plan, ApiError> {
+    let (mut product, existing_variants, existing_skus) = match tree {
+        Some(t) => (Planned::existing(t.product), t.variants, t.skus),
+        None if create => (
+            Planned::new(org, EntityKind::Product, product_id, (None, None)),
+            Vec::new(),
+            Vec::new(),
+        ),
+        None => return Err(ApiError::entity_not_found("product", product_id)),
+    };
+    let created = product.expect == Expect::Absent;
+    product.changed_self |= apply_entity(&mut product.item, &patch.entity);
+    if let Some(family) = patch.family {
+        if product.item.family_id != family {
+            product.item.family_id = family;
+            product.changed_self = true;
+        }
+    }
+    let mut variants_by_id: HashMap<String, EntityItem> = existing_variants
+        .into_iter()
+        .map(|v| (v.id.clone(), v))
+        .collect();
+    let mut skus_by_id: HashMap<String, EntityItem> = existing_skus
+        .into_iter()
+        .map(|s| (s.id.clone(), s))
+        .collect();
+    let mut planned: Vec<(Planned, Vec<Planned>)> = Vec::new();
+    for vp in &patch.variants {
+        let vid = vp.entity.id.as_str();
+        let mut variant = match variants_by_id.remove(vid) {
+            Some(v) => Planned::existing(v),
+            None if create => Planned::new(org, EntityKind::Variant, vid, (Some(product_id), None)),
+            None => return Err(ApiError::entity_not_found("variant", vid)),
+        };
+        variant.changed_self |= apply_entity(&mut variant.item, &vp.entity);
+        let mut skus = Vec::new();
+        for sp in &vp.skus {
+            let mut sku = match skus_by_id.remove(&sp.id) {
+                Some(s) if s.vid.as_deref() != Some(vid) => {
+                    return Err(ApiError::conflict(format!(
+                        "sku '{}' belongs to variant '{}'",
+                        sp.id,
+                        s.vid.unwrap_or_default()
+                    )))
+                }
+                Some(s) => Planned::existing(s),
+                None if create => {
+                    Planned::new(org, EntityKind::Sku, &sp.id, (Some(product_id), Some(vid)))
+                }
+                None => return Err(ApiError::entity_not_found("sku", &sp.id)),
+            };
+            sku.changed_self |= apply_entity(&mut sku.item, sp);
+            variant.changed_tree |= sku.changed_self;
+            skus.push(sku);
+        }
+        product.changed_tree |= variant.changed_self || variant.changed_tree;
+        planned.push((variant, skus));
+    }
+    let mut write = TreeWrite::new();
+    if !product.changed() {
+        return Ok(Plan {
+            product: product.item,
+            created,
+            write,
+            items: Vec::new(),
+        });
+    }
+    // One time for the whole write, never before anything it touches already recorded.
+    let mut stamps: Vec<Timestamp> = product.stamps().to_vec();
+    for (v, skus) in &planned {
+        if v.changed() {
+            stamps.extend(v.stamps());
+        }
+        stamps.extend(
+            skus.iter()
+                .filter(|s| s.changed())
+                .flat_map(Planned::stamps),
+        );
+    }
+    let at = Timestamp::next_after(stamps);
+    let mut items = Vec::new();
+    for (v, skus) in planned {
+        for s in skus.into_iter().chain([v]).filter(Planned::changed) {
+            let mut s = s;
+            s.stamp(at);
+            write.put(org, &s.item, s.expect)?;
+            items.push(s.item);
+        }
+    }
+    product.stamp(at);
+    write.put(org, &product.item, product.expect)?;
+    items.push(product.item.clone());
+    Ok(Plan {
+        product: product.item,
+        created,
+        write,
+        items,
+    })
+}
+
+/// Retries `attempt` (read, plan, commit) while a concurrent writer wins a condition, with
+/// jittered exponential backoff; 409 after the last attempt.
+pub async fn with_retries<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Retry>>,
+{
+    for n in 0..MAX_WRITE_ATTEMPTS {
+        if n > 0 {
+            backoff(n).await;
+        }
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(Retry::Again) => continue,
+            Err(Retry::Fail(e)) => return Err(e),
+        }
+    }
+    Err(ApiError::conflict(format!(
+        "{what} was changed concurrently by other writers; retry the request"
+    )))
+}
+
+/// The outcome of a failed write attempt.
+pub enum Retry {
+    /// A condition was lost to a concurrent writer: read again and re-plan.
+    Again,
+    Fail(ApiError),
+}
+
+impl From<ApiError> for Retry {
+    fn from(e: ApiError) -> Self {
+        Self::Fail(e)
+    }
+}
+
+impl From<StoreError> for Retry {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::ConditionFailed => Self::Again,
+            other => Self::Fail(other.into()),
+        }
+    }
+}
+
+const MAX_WRITE_ATTEMPTS: u32 = 8;
+
+/// Jittered exponential backoff between optimistic-write attempts (at most ~320 ms).
+async fn backoff(attempt: u32) {
+    let cap_ms = (10u64 << attempt.min(5)).min(320);
+    let mut b = [0u8; 2];
+    let jitter = getrandom::fill(&mut b)
+        .map(|_| u16::from_le_bytes(b))
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(u64::from(jitter) % cap_ms + 1)).await;
+}
+
+/// The response of a tree write: 201 when the product was created, else 200.
+pub fn written(plan: &Plan, entity: &EntityItem, updated: Timestamp) -> ApiResponse {
+    let status = if plan.created { 201 } else { 200 };
+    ApiResponse::single(status, render::write_result(entity, updated))
+}

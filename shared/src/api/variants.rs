@@ -1,0 +1,133 @@
+//! `/variants` routes: variants addressed without their product (via their identity item),
+//! with the product's attributes merged in.
+
+use super::lists;
+use super::products::with_included;
+use super::render;
+use super::tree_patch::{self, Retry};
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::selection::Selection;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, Query, Route};
+use crate::store::items::EntityKind;
+use crate::store::products::TreeDepth;
+use crate::store::writes::{Expect, TreeWrite};
+use lambda_http::BoxFuture;
+
+use super::include::Include;
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/variants", Scope::CatalogRead),
+    Route::new("GET", "/variants/{identifier}", Scope::CatalogRead),
+    Route::new("DELETE", "/variants/{identifier}", Scope::CatalogWrite),
+];
+
+pub const API: Api = Api {
+    function: "variants",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/variants") => list(app, &call).await,
+            ("GET", "/variants/{identifier}") => get(app, &call).await,
+            ("DELETE", "/variants/{identifier}") => delete(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+const DETAIL_PARAMS: &[&str] = &["include", "attributes", "exclude_attributes"];
+const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
+
+/// GET /variants/{identifier}: identity GetItem, then one request for product and variant
+/// (BatchGetItem) or, with `include=skus`, one filtered Query of the tree.
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "variant")?;
+    let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
+    let include = Include::parse(query.list("include"), VARIANT_INCLUDES)?;
+    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    let not_found = || ApiError::entity_not_found("variant", id);
+    let identity = app
+        .store
+        .identity(call.org(), EntityKind::Variant, id)
+        .await?
+        .ok_or_else(not_found)?;
+    let tree = app
+        .store
+        .get_variant_path(call.org(), &identity.pid, id, include.skus)
+        .await?
+        .ok_or_else(not_found)?;
+    let result = render::variant(&tree, include.skus, &selection);
+    Ok(with_included(
+        ApiResponse::single(200, result),
+        include.metaobjects,
+    ))
+}
+
+/// GET /variants: index → page → one round trip for variants, products (and SKUs).
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let req = lists::parse(call, &[], VARIANT_INCLUDES)?;
+    let all = lists::matching(
+        &app.store,
+        call.org(),
+        EntityKind::Variant,
+        req.updated_after,
+    )
+    .await?;
+    let page = &all[req.paging.range(all.len())];
+    let trees = app
+        .store
+        .variant_page(call.org(), page, req.include.skus)
+        .await?;
+    let result = trees
+        .iter()
+        .map(|t| render::variant(t, req.include.skus, &req.selection))
+        .collect();
+    Ok(with_included(
+        req.paging.page_response(result, all.len()),
+        req.include.metaobjects,
+    ))
+}
+
+/// DELETE /variants/{identifier}: the variant and its SKUs; the product's `updatedAt`
+/// moves (a deletion below it is a change of its tree).
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "variant")?;
+    Query::parse(&call.request.query, &[])?;
+    let org = call.org();
+    tree_patch::with_retries(&format!("variant '{id}'"), move || async move {
+        let not_found = || ApiError::entity_not_found("variant", id);
+        let identity = app
+            .store
+            .identity(org, EntityKind::Variant, id)
+            .await?
+            .ok_or_else(not_found)?;
+        let tree = app
+            .store
+            .get_product_tree(org, &identity.pid, TreeDepth::Skus)
+            .await?
+            .ok_or_else(not_found)?;
+        let variant = tree
+            .variants
+            .iter()
+            .find(|v| v.id == id)
+            .ok_or_else(not_found)?;
+        let mut write = TreeWrite::new();
+        for s in tree.skus.iter().filter(|s| s.vid.as_deref() == Some(id)) {
+            write.delete(org, s).map_err(Retry::from)?;
+        }
+        write.delete(org, variant).map_err(Retry::from)?;
+        let mut product = tree.product.clone();
+        let expect = Expect::Version(product.ver);
+        product.touch_tree(Timestamp::next_after([product.tu, variant.tu]));
+        write.put(org, &product, expect).map_err(Retry::from)?;
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(200, render::deleted(id)))
+    })
+    .await
+}

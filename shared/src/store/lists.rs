@@ -1,0 +1,245 @@
+//! Lists of products, variants and SKUs: the two indexes give every entity of a type in
+//! identifier order (`byIdentifier`) or changed since a time (`byChange`), projected to a
+//! few small attributes, so a page is cut before any whole item is read.
+
+use super::items::{EntityItem, EntityKind};
+use super::keys::{
+    product_pk, sku_sk, type_pk, variant_sk, INDEX_BY_CHANGE, INDEX_BY_IDENTIFIER, PRODUCT_SK,
+};
+use super::ops::{item_key, QueryBuilder};
+use super::products::{ProductTree, TreeDepth};
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures_util::future::try_join_all;
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// What the indexes project of an entity.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IndexEntry {
+    pub id: String,
+    #[serde(default)]
+    pub pid: Option<String>,
+    #[serde(default)]
+    pub vid: Option<String>,
+    pub su: Timestamp,
+    pub tu: Timestamp,
+}
+
+const PROJECTION: &str = "id, pid, vid, su, tu";
+
+fn decode(items: Vec<super::ops::Item>) -> Result<Vec<IndexEntry>, StoreError> {
+    serde_dynamo::from_items(items).map_err(|e| StoreError::serde("index entry", e))
+}
+
+impl Store {
+    /// A Query of one entity type's partition of `index`, projected like the index.
+    pub(crate) fn type_query(&self, index: &str, org: &str, entity_type: &str) -> QueryBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .expression_attribute_values(":t", AttributeValue::S(type_pk(org, entity_type)))
+            .projection_expression(PROJECTION)
+    }
+
+    /// Every entity of a type, in identifier order (one Query per 1 MB of projections).
+    pub async fn index_all(
+        &self,
+        org: &str,
+        kind: EntityKind,
+    ) -> Result<Vec<IndexEntry>, StoreError> {
+        let query = self
+            .type_query(INDEX_BY_IDENTIFIER, org, kind.as_str())
+            .key_condition_expression("GSI1PK = :t");
+        decode(self.query_all(query).await?)
+    }
+
+    /// Entities of a type whose tree timestamp (`tu`) is later than `after`.
+    pub async fn changed_after(
+        &self,
+        org: &str,
+        kind: EntityKind,
+        after: Timestamp,
+    ) -> Result<Vec<IndexEntry>, StoreError> {
+        // GSI2SK is `<tu>#<id>`; every key of a later tu sorts after `<after>$` ('$' > '#').
+        let query = self
+            .type_query(INDEX_BY_CHANGE, org, kind.as_str())
+            .key_condition_expression("GSI1PK = :t AND GSI2SK > :after")
+            .expression_attribute_values(":after", AttributeValue::S(format!("{after}$")));
+        decode(self.query_all(query).await?)
+    }
+
+    /// The descendants under `sk_prefix` of one product tree (`L2/` variants, `L3/` SKUs,
+    /// `L3/<variant>/` one variant's SKUs), projected like the indexes.
+    pub async fn descendants(
+        &self,
+        org: &str,
+        pid: &str,
+        sk_prefix: &str,
+    ) -> Result<Vec<IndexEntry>, StoreError> {
+        let query = self
+            .partition_query(product_pk(org, pid), Some(sk_prefix.to_string()))
+            .projection_expression(PROJECTION);
+        decode(self.query_all(query).await?)
+    }
+
+    /// The page's products with as much of their trees as `depth` asks: one BatchGetItem
+    /// per 100 products, or one Query per product tree, all in parallel.
+    pub async fn product_page(
+        &self,
+        org: &str,
+        page: &[IndexEntry],
+        depth: TreeDepth,
+    ) -> Result<Vec<ProductTree>, StoreError> {
+        let trees: Vec<ProductTree> = if depth == TreeDepth::Product {
+            let keys = page
+                .iter()
+                .map(|e| item_key(product_pk(org, &e.id), PRODUCT_SK))
+                .collect();
+            self.get_entities(keys)
+                .await?
+                .into_iter()
+                .map(|product| ProductTree {
+                    product,
+                    variants: Vec::new(),
+                    skus: Vec::new(),
+                })
+                .collect()
+        } else {
+            try_join_all(
+                page.iter()
+                    .map(|e| self.get_product_tree(org, &e.id, depth)),
+            )
+            .await?
+            .into_iter()
+            .flatten()
+            .collect()
+        };
+        Ok(in_page_order(page, trees, |t| &t.product.id))
+    }
+
+    /// The page's variants, each with its product (and its SKUs when `with_skus`): one
+    /// BatchGetItem of variants and products, plus one Query per variant for SKUs, in
+    /// parallel.
+    pub async fn variant_page(
+        &self,
+        org: &str,
+        page: &[IndexEntry],
+        with_skus: bool,
+    ) -> Result<Vec<ProductTree>, StoreError> {
+        let mut keys = Vec::new();
+        for e in page {
+            let pid = e.pid.clone().unwrap_or_default();
+            keys.push(item_key(product_pk(org, &pid), PRODUCT_SK));
+            keys.push(item_key(product_pk(org, &pid), variant_sk(&e.id)));
+        }
+        let items = self.get_entities(keys);
+        let skus = async {
+            if !with_skus {
+                return Ok(Vec::new());
+            }
+            try_join_all(page.iter().map(|e| {
+                self.descendant_items(
+                    org,
+                    e.pid.as_deref().unwrap_or_default(),
+                    super::keys::variant_skus_prefix(&e.id),
+                )
+            }))
+            .await
+        };
+        let (items, skus) = futures_util::try_join!(items, skus)?;
+        let mut products: HashMap<String, EntityItem> = HashMap::new();
+        let mut variants = Vec::new();
+        for item in items {
+            match item.kind {
+                EntityKind::Product => {
+                    products.insert(item.id.clone(), item);
+                }
+                _ => variants.push(item),
+            }
+        }
+        let mut skus_by_variant: HashMap<String, Vec<EntityItem>> = HashMap::new();
+        for s in skus.into_iter().flatten() {
+            skus_by_variant
+                .entry(s.vid.clone().unwrap_or_default())
+                .or_default()
+                .push(s);
+        }
+        let trees = variants
+            .into_iter()
+            .filter_map(|v| {
+                let product = products.get(v.pid.as_deref()?)?.clone();
+                let mut skus = skus_by_variant.remove(&v.id).unwrap_or_default();
+                skus.sort_by(|a, b| a.id.cmp(&b.id));
+                Some(ProductTree {
+                    product,
+                    variants: vec![v],
+                    skus,
+                })
+            })
+            .collect();
+        Ok(in_page_order(page, trees, |t| &t.variants[0].id))
+    }
+
+    /// The page's SKUs, each with its variant and product: one BatchGetItem per 100 keys.
+    pub async fn sku_page(
+        &self,
+        org: &str,
+        page: &[IndexEntry],
+    ) -> Result<Vec<ProductTree>, StoreError> {
+        let mut keys = Vec::new();
+        for e in page {
+            let pk = product_pk(org, e.pid.as_deref().unwrap_or_default());
+            let vid = e.vid.as_deref().unwrap_or_default();
+            keys.push(item_key(pk.clone(), PRODUCT_SK));
+            keys.push(item_key(pk.clone(), variant_sk(vid)));
+            keys.push(item_key(pk, sku_sk(vid, &e.id)));
+        }
+        let mut products = HashMap::new();
+        let mut variants = HashMap::new();
+        let mut skus = Vec::new();
+        for item in self.get_entities(keys).await? {
+            match item.kind {
+                EntityKind::Product => {
+                    products.insert(item.id.clone(), item);
+                }
+                EntityKind::Variant => {
+                    variants.insert(item.id.clone(), item);
+                }
+                EntityKind::Sku => skus.push(item),
+            }
+        }
+        let trees = skus
+            .into_iter()
+            .filter_map(|s| {
+                let variant = variants.get(s.vid.as_deref()?)?.clone();
+                let product = products.get(s.pid.as_deref()?)?.clone();
+                Some(ProductTree {
+                    product,
+                    variants: vec![variant],
+                    skus: vec![s],
+                })
+            })
+            .collect();
+        Ok(in_page_order(page, trees, |t| &t.skus[0].id))
+    }
+
+    async fn descendant_items(
+        &self,
+        org: &str,
+        pid: &str,
+        sk_prefix: String,
+    ) -> Result<Vec<EntityItem>, StoreError> {
+        let query = self.partition_query(product_pk(org, pid), Some(sk_prefix));
+        serde_dynamo::from_items(self.query_all(query).await?)
+            .map_err(|e| StoreError::serde("entity", e))
+    }
+}
+
+/// Keeps the index's order; entities deleted since the index was read are left out.
+fn in_page_order<T>(page: &[IndexEntry], found: Vec<T>, id: impl Fn(&T) -> &String) -> Vec<T> {
+    let mut by_id: HashMap<String, T> = found.into_iter().map(|t| (id(&t).clone(), t)).collect();
+    page.iter().filter_map(|e| by_id.remove(&e.id)).collect()
+}
