@@ -66,18 +66,22 @@ impl App {
         let started = Instant::now();
         let request = ApiRequest::from_lambda(req);
         let (method, path) = (request.method.clone(), request.path.clone());
-        let (response, requests) = metrics::counted(self.handle(api, request)).await;
+        let (response, cost) = metrics::counted(self.handle(api, request)).await;
         tracing::info!(
             function = api.function,
             %method,
             %path,
             status = response.status,
-            ddb_requests = requests,
+            ddb_requests = cost.requests,
+            ddb_round_trips = cost.round_trips,
             ms = started.elapsed().as_millis() as u64,
             "request"
         );
         let extra = if self.config.debug_headers {
-            vec![("x-catalog-ddb-requests", requests.to_string())]
+            vec![
+                ("x-catalog-ddb-requests", cost.requests.to_string()),
+                ("x-catalog-ddb-round-trips", cost.round_trips.to_string()),
+            ]
         } else {
             Vec::new()
         };

@@ -117,6 +117,14 @@ impl Response {
             .expect("a number")
     }
 
+    /// Sequential DynamoDB round trips the call took (`x-catalog-ddb-round-trips`):
+    /// requests sent in parallel share one.
+    pub fn ddb_round_trips(&self) -> u32 {
+        self.headers["x-catalog-ddb-round-trips"]
+            .parse()
+            .expect("a number")
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }

@@ -10,8 +10,8 @@ use crate::http::{Paging, Query};
 use crate::store::items::EntityKind;
 use crate::store::keys::{variant_skus_prefix, SKU_LEVEL};
 use crate::store::lists::IndexEntry;
+use crate::store::parallel::try_all;
 use crate::store::{Store, StoreError};
-use futures_util::future::try_join_all;
 use std::collections::{BTreeMap, HashSet};
 
 const LIST_PARAMS: &[&str] = &[
@@ -89,15 +89,22 @@ pub async fn matching(
     let (own, products, variants) = match kind {
         EntityKind::Product => (own.await?, Vec::new(), Vec::new()),
         EntityKind::Variant => {
-            let (o, p) =
-                futures_util::try_join!(own, store.changed_after(org, EntityKind::Product, t))?;
+            let (o, p) = crate::store::metrics::in_parallel(async {
+                futures_util::try_join!(own, store.changed_after(org, EntityKind::Product, t))
+            })
+            .await?;
             (o, p, Vec::new())
         }
-        EntityKind::Sku => futures_util::try_join!(
-            own,
-            store.changed_after(org, EntityKind::Product, t),
-            store.changed_after(org, EntityKind::Variant, t)
-        )?,
+        EntityKind::Sku => {
+            crate::store::metrics::in_parallel(async {
+                futures_util::try_join!(
+                    own,
+                    store.changed_after(org, EntityKind::Product, t),
+                    store.changed_after(org, EntityKind::Variant, t)
+                )
+            })
+            .await?
+        }
     };
     let products: Vec<&IndexEntry> = products.iter().filter(|p| p.su > t).collect();
     let product_ids: HashSet<&str> = products.iter().map(|p| p.id.as_str()).collect();
@@ -118,7 +125,7 @@ pub async fn matching(
             .filter(|(pid, _)| !product_ids.contains(pid.as_str()))
             .map(|(pid, vid)| (pid, variant_skus_prefix(&vid))),
     );
-    let inherited = try_join_all(
+    let inherited = try_all(
         lookups
             .iter()
             .map(|(pid, prefix)| store.descendants(org, pid, prefix)),

@@ -7,11 +7,11 @@ use super::keys::{
     product_pk, sku_sk, type_pk, variant_sk, INDEX_BY_CHANGE, INDEX_BY_IDENTIFIER, PRODUCT_SK,
 };
 use super::ops::{item_key, QueryBuilder};
+use super::parallel::try_all;
 use super::products::{ProductTree, TreeDepth};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures_util::future::try_join_all;
 use serde::Deserialize;
 use std::collections::HashMap;
 
@@ -108,7 +108,7 @@ impl Store {
                 })
                 .collect()
         } else {
-            try_join_all(
+            try_all(
                 page.iter()
                     .map(|e| self.get_product_tree(org, &e.id, depth)),
             )
@@ -140,7 +140,7 @@ impl Store {
             if !with_skus {
                 return Ok(Vec::new());
             }
-            try_join_all(page.iter().map(|e| {
+            try_all(page.iter().map(|e| {
                 self.descendant_items(
                     org,
                     e.pid.as_deref().unwrap_or_default(),
@@ -149,7 +149,8 @@ impl Store {
             }))
             .await
         };
-        let (items, skus) = futures_util::try_join!(items, skus)?;
+        let (items, skus) =
+            super::metrics::in_parallel(async { futures_util::try_join!(items, skus) }).await?;
         let mut products: HashMap<String, EntityItem> = HashMap::new();
         let mut variants = Vec::new();
         for item in items {

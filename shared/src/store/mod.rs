@@ -10,6 +10,7 @@ pub mod lists;
 pub mod metrics;
 pub mod ops;
 pub mod orgs;
+pub mod parallel;
 pub mod products;
 pub mod settings;
 pub mod table;

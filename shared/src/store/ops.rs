@@ -72,48 +72,57 @@ impl Store {
             .transpose()
     }
 
-    /// Reads `keys` with strongly consistent BatchGetItem requests (one per 100 keys, plus
-    /// retries of unprocessed keys). Keys named twice are read once; missing items are simply
-    /// absent; order is not kept.
+    /// Reads `keys` with strongly consistent BatchGetItem requests, one per 100 keys, sent in
+    /// parallel (plus retries of unprocessed keys). Keys named twice are read once; missing
+    /// items are simply absent; order is not kept.
     pub(crate) async fn batch_get(&self, mut keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         // BatchGetItem refuses a request that names a key twice.
         let mut seen = std::collections::HashSet::new();
         let text = |k: &Item, name: &str| k.get(name).and_then(|v| v.as_s().ok()).cloned();
         keys.retain(|k| seen.insert((text(k, PK), text(k, SK))));
-        let mut found = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(BATCH_GET_LIMIT) {
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(chunk.to_vec()))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|e| StoreError::Other(e.to_string()))?,
-            );
-            let mut rounds = 0;
-            while let Some(request) = pending.take() {
-                rounds += 1;
-                if rounds > BATCH_RETRIES {
-                    return Err(StoreError::Unavailable(
-                        "BatchGetItem: keys left unprocessed".into(),
-                    ));
-                }
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, request)
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
-                found.extend(
-                    out.responses
-                        .and_then(|mut r| r.remove(&self.table))
-                        .unwrap_or_default(),
-                );
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.table))
-                    .filter(|k| !k.keys().is_empty());
+        let chunks = keys
+            .chunks(BATCH_GET_LIMIT)
+            .map(|chunk| self.batch_get_chunk(chunk.to_vec()));
+        Ok(super::parallel::try_all(chunks)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    async fn batch_get_chunk(&self, chunk: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        let mut found = Vec::with_capacity(chunk.len());
+        let mut pending = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(chunk))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::Other(e.to_string()))?,
+        );
+        let mut rounds = 0;
+        while let Some(request) = pending.take() {
+            rounds += 1;
+            if rounds > BATCH_RETRIES {
+                return Err(StoreError::Unavailable(
+                    "BatchGetItem: keys left unprocessed".into(),
+                ));
             }
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("BatchGetItem", e))?;
+            found.extend(
+                out.responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default(),
+            );
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .filter(|k| !k.keys().is_empty());
         }
         Ok(found)
     }

@@ -1,0 +1,277 @@
+//! GET /products, /variants and /skus end to end: identifier order, pagination with true
+//! totals, `updated_after` per the spec's table, and the round trips a page costs.
+
+use catalog::domain::time::Timestamp;
+use catalog::domain::values::StoredValues;
+use catalog::store::items::{EntityItem, EntityKind};
+use catalog_e2e::{stack, Org, Response};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn ids(r: &Response) -> Vec<String> {
+    r.body["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {:?}", r.body))
+        .iter()
+        .map(|e| e["identifier"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Waits until the clock is past `t`, so that the next write is strictly later (a poll of
+/// the clock with a deadline, not a guess).
+async fn clock_past(t: &str) -> String {
+    let t = Timestamp::parse(t).expect("a timestamp");
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while Timestamp::now() <= t {
+        assert!(std::time::Instant::now() < deadline, "clock stuck");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    t.to_string()
+}
+
+async fn warm(org: &Org) {
+    for path in ["/v1/products/warm", "/v1/variants/warm", "/v1/skus/warm"] {
+        assert_eq!(org.get(path).await.status, 404);
+    }
+}
+
+#[tokio::test]
+async fn pages_in_identifier_order_with_true_totals() {
+    let org = Org::new().await;
+    let other = Org::new().await;
+    for id in ["p3", "p1", "P9", "p2", "p5"] {
+        assert_eq!(
+            org.patch(&format!("/v1/products/{id}"), json!({}))
+                .await
+                .status,
+            201
+        );
+    }
+    assert_eq!(
+        other.patch("/v1/products/theirs", json!({})).await.status,
+        201
+    );
+    warm(&org).await;
+
+    let r = org.get("/v1/products?limit=2").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&r), ["P9", "p1"], "byte order");
+    assert_eq!(
+        r.body["pagination"],
+        json!({"limit": 2, "page": 1, "totalPages": 3, "totalResults": 5})
+    );
+    assert_eq!(r.ddb_requests(), 2, "index Query + BatchGetItem");
+    assert_eq!(r.ddb_round_trips(), 2);
+    let r = org.get("/v1/products?limit=2&page=3").await;
+    assert_eq!(ids(&r), ["p5"]);
+    let r = org.get("/v1/products?limit=2&page=4").await;
+    assert_eq!(
+        r.body,
+        json!({"result": [], "pagination": {"limit": 2, "page": 4, "totalPages": 3, "totalResults": 5}})
+    );
+    let r = org.get("/v1/products").await;
+    assert_eq!(r.body["pagination"]["limit"], 100);
+    assert_eq!(ids(&r).len(), 5);
+    let p = &r.body["result"][0];
+    assert_eq!(p["familyId"], Value::Null);
+    assert!(p.get("variants").is_none());
+
+    let empty = Org::new().await;
+    let r = empty.get("/v1/variants").await;
+    assert_eq!(
+        r.body,
+        json!({"result": [], "pagination": {"limit": 100, "page": 1, "totalPages": 0, "totalResults": 0}})
+    );
+
+    for (query, error) in [
+        ("limit=0", "query parameter 'limit' must be an integer from 1 to 200"),
+        ("limit=201", "query parameter 'limit' must be an integer from 1 to 200"),
+        ("limit=ten", "query parameter 'limit' must be an integer from 1 to 200"),
+        ("page=0", "query parameter 'page' must be an integer from 1 to 4294967295"),
+        ("include=skus", "include: 'skus' requires 'variants'"),
+        (
+            "updated_after=yesterday",
+            "query parameter 'updated_after': 'yesterday' is not an RFC 3339 time",
+        ),
+        ("search_mode=some", "query parameter 'search_mode': 'some' is not one of all, any"),
+        ("attributes=*.x", "attributes: invalid selector '*.x': the entity must be product, variant, sku or bundle"),
+    ] {
+        let r = org.get(&format!("/v1/products?{query}")).await;
+        assert_eq!((r.status, r.body), (400, json!({ "error": error })), "{query}");
+    }
+    let r = org.get("/v1/skus?include=variants").await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "include: unknown value 'variants' (allowed: metaobjects)"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn updated_after_follows_the_hierarchy_table() {
+    let org = Org::new().await;
+    let setup = org
+        .patch(
+            "/v1/products/a",
+            json!({"variants": [{"identifier": "a1", "skus": [{"identifier": "a1x"}, {"identifier": "a1y"}]},
+                                 {"identifier": "a2", "skus": [{"identifier": "a2x"}]}]}),
+        )
+        .await;
+    assert_eq!(setup.status, 201);
+    let b = org
+        .patch(
+            "/v1/products/b",
+            json!({"variants": [{"identifier": "b1", "skus": [{"identifier": "b1x"}]}]}),
+        )
+        .await;
+    let t0 = clock_past(b.body["result"]["updatedAt"].as_str().unwrap()).await;
+    let since = |t: &str, list: &str| format!("/v1/{list}?updated_after={t}");
+    for list in ["products", "variants", "skus"] {
+        let r = org.get(&since(&t0, list)).await;
+        assert_eq!(ids(&r), Vec::<String>::new(), "{list}: nothing changed yet");
+    }
+    let all = org.get("/v1/skus?updated_after=2000-01-01T00:00:00Z").await;
+    assert_eq!(ids(&all), ["a1x", "a1y", "a2x", "b1x"]);
+
+    // a SKU change: its product, its variant and itself
+    let r = org.patch("/v1/skus/a1x", json!({"name": "X"})).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&org.get(&since(&t0, "products")).await), ["a"]);
+    assert_eq!(ids(&org.get(&since(&t0, "variants")).await), ["a1"]);
+    let skus = org.get(&since(&t0, "skus")).await;
+    assert_eq!(ids(&skus), ["a1x"]);
+    assert_eq!(skus.body["pagination"]["totalResults"], 1);
+    let t1 = clock_past(r.body["result"]["updatedAt"].as_str().unwrap()).await;
+
+    // a product's own change: every variant and SKU below it
+    let r = org.patch("/v1/products/b", json!({"name": "B"})).await;
+    assert_eq!(ids(&org.get(&since(&t1, "products")).await), ["b"]);
+    let variants = org.get(&since(&t1, "variants")).await;
+    assert_eq!(ids(&variants), ["b1"]);
+    assert_eq!(
+        variants.ddb_round_trips(),
+        3,
+        "changes of variants and products, the changed products' variants, the page"
+    );
+    assert_eq!(ids(&org.get(&since(&t1, "skus")).await), ["b1x"]);
+    let t2 = clock_past(r.body["result"]["updatedAt"].as_str().unwrap()).await;
+
+    // a variant's own change: its product, itself and its SKUs, not its siblings
+    let r = org
+        .patch(
+            "/v1/products/a",
+            json!({"variants": [{"identifier": "a1", "name": "A1"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&org.get(&since(&t2, "products")).await), ["a"]);
+    assert_eq!(ids(&org.get(&since(&t2, "variants")).await), ["a1"]);
+    assert_eq!(ids(&org.get(&since(&t2, "skus")).await), ["a1x", "a1y"]);
+    let t3 = clock_past(r.body["result"]["updatedAt"].as_str().unwrap()).await;
+
+    // a deletion below: the product and the variant, not the sibling SKU
+    let r = org.delete("/v1/skus/a1y").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&org.get(&since(&t3, "products")).await), ["a"]);
+    assert_eq!(ids(&org.get(&since(&t3, "variants")).await), ["a1"]);
+    assert_eq!(
+        ids(&org.get(&since(&t3, "skus")).await),
+        Vec::<String>::new()
+    );
+    let p = org.get("/v1/products/a").await.body["result"].clone();
+    assert!(p["updatedAt"].as_str() > Some(t3.as_str()));
+
+    // offsets are accepted and compared as instants
+    let r = org
+        .get("/v1/products?updated_after=2000-01-01T01:00:00%2B01:00")
+        .await;
+    assert_eq!(ids(&r), ["a", "b"]);
+}
+
+/// 100 products with one variant of two SKUs each, written straight through the library.
+async fn seed(org: &Org, n: usize) {
+    let store = stack().await.store();
+    let at = Timestamp::now();
+    let mut items = Vec::new();
+    for i in 0..n {
+        let p = format!("p{i:03}");
+        let v = format!("{p}-v");
+        let item = |kind, id: &str, parents| {
+            EntityItem::new(&org.id, kind, id, parents, id, StoredValues::new(), at)
+        };
+        items.push(item(EntityKind::Product, &p, (None, None)));
+        items.push(item(EntityKind::Variant, &v, (Some(&p), None)));
+        for s in ["a", "b"] {
+            items.push(item(
+                EntityKind::Sku,
+                &format!("{v}-{s}"),
+                (Some(&p), Some(&v)),
+            ));
+        }
+    }
+    for chunk in items.chunks(40) {
+        store.create_entities(&org.id, chunk).await.expect("seed");
+    }
+}
+
+#[tokio::test]
+async fn a_full_page_costs_at_most_three_round_trips() {
+    let org = Org::new().await;
+    seed(&org, 120).await;
+    warm(&org).await;
+
+    let r = org.get("/v1/products?include=variants,skus&page=2").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&r).len(), 20);
+    assert_eq!(r.body["result"][0]["identifier"], "p100");
+    assert_eq!(
+        r.body["result"][0]["variants"][0]["skus"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        r.ddb_requests(),
+        1 + 20,
+        "index + one Query per product tree"
+    );
+
+    let r = org.get("/v1/products?include=variants,skus").await;
+    assert_eq!(ids(&r).len(), 100);
+    assert_eq!(r.ddb_requests(), 1 + 100);
+    assert_eq!(r.ddb_round_trips(), 2, "index, then all trees in parallel");
+    assert_eq!(r.body["pagination"]["totalResults"], 120);
+
+    let r = org.get("/v1/variants?include=skus").await;
+    assert_eq!(ids(&r).len(), 100);
+    assert_eq!(r.body["result"][5]["product"]["identifier"], "p005");
+    assert_eq!(r.body["result"][5]["skus"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        r.ddb_requests(),
+        1 + 2 + 100,
+        "index + BatchGetItem x2 + SKU Queries"
+    );
+    assert_eq!(r.ddb_round_trips(), 2);
+
+    let r = org.get("/v1/skus?limit=200").await;
+    assert_eq!(ids(&r).len(), 200);
+    assert_eq!(r.body["result"][0]["variant"]["identifier"], "p000-v");
+    assert_eq!(r.body["pagination"]["totalPages"], 2);
+    assert_eq!(
+        r.ddb_round_trips(),
+        2,
+        "index, then BatchGetItems in one round trip"
+    );
+
+    let t = Timestamp::now().to_string();
+    let r = org.get(&format!("/v1/skus?updated_after={t}")).await;
+    assert_eq!(
+        r.ddb_round_trips(),
+        1,
+        "three change queries in parallel, then nothing"
+    );
+    assert_eq!(r.ddb_requests(), 3);
+}
