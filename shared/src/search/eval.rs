@@ -1,0 +1,262 @@
+//! Evaluating validated conditions against stored values: a localized or multi-value
+//! attribute matches when any of its values matches; a negated operator (`NOT_EQUALS`,
+//! `NOT_CONTAINS`, `NOT_IN`, `NOT_EMPTY`) matches exactly where its positive does not, so an
+//! entity without a value matches `NOT_EQUALS`; `NOT_IN_THE_LAST` needs a value older than
+//! the duration.
+
+use super::operators::Operator;
+use super::parse::{grams, Condition, Operand};
+use crate::domain::attributes::AttributeType;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{parse_price, parse_weight, StoredAttribute};
+
+/// The raw scalar values of a stored attribute (multi-value arrays unpacked).
+pub fn scalars(attr: Option<&StoredAttribute>) -> Vec<String> {
+    let Some(attr) = attr else {
+        return Vec::new();
+    };
+    attr.entries
+        .iter()
+        .flat_map(|e| {
+            if attr.is_multi {
+                serde_json::from_str::<Vec<String>>(&e.value).unwrap_or_default()
+            } else {
+                vec![e.value.clone()]
+            }
+        })
+        .collect()
+}
+
+/// A stored scalar as a number: prices in major units with their currency, weights in grams.
+fn number(t: AttributeType, raw: &str) -> Option<(f64, Option<String>)> {
+    match t {
+        AttributeType::Price => {
+            let (amount, currency) = parse_price(raw)?;
+            Some((amount.as_f64()?, Some(currency)))
+        }
+        AttributeType::Weight => {
+            let (value, unit) = parse_weight(raw)?;
+            Some((grams(value.as_f64()?, &unit)?, None))
+        }
+        _ => raw.trim().parse::<f64>().ok().map(|n| (n, None)),
+    }
+}
+
+/// Whether `values` (raw scalars of a field of type `t`) satisfy `cond` at time `now`.
+pub fn matches(cond: &Condition, t: AttributeType, values: &[String], now: Timestamp) -> bool {
+    if let Some(positive) = cond.op.negates() {
+        let c = Condition {
+            op: positive,
+            operand: cond.operand.clone(),
+        };
+        return !matches(&c, t, values, now);
+    }
+    let times = || values.iter().filter_map(|v| Timestamp::parse(v));
+    let numbers = |value: f64, currency: &Option<String>, cmp: fn(f64, f64) -> bool| {
+        values
+            .iter()
+            .filter_map(|v| number(t, v))
+            .any(|(n, c)| (currency.is_none() || c.as_ref() == currency.as_ref()) && cmp(n, value))
+    };
+    match (cond.op, &cond.operand) {
+        (Operator::Empty, _) => values.is_empty(),
+        (Operator::Equals, Operand::Text(s)) => values.iter().any(|v| v == s),
+        (Operator::Equals, Operand::Number { value, currency }) => {
+            numbers(*value, currency, |a, b| (a - b).abs() < 1e-9)
+        }
+        (Operator::Contains, Operand::Text(s)) => {
+            let needle = s.to_lowercase();
+            values.iter().any(|v| v.to_lowercase().contains(&needle))
+        }
+        (Operator::In, Operand::Texts(set)) => values.iter().any(|v| set.contains(v)),
+        (Operator::GreaterThan, Operand::Number { value, currency }) => {
+            numbers(*value, currency, |a, b| a > b)
+        }
+        (Operator::LessThan, Operand::Number { value, currency }) => {
+            numbers(*value, currency, |a, b| a < b)
+        }
+        (Operator::GreaterThan | Operator::After, Operand::Time(at)) => times().any(|x| x > *at),
+        (Operator::LessThan | Operator::Before, Operand::Time(at)) => times().any(|x| x < *at),
+        (Operator::InTheLast, Operand::Duration(ms)) => {
+            let since = Timestamp::from_millis(now.millis() - ms);
+            times().any(|x| x >= since && x <= now)
+        }
+        (Operator::NotInTheLast, Operand::Duration(ms)) => {
+            let since = Timestamp::from_millis(now.millis() - ms);
+            times().next().is_some() && !times().any(|x| x >= since && x <= now)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(op: Operator, operand: Operand) -> Condition {
+        Condition { op, operand }
+    }
+    fn v(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+    fn num(value: f64, currency: Option<&str>) -> Operand {
+        Operand::Number {
+            value,
+            currency: currency.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn text_operators() {
+        let now = Timestamp::now();
+        let t = AttributeType::Text;
+        let blue = v(&["Dark Blue", "Blau"]);
+        assert!(matches(
+            &c(Operator::Contains, Operand::Text("blue".into())),
+            t,
+            &blue,
+            now
+        ));
+        assert!(!matches(
+            &c(Operator::NotContains, Operand::Text("BLUE".into())),
+            t,
+            &blue,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::Equals, Operand::Text("Blau".into())),
+            t,
+            &blue,
+            now
+        ));
+        assert!(!matches(
+            &c(Operator::Equals, Operand::Text("blau".into())),
+            t,
+            &blue,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::NotEquals, Operand::Text("x".into())),
+            t,
+            &[],
+            now
+        ));
+        assert!(matches(
+            &c(Operator::In, Operand::Texts(v(&["a", "Blau"]))),
+            t,
+            &blue,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::NotIn, Operand::Texts(v(&["a"]))),
+            t,
+            &blue,
+            now
+        ));
+        assert!(matches(&c(Operator::Empty, Operand::None), t, &[], now));
+        assert!(matches(
+            &c(Operator::NotEmpty, Operand::None),
+            t,
+            &blue,
+            now
+        ));
+    }
+
+    #[test]
+    fn numeric_operators_convert_units() {
+        let now = Timestamp::now();
+        let prices = v(&["12.50 EUR", "9.00 USD"]);
+        let p = AttributeType::Price;
+        assert!(matches(
+            &c(Operator::GreaterThan, num(12.0, None)),
+            p,
+            &prices,
+            now
+        ));
+        assert!(!matches(
+            &c(Operator::GreaterThan, num(10.0, Some("USD"))),
+            p,
+            &prices,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::LessThan, num(10.0, Some("USD"))),
+            p,
+            &prices,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::Equals, num(12.5, Some("EUR"))),
+            p,
+            &prices,
+            now
+        ));
+        let w = AttributeType::Weight;
+        assert!(matches(
+            &c(Operator::GreaterThan, num(1000.0, None)),
+            w,
+            &v(&["1.5 kg"]),
+            now
+        ));
+        assert!(matches(
+            &c(Operator::LessThan, num(500.0, None)),
+            w,
+            &v(&["1 lb"]),
+            now
+        ));
+        let n = AttributeType::Number;
+        assert!(matches(
+            &c(Operator::Equals, num(3.0, None)),
+            n,
+            &v(&["3"]),
+            now
+        ));
+        assert!(!matches(
+            &c(Operator::GreaterThan, num(3.0, None)),
+            n,
+            &[],
+            now
+        ));
+    }
+
+    #[test]
+    fn datetime_operators() {
+        let now = Timestamp::parse("2026-11-21T12:00:00Z").unwrap();
+        let d = AttributeType::Datetime;
+        let vals = v(&["2026-11-20T12:00:00.000Z"]);
+        let at = |s: &str| Operand::Time(Timestamp::parse(s).unwrap());
+        assert!(matches(
+            &c(Operator::After, at("2026-11-20T00:00:00Z")),
+            d,
+            &vals,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::Before, at("2026-11-21T00:00:00Z")),
+            d,
+            &vals,
+            now
+        ));
+        assert!(!matches(
+            &c(Operator::GreaterThan, at("2026-11-20T12:00:00Z")),
+            d,
+            &vals,
+            now
+        ));
+        let days = |n: i64| Operand::Duration(n * 86_400_000);
+        assert!(matches(&c(Operator::InTheLast, days(2)), d, &vals, now));
+        assert!(!matches(
+            &c(Operator::InTheLast, Operand::Duration(3_600_000)),
+            d,
+            &vals,
+            now
+        ));
+        assert!(matches(
+            &c(Operator::NotInTheLast, Operand::Duration(3_600_000)),
+            d,
+            &vals,
+            now
+        ));
+        assert!(!matches(&c(Operator::NotInTheLast, days(1)), d, &[], now));
+    }
+}

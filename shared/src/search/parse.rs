@@ -1,0 +1,461 @@
+//! The `search` parameter: URL-decoded JSON `{"<entity>.<key>": [{operator, value}...]}` (and
+//! `_`-prefixed system keys), checked in two steps: the JSON's shape first (no I/O), then each
+//! filter against its attribute's definition. Every refusal names the key, the operator and
+//! the problem.
+
+use super::operators::{parse_duration, Category, Operator, Shape};
+use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::time::Timestamp;
+use crate::domain::values::{parse_price, parse_weight};
+use crate::error::ApiError;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// What a filter is on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    /// An attribute of the product, variant or SKU level.
+    Attribute {
+        entity: TargetEntity,
+        key: String,
+        attr_type: AttributeType,
+    },
+    /// `_updated_at`: the entity's hierarchy-aware `updatedAt`.
+    UpdatedAt,
+    /// `_family`: the product's family id.
+    Family,
+    /// `_identifier`: the entity's identifier.
+    Identifier,
+}
+
+impl Field {
+    pub fn category(&self) -> Category {
+        match self {
+            Self::Attribute { attr_type, .. } => Category::of(*attr_type),
+            Self::UpdatedAt => Category::Datetime,
+            Self::Family => Category::Preset,
+            Self::Identifier => Category::Text,
+        }
+    }
+}
+
+/// A validated operand.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    None,
+    /// Text and preset values, as stored (booleans as `true` / `false`).
+    Text(String),
+    Texts(Vec<String>),
+    /// A number; prices in major units with the currency when given, weights in grams.
+    Number {
+        value: f64,
+        currency: Option<String>,
+    },
+    Time(Timestamp),
+    /// A duration in milliseconds.
+    Duration(i64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub op: Operator,
+    pub operand: Operand,
+}
+
+/// One top-level key of `search` with its conditions (all must hold).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    pub key: String,
+    pub field: Field,
+    pub conditions: Vec<Condition>,
+}
+
+/// One `{operator, value}` of the JSON, before validation.
+type RawCondition = (String, Option<Value>);
+
+/// `search` after the JSON check: keys with their raw conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawSearch(Vec<(String, Vec<RawCondition>)>);
+
+fn bad(key: &str, problem: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("filter '{key}': {problem}"))
+}
+
+/// Checks the JSON shape of `search` (already URL-decoded).
+pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
+    let value: Value = serde_json::from_str(raw).map_err(|e| {
+        ApiError::bad_request(format!("query parameter 'search' is not valid JSON: {e}"))
+    })?;
+    let Value::Object(map) = value else {
+        return Err(ApiError::bad_request(
+            "query parameter 'search' must be a JSON object of filters",
+        ));
+    };
+    let mut out = Vec::new();
+    for (key, conds) in map {
+        let Value::Array(list) = conds else {
+            return Err(bad(&key, "expected an array of {operator, value} objects"));
+        };
+        if list.is_empty() {
+            return Err(bad(&key, "expected at least one {operator, value} object"));
+        }
+        let mut pairs = Vec::new();
+        for c in list {
+            let Value::Object(mut obj) = c else {
+                return Err(bad(&key, "expected an array of {operator, value} objects"));
+            };
+            if let Some(extra) = obj.keys().find(|k| *k != "operator" && *k != "value") {
+                return Err(bad(&key, format!("unknown field '{extra}'")));
+            }
+            let op = match obj.remove("operator") {
+                Some(Value::String(s)) => s,
+                _ => return Err(bad(&key, "each condition needs an 'operator' string")),
+            };
+            pairs.push((op, obj.remove("value")));
+        }
+        out.push((key, pairs));
+    }
+    Ok(RawSearch(out))
+}
+
+impl RawSearch {
+    /// The attribute definitions the filters name, to read before `validate`.
+    pub fn attribute_keys(&self) -> Vec<(TargetEntity, String)> {
+        self.0
+            .iter()
+            .filter_map(|(k, _)| split_key(k))
+            .map(|(e, k)| (e, k.to_string()))
+            .collect()
+    }
+
+    /// Checks every filter against the definitions (by entity, unprefixed key).
+    pub fn validate(
+        &self,
+        defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
+    ) -> Result<Vec<Filter>, ApiError> {
+        self.0
+            .iter()
+            .map(|(key, pairs)| {
+                let field = field_of(key, defs)?;
+                let conditions = pairs
+                    .iter()
+                    .map(|(op, value)| condition(key, &field, op, value.as_ref()))
+                    .collect::<Result<_, _>>()?;
+                Ok(Filter {
+                    key: key.clone(),
+                    field,
+                    conditions,
+                })
+            })
+            .collect()
+    }
+}
+
+fn split_key(key: &str) -> Option<(TargetEntity, &str)> {
+    let (entity, k) = key.split_once('.')?;
+    let entity = TargetEntity::parse(entity).filter(|e| *e != TargetEntity::Bundle)?;
+    Some((entity, k))
+}
+
+fn field_of(
+    key: &str,
+    defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
+) -> Result<Field, ApiError> {
+    match key {
+        "_updated_at" => return Ok(Field::UpdatedAt),
+        "_family" => return Ok(Field::Family),
+        "_identifier" => return Ok(Field::Identifier),
+        k if k.starts_with('_') => {
+            return Err(bad(
+                key,
+                "unknown system filter (known: _updated_at, _family, _identifier)",
+            ))
+        }
+        _ => {}
+    }
+    let (entity, k) = split_key(key).ok_or_else(|| {
+        bad(
+            key,
+            "a key is '<entity>.<attribute>' with entity product, variant or sku",
+        )
+    })?;
+    let def = defs
+        .get(&entity)
+        .and_then(|d| d.get(k))
+        .ok_or_else(|| bad(key, "unknown attribute"))?;
+    Ok(Field::Attribute {
+        entity,
+        key: k.to_string(),
+        attr_type: def.attr_type,
+    })
+}
+
+fn condition(
+    key: &str,
+    field: &Field,
+    op_name: &str,
+    value: Option<&Value>,
+) -> Result<Condition, ApiError> {
+    let category = field.category();
+    let op = Operator::parse(op_name)
+        .ok_or_else(|| bad(key, format!("unknown operator '{op_name}'")))?;
+    if !category.operators().contains(&op) {
+        return Err(bad(
+            key,
+            format!(
+                "operator '{op_name}' is not valid for {} fields",
+                category.name()
+            ),
+        ));
+    }
+    let at = |problem: String| bad(key, format!("operator '{op_name}': {problem}"));
+    let value = value.filter(|v| !v.is_null());
+    let operand = match (op.shape(), value) {
+        (Shape::None, None) => Operand::None,
+        (Shape::None, Some(_)) => return Err(at("takes no value".into())),
+        (_, None) => return Err(at("needs a value".into())),
+        (Shape::Duration, Some(v)) => v
+            .as_str()
+            .and_then(parse_duration)
+            .map(Operand::Duration)
+            .ok_or_else(|| at("expected a duration such as \"7d\", \"24h\" or \"30m\"".into()))?,
+        (Shape::Many, Some(Value::Array(items))) if !items.is_empty() => Operand::Texts(
+            items
+                .iter()
+                .map(|v| preset_text(field, v).ok_or_else(|| at(scalar_problem(field))))
+                .collect::<Result<_, _>>()?,
+        ),
+        (Shape::Many, Some(_)) => return Err(at("expected a non-empty array".into())),
+        (Shape::One, Some(v)) => {
+            one(field, category, v).ok_or_else(|| at(scalar_problem(field)))?
+        }
+    };
+    Ok(Condition { op, operand })
+}
+
+/// What a scalar of this field must look like, for the error message.
+fn scalar_problem(field: &Field) -> String {
+    match field {
+        Field::Family => "expected a family id (integer)".into(),
+        Field::UpdatedAt => "expected an RFC 3339 time".into(),
+        Field::Attribute { attr_type, .. } => match attr_type {
+            AttributeType::Price => "expected a number or a price like \"12.50 EUR\"".into(),
+            AttributeType::Weight => {
+                "expected a number of grams or a weight like \"1.5 kg\"".into()
+            }
+            AttributeType::Number => "expected a number".into(),
+            AttributeType::Boolean => "expected true or false".into(),
+            AttributeType::Datetime => "expected an RFC 3339 time".into(),
+            _ => "expected a string".into(),
+        },
+        Field::Identifier => "expected a string".into(),
+    }
+}
+
+/// A text or preset scalar as stored.
+fn preset_text(field: &Field, v: &Value) -> Option<String> {
+    match (field, v) {
+        (Field::Family, Value::Number(n)) => n.as_i64().map(|i| i.to_string()),
+        (
+            Field::Attribute {
+                attr_type: AttributeType::Boolean,
+                ..
+            },
+            Value::Bool(b),
+        ) => Some(b.to_string()),
+        (
+            Field::Attribute {
+                attr_type: AttributeType::Boolean,
+                ..
+            },
+            Value::String(s),
+        ) if s == "true" || s == "false" => Some(s.clone()),
+        (
+            Field::Attribute {
+                attr_type: AttributeType::Boolean,
+                ..
+            },
+            _,
+        )
+        | (Field::Family, _) => None,
+        (_, Value::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn one(field: &Field, category: Category, v: &Value) -> Option<Operand> {
+    match category {
+        Category::Text | Category::Preset => preset_text(field, v).map(Operand::Text),
+        Category::Datetime => v.as_str().and_then(Timestamp::parse).map(Operand::Time),
+        Category::Numeric => {
+            let t = match field {
+                Field::Attribute { attr_type, .. } => *attr_type,
+                _ => AttributeType::Number,
+            };
+            numeric(t, v)
+        }
+    }
+}
+
+/// Grams per unit of the weights decisions.md allows.
+pub fn grams(value: f64, unit: &str) -> Option<f64> {
+    let per = match unit {
+        "g" => 1.0,
+        "kg" => 1000.0,
+        "lb" => 453.592_37,
+        "oz" => 28.349_523_125,
+        _ => return None,
+    };
+    Some(value * per)
+}
+
+fn numeric(t: AttributeType, v: &Value) -> Option<Operand> {
+    let plain = |value: f64| Operand::Number {
+        value,
+        currency: None,
+    };
+    match v {
+        Value::Number(n) => n.as_f64().map(plain),
+        Value::String(s) => match t {
+            AttributeType::Price => {
+                let (amount, currency) = parse_price(s)?;
+                Some(Operand::Number {
+                    value: amount.as_f64()?,
+                    currency: Some(currency),
+                })
+            }
+            AttributeType::Weight => {
+                let (value, unit) = parse_weight(s)?;
+                grams(value.as_f64()?, &unit).map(plain)
+            }
+            _ => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .map(plain),
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn defs() -> HashMap<TargetEntity, HashMap<String, AttributeDefinition>> {
+        let mut defs: HashMap<TargetEntity, HashMap<String, AttributeDefinition>> = HashMap::new();
+        for (e, k, t) in [
+            (TargetEntity::Product, "title", AttributeType::Text),
+            (TargetEntity::Product, "price", AttributeType::Price),
+            (TargetEntity::Sku, "weight", AttributeType::Weight),
+            (TargetEntity::Variant, "active", AttributeType::Boolean),
+            (TargetEntity::Product, "launch", AttributeType::Datetime),
+        ] {
+            defs.entry(e)
+                .or_default()
+                .insert(k.into(), AttributeDefinition::simple(e, k, t));
+        }
+        defs
+    }
+
+    fn check(search: Value) -> Result<Vec<Filter>, String> {
+        parse_json(&search.to_string())
+            .and_then(|r| r.validate(&defs()))
+            .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn errors_name_key_operator_and_problem() {
+        let cases = [
+            (
+                json!({"product.price": [{"operator": "CONTAINS", "value": "1"}]}),
+                "filter 'product.price': operator 'CONTAINS' is not valid for numeric fields",
+            ),
+            (
+                json!({"product.nope": [{"operator": "EQUALS", "value": "1"}]}),
+                "filter 'product.nope': unknown attribute",
+            ),
+            (
+                json!({"title": [{"operator": "EQUALS", "value": "1"}]}),
+                "filter 'title': a key is '<entity>.<attribute>' with entity product, variant or sku",
+            ),
+            (
+                json!({"_color": [{"operator": "EQUALS", "value": "1"}]}),
+                "filter '_color': unknown system filter (known: _updated_at, _family, _identifier)",
+            ),
+            (
+                json!({"product.title": [{"operator": "LIKE", "value": "1"}]}),
+                "filter 'product.title': unknown operator 'LIKE'",
+            ),
+            (
+                json!({"product.title": [{"operator": "IN", "value": "a"}]}),
+                "filter 'product.title': operator 'IN': expected a non-empty array",
+            ),
+            (
+                json!({"product.title": [{"operator": "EMPTY", "value": "a"}]}),
+                "filter 'product.title': operator 'EMPTY': takes no value",
+            ),
+            (
+                json!({"product.price": [{"operator": "GREATER_THAN", "value": "cheap"}]}),
+                "filter 'product.price': operator 'GREATER_THAN': expected a number or a price like \"12.50 EUR\"",
+            ),
+            (
+                json!({"_updated_at": [{"operator": "IN_THE_LAST", "value": "7 days"}]}),
+                "filter '_updated_at': operator 'IN_THE_LAST': expected a duration such as \"7d\", \"24h\" or \"30m\"",
+            ),
+            (
+                json!({"product.title": {"operator": "EQUALS"}}),
+                "filter 'product.title': expected an array of {operator, value} objects",
+            ),
+            (json!([1]), "query parameter 'search' must be a JSON object of filters"),
+        ];
+        for (search, error) in cases {
+            assert_eq!(check(search.clone()).unwrap_err(), error, "{search}");
+        }
+        assert!(parse_json("{nope")
+            .unwrap_err()
+            .message
+            .starts_with("query parameter 'search' is not valid JSON"));
+    }
+
+    #[test]
+    fn operands_are_normalized() {
+        let f = check(json!({
+            "product.price": [{"operator": "GREATER_THAN", "value": "10 EUR"}, {"operator": "LESS_THAN", "value": 20}],
+            "sku.weight": [{"operator": "LESS_THAN", "value": "1.5 kg"}],
+            "variant.active": [{"operator": "EQUALS", "value": true}],
+            "_family": [{"operator": "IN", "value": [1, 2]}]
+        }))
+        .unwrap();
+        let by_key = |k: &str| f.iter().find(|x| x.key == k).unwrap().conditions.clone();
+        assert_eq!(
+            by_key("product.price")[0].operand,
+            Operand::Number {
+                value: 10.0,
+                currency: Some("EUR".into())
+            }
+        );
+        assert_eq!(
+            by_key("sku.weight")[0].operand,
+            Operand::Number {
+                value: 1500.0,
+                currency: None
+            }
+        );
+        assert_eq!(
+            by_key("variant.active")[0].operand,
+            Operand::Text("true".into())
+        );
+        assert_eq!(
+            by_key("_family")[0].operand,
+            Operand::Texts(vec!["1".into(), "2".into()])
+        );
+        let raw = parse_json(&json!({"sku.weight": [{"operator": "EMPTY"}], "_identifier": [{"operator": "CONTAINS", "value": "a"}]}).to_string()).unwrap();
+        assert_eq!(
+            raw.attribute_keys(),
+            vec![(TargetEntity::Sku, "weight".to_string())]
+        );
+    }
+}
