@@ -528,12 +528,130 @@ async fn a_large_patch_uses_the_fewest_transactions() {
     assert_eq!(r.status, 201, "{:?}", r.body);
     assert_eq!(
         r.ddb_requests(),
-        1 + 2,
-        "tree read + ceil(181 / 100) transactions"
+        1 + 1 + 2,
+        "tree read + identity check + ceil(181 / 100) transactions"
     );
     let p = org.get("/v1/products/big?include=variants,skus").await;
     assert_eq!(p.body["result"]["variants"].as_array().unwrap().len(), 30);
     let skus = org.get("/v1/skus?limit=200").await;
     assert_eq!(skus.status, 200, "{:?}", skus.body);
     assert_eq!(skus.body["pagination"]["totalResults"], 60);
+}
+
+#[tokio::test]
+async fn a_taken_identifier_in_a_large_patch_writes_nothing() {
+    let org = Org::new().await;
+    chair(&org).await;
+    // 60 new variants (120 actions, two transactions); the last one is taken
+    let mut variants: Vec<Value> = (0..59)
+        .map(|v| json!({"identifier": format!("new-v{v:02}")}))
+        .collect();
+    variants.push(json!({"identifier": "chair-oak"}));
+    let r = org
+        .patch("/v1/products/new", json!({"variants": variants}))
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"error": "variant 'chair-oak' already exists under another product"})
+        )
+    );
+    assert_eq!(org.get("/v1/products/new").await.status, 404);
+    assert_eq!(org.get("/v1/variants/new-v00").await.status, 404);
+}
+
+#[tokio::test]
+async fn an_entity_over_the_item_size_limit_is_a_400() {
+    let org = Org::new().await;
+    let mut values = serde_json::Map::new();
+    for i in 0..5 {
+        let key = format!("notes{i}");
+        org.define(
+            json!({"displayName": key, "key": key, "targetEntity": "product", "type": "text"}),
+        )
+        .await;
+        values.insert(key, json!("x".repeat(95_000)));
+    }
+    let r = org
+        .patch("/v1/products/heavy", json!({"values": values}))
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "the entity would exceed the storage limit of 400 KB; store less data in its values"})
+        )
+    );
+    assert_eq!(org.get("/v1/products/heavy").await.status, 404);
+}
+
+#[tokio::test]
+async fn deleting_a_variant_moves_the_products_updated_at() {
+    let org = Org::new().await;
+    chair(&org).await;
+    let before = org.get("/v1/products/chair").await.body["result"].clone();
+    let t = before["updatedAt"].as_str().unwrap().to_string();
+    assert_eq!(org.delete("/v1/variants/chair-ash").await.status, 200);
+    let after = org.get("/v1/products/chair?include=variants").await.body["result"].clone();
+    assert!(ts(&after, "updatedAt") > t);
+    assert_eq!(ts(&after, "selfUpdatedAt"), ts(&before, "selfUpdatedAt"));
+    assert_eq!(after["variants"].as_array().unwrap().len(), 1);
+    let r = org.get(&format!("/v1/products?updated_after={t}")).await;
+    assert_eq!(r.body["pagination"]["totalResults"], 1);
+}
+
+#[tokio::test]
+async fn selection_exclusion_wins_and_bad_parameters_are_named() {
+    let org = Org::new().await;
+    chair(&org).await;
+    let r = org
+        .get("/v1/products/chair?include=variants,skus&attributes=sku.*,product.brand&exclude_attributes=sku.price,product.*")
+        .await;
+    let p = &r.body["result"];
+    assert_eq!(p["attributes"], json!({}), "exclusion wins over selection");
+    let s = &p["variants"][1]["skus"][1]["attributes"];
+    assert_eq!(
+        s.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["sku.size"],
+        "embedded SKUs are selected at their own level"
+    );
+    let list = org.get("/v1/skus?attributes=variant.color").await;
+    assert_eq!(
+        list.body["result"][1]["attributes"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["variant.color"]
+    );
+    for (path, error) in [
+        (
+            "/v1/products/chair?attributes=product.*name",
+            "attributes: invalid selector 'product.*name': '*' is allowed only at the end",
+        ),
+        (
+            "/v1/products/chair?include=assets",
+            "include: unknown value 'assets' (allowed: variants, skus, metaobjects)",
+        ),
+        (
+            "/v1/variants?limit=0",
+            "query parameter 'limit' must be an integer from 1 to 200",
+        ),
+        (
+            "/v1/skus?page=0",
+            "query parameter 'page' must be an integer from 1 to 4294967295",
+        ),
+        (
+            "/v1/variants?include=variants",
+            "include: unknown value 'variants' (allowed: skus, metaobjects)",
+        ),
+    ] {
+        let r = org.get(path).await;
+        assert_eq!(
+            (r.status, r.body),
+            (400, json!({ "error": error })),
+            "{path}"
+        );
+    }
 }

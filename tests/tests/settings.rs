@@ -82,7 +82,7 @@ async fn families_get_integer_ids_and_products_carry_family_id() {
 }
 
 #[tokio::test]
-async fn languages_and_channels_restrict_scoped_values_once_configured() {
+async fn locales_and_channels_must_be_configured_languages_and_channels() {
     let org = Org::new().await;
     org.define(
         json!({"displayName": "Title", "key": "title", "targetEntity": "product", "type": "text",
@@ -90,12 +90,14 @@ async fn languages_and_channels_restrict_scoped_values_once_configured() {
     )
     .await;
     let value = |locale: &str, channel: &str| json!({"values": {"title": {"locale": locale, "channel": channel, "value": "x"}}});
-    // nothing configured yet: any well-formed tag and channel
+    // nothing configured yet: every language is unknown
+    let r = org.patch("/v1/products/p", value("fr-FR", "pos")).await;
     assert_eq!(
-        org.patch("/v1/products/p", value("fr-FR", "pos"))
-            .await
-            .status,
-        201
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "values.title: locale 'fr-FR' is not a language of this workspace"})
+        )
     );
 
     let r = org
@@ -181,7 +183,7 @@ async fn languages_and_channels_restrict_scoped_values_once_configured() {
         org.patch("/v1/products/p", value("en-US", "web"))
             .await
             .status,
-        200
+        201
     );
     let r = org.patch("/v1/products/p", value("fr-FR", "web")).await;
     assert_eq!(
@@ -202,10 +204,7 @@ async fn languages_and_channels_restrict_scoped_values_once_configured() {
     let p = org.get("/v1/products/p").await.body["result"]["attributes"]["product.title"].clone();
     assert_eq!(
         p,
-        json!([
-            {"value": "x", "data": "x", "type": "text", "locale": "en-US", "channel": "web"},
-            {"value": "x", "data": "x", "type": "text", "locale": "fr-FR", "channel": "pos"}
-        ])
+        json!([{"value": "x", "data": "x", "type": "text", "locale": "en-US", "channel": "web"}])
     );
 }
 

@@ -148,7 +148,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         let tree = app.store.get_product_tree(org, id, depth).await?;
         let plan = tree_patch::plan(org, id, tree, patch, true)?;
         if !plan.write.is_empty() {
-            app.store.commit(&plan.write).await?;
+            app.store.commit(org, &plan.write).await?;
         }
         Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
     })
@@ -173,7 +173,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
             write.delete(org, item).map_err(Retry::from)?;
         }
         write.delete(org, &tree.product).map_err(Retry::from)?;
-        app.store.commit(&write).await?;
+        app.store.commit(org, &write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

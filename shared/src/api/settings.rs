@@ -229,12 +229,11 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
                 "a workspace has at most {MAX_SCOPES} channels"
             )));
         }
-        if let Some(codes) = scopes.language_codes() {
-            if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
-                return Err(ApiError::bad_request(format!(
-                    "field 'locales': language '{l}' does not exist"
-                )));
-            }
+        let codes = scopes.language_codes();
+        if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
+            return Err(ApiError::bad_request(format!(
+                "field 'locales': language '{l}' does not exist"
+            )));
         }
         let first = scopes.channels.is_empty();
         if is_default {

@@ -153,8 +153,8 @@ fn entity_patch(
     let languages = ctx.scopes.language_codes();
     let channels = ctx.scopes.channel_ids();
     let rules = ScopeRules {
-        languages: languages.as_deref(),
-        channels: channels.as_deref(),
+        languages: Some(&languages),
+        channels: Some(&channels),
     };
     let values = match raw.values {
         None => Vec::new(),
@@ -433,18 +433,19 @@ pub fn plan(
         );
     }
     let at = Timestamp::next_after(stamps);
+    // Parents before children: if a write of several transactions stops half way, what was
+    // written is still a valid tree, and the retry's plan touches the parents again.
     let mut items = Vec::new();
-    for (v, skus) in planned {
-        for s in skus.into_iter().chain([v]).filter(Planned::changed) {
-            let mut s = s;
-            s.stamp(at);
-            write.put(org, &s.item, s.expect)?;
-            items.push(s.item);
-        }
-    }
     product.stamp(at);
     write.put(org, &product.item, product.expect)?;
     items.push(product.item.clone());
+    for (v, skus) in planned {
+        for mut e in [v].into_iter().chain(skus).filter(Planned::changed) {
+            e.stamp(at);
+            write.put(org, &e.item, e.expect)?;
+            items.push(e.item);
+        }
+    }
     Ok(Plan {
         product: product.item,
         created,

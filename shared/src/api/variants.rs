@@ -126,7 +126,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let expect = Expect::Version(product.ver);
         product.touch_tree(Timestamp::next_after([product.tu, variant.tu]));
         write.put(org, &product, expect).map_err(Retry::from)?;
-        app.store.commit(&write).await?;
+        app.store.commit(org, &write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -10,6 +10,9 @@ pub enum StoreError {
     /// A condition expression (or one inside a transaction) did not hold.
     #[error("condition failed")]
     ConditionFailed,
+    /// An item would exceed DynamoDB's 400 KB limit: the request carries too much data.
+    #[error("item too large")]
+    TooLarge,
     /// A unique identifier is already used elsewhere (the message names it).
     #[error("taken: {0}")]
     Taken(String),
@@ -44,6 +47,10 @@ impl StoreError {
                 if code == "ConditionalCheckFailedException" {
                     return Self::ConditionFailed;
                 }
+                let msg = e.message().unwrap_or_default();
+                if code == "ValidationException" && msg.contains("Item size") {
+                    return Self::TooLarge;
+                }
                 if code == "TransactionCanceledException" {
                     let msg = e.message().unwrap_or_default();
                     if msg.contains("ConditionalCheckFailed") || msg.contains("TransactionConflict")
@@ -76,6 +83,9 @@ impl From<StoreError> for ApiError {
                 ApiError::conflict("a concurrent write changed this resource; retry the request")
             }
             StoreError::Taken(message) => ApiError::conflict(message),
+            StoreError::TooLarge => ApiError::bad_request(
+                "the entity would exceed the storage limit of 400 KB; store less data in its values",
+            ),
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "storage unavailable");
                 ApiError::unavailable()

@@ -43,17 +43,14 @@ pub struct Scopes {
 }
 
 impl Scopes {
-    /// Language codes to check locales against; `None` while none is configured, so a
-    /// workspace that has not set up languages is not restricted.
-    pub fn language_codes(&self) -> Option<Vec<String>> {
-        (!self.languages.is_empty())
-            .then(|| self.languages.iter().map(|l| l.code.clone()).collect())
+    /// The language codes locales must be one of.
+    pub fn language_codes(&self) -> Vec<String> {
+        self.languages.iter().map(|l| l.code.clone()).collect()
     }
 
-    /// Channel identifiers to check channels against; `None` while none is configured.
-    pub fn channel_ids(&self) -> Option<Vec<String>> {
-        (!self.channels.is_empty())
-            .then(|| self.channels.iter().map(|c| c.identifier.clone()).collect())
+    /// The channel identifiers channels must be one of.
+    pub fn channel_ids(&self) -> Vec<String> {
+        self.channels.iter().map(|c| c.identifier.clone()).collect()
     }
 }
 

@@ -32,10 +32,11 @@ enum Target {
     Identity(EntityKind, String),
 }
 
-/// An ordered set of conditional writes to one organization's product trees.
+/// An ordered set of conditional writes to one organization's product trees. Actions come
+/// in groups (an entity with its identity item) that never straddle two transactions.
 #[derive(Debug, Default)]
 pub struct TreeWrite {
-    actions: Vec<(TransactWriteItem, Target)>,
+    groups: Vec<Vec<(TransactWriteItem, Target)>>,
 }
 
 fn identity_pk(org: &str, item: &EntityItem) -> Option<String> {
@@ -55,12 +56,33 @@ impl TreeWrite {
         Self::default()
     }
 
+    /// The number of actions.
     pub fn len(&self) -> usize {
-        self.actions.len()
+        self.groups.iter().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.groups.is_empty()
+    }
+
+    /// The groups packed into transactions of at most 100 actions, in order.
+    fn transactions(&self) -> Vec<Vec<&(TransactWriteItem, Target)>> {
+        let mut out: Vec<Vec<&(TransactWriteItem, Target)>> = Vec::new();
+        for group in &self.groups {
+            match out.last_mut() {
+                Some(last) if last.len() + group.len() <= TRANSACTION_LIMIT => last.extend(group),
+                _ => out.push(group.iter().collect()),
+            }
+        }
+        out
+    }
+
+    /// Identity items this write claims: (kind, identifier, key).
+    fn claims(&self) -> impl Iterator<Item = (EntityKind, &String)> {
+        self.groups.iter().flatten().filter_map(|(_, t)| match t {
+            Target::Identity(kind, id) => Some((*kind, id)),
+            Target::Entity => None,
+        })
     }
 
     /// Writes `item` as a whole; a new variant or SKU also claims its identity item.
@@ -76,7 +98,7 @@ impl TreeWrite {
         let action = TransactWriteItem::builder()
             .put(put.build().map_err(build_err)?)
             .build();
-        self.actions.push((action, Target::Entity));
+        let mut group = vec![(action, Target::Entity)];
         if expect == Expect::Absent {
             if let Some(pk) = identity_pk(org, item) {
                 let mut r = item_key(pk, REF_SK);
@@ -94,10 +116,10 @@ impl TreeWrite {
                     .build()
                     .map_err(build_err)?;
                 let action = TransactWriteItem::builder().put(put).build();
-                self.actions
-                    .push((action, Target::Identity(item.kind, item.id.clone())));
+                group.push((action, Target::Identity(item.kind, item.id.clone())));
             }
         }
+        self.groups.push(group);
         Ok(())
     }
 
@@ -110,21 +132,22 @@ impl TreeWrite {
             .expression_attribute_values(":v", AttributeValue::N(item.ver.to_string()))
             .build()
             .map_err(build_err)?;
-        self.actions.push((
+        let mut group = vec![(
             TransactWriteItem::builder().delete(del).build(),
             Target::Entity,
-        ));
+        )];
         if let Some(pk) = identity_pk(org, item) {
             let del = Delete::builder()
                 .table_name("")
                 .set_key(Some(item_key(pk, REF_SK)))
                 .build()
                 .map_err(build_err)?;
-            self.actions.push((
+            group.push((
                 TransactWriteItem::builder().delete(del).build(),
                 Target::Entity,
             ));
         }
+        self.groups.push(group);
         Ok(())
     }
 }
@@ -142,12 +165,42 @@ fn with_table(action: &TransactWriteItem, table: &str) -> TransactWriteItem {
 }
 
 impl Store {
-    /// Sends the writes in order, 100 actions per transaction. A lost condition on an
+    /// Sends the writes in order, at most 100 actions per transaction. A lost condition on an
     /// entity is `ConditionFailed` (re-read and retry); a taken identity alone is `Taken`.
-    /// Transactions already committed stay committed: callers re-read and re-plan, which
-    /// converges because a plan only writes what differs.
-    pub async fn commit(&self, write: &TreeWrite) -> Result<(), StoreError> {
-        for chunk in write.actions.chunks(TRANSACTION_LIMIT) {
+    /// A write of several transactions first checks the identities it claims (one more
+    /// BatchGetItem), so that a taken identifier is refused before anything is written.
+    /// Transactions already committed stay committed: callers write parents before children
+    /// (creation) or children before parents (deletion), so every prefix is a valid tree, and
+    /// re-read and re-plan.
+    pub async fn commit(&self, org: &str, write: &TreeWrite) -> Result<(), StoreError> {
+        let transactions = write.transactions();
+        if transactions.len() > 1 {
+            let claims: Vec<(EntityKind, &String)> = write.claims().collect();
+            let keys = claims
+                .iter()
+                .filter_map(|(kind, id)| {
+                    let pk = match kind {
+                        EntityKind::Variant => variant_ref_pk(org, id),
+                        EntityKind::Sku => sku_ref_pk(org, id),
+                        EntityKind::Product => return None,
+                    };
+                    Some(item_key(pk, REF_SK))
+                })
+                .collect();
+            if let Some(found) = self.batch_get(keys).await?.first() {
+                let pk = match found.get(super::keys::PK) {
+                    Some(AttributeValue::S(pk)) => pk.clone(),
+                    _ => String::new(),
+                };
+                if let Some((kind, id)) = claims.iter().find(|(kind, id)| {
+                    pk == variant_ref_pk(org, id) && *kind == EntityKind::Variant
+                        || pk == sku_ref_pk(org, id) && *kind == EntityKind::Sku
+                }) {
+                    return Err(taken(*kind, id));
+                }
+            }
+        }
+        for chunk in transactions {
             let items: Vec<TransactWriteItem> = chunk
                 .iter()
                 .map(|(a, _)| with_table(a, &self.table))
@@ -159,19 +212,37 @@ impl Store {
                 .send()
                 .await;
             if let Err(err) = result {
-                return Err(explain(chunk, err));
+                return Err(explain(&chunk, err));
             }
         }
         Ok(())
     }
 }
 
+fn taken(kind: EntityKind, id: &str) -> StoreError {
+    let parent = if kind == EntityKind::Sku {
+        "variant"
+    } else {
+        "product"
+    };
+    StoreError::Taken(format!(
+        "{} '{id}' already exists under another {parent}",
+        kind.as_str()
+    ))
+}
+
 fn explain<R: std::fmt::Debug>(
-    chunk: &[(TransactWriteItem, Target)],
+    chunk: &[&(TransactWriteItem, Target)],
     err: SdkError<TransactWriteItemsError, R>,
 ) -> StoreError {
     if let SdkError::ServiceError(service) = &err {
         if let TransactWriteItemsError::TransactionCanceledException(tce) = service.err() {
+            if tce.cancellation_reasons().iter().any(|r| {
+                r.code() == Some("ValidationError")
+                    && r.message().is_some_and(|m| m.contains("size"))
+            }) {
+                return StoreError::TooLarge;
+            }
             let failed: Vec<&Target> = tce
                 .cancellation_reasons()
                 .iter()
@@ -185,15 +256,7 @@ fn explain<R: std::fmt::Debug>(
             });
             if let Some((kind, id)) = taken {
                 if failed.iter().all(|t| matches!(t, Target::Identity(..))) {
-                    return StoreError::Taken(format!(
-                        "{} '{id}' already exists under another {}",
-                        kind.as_str(),
-                        if kind == EntityKind::Sku {
-                            "variant"
-                        } else {
-                            "product"
-                        }
-                    ));
+                    return self::taken(kind, &id);
                 }
             }
         }
