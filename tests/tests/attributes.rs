@@ -178,3 +178,117 @@ async fn definitions_made_through_the_api_validate_product_values() {
         )
     );
 }
+
+#[tokio::test]
+async fn every_type_validates_and_renders_its_typed_data() {
+    let org = Org::new().await;
+    let types = [
+        (
+            "size",
+            "select",
+            json!({"options": ["S", "M"], "isMulti": true}),
+        ),
+        ("count", "number", json!({})),
+        ("active", "boolean", json!({})),
+        ("weight", "weight", json!({})),
+        ("photo", "image", json!({})),
+        ("link", "url", json!({})),
+        ("shade", "color", json!({})),
+        ("launch", "datetime", json!({})),
+        ("body", "html", json!({})),
+        (
+            "part",
+            "metaobject",
+            json!({"metaobjectDefinition": "material"}),
+        ),
+    ];
+    for (key, t, extra) in &types {
+        let mut body =
+            json!({"displayName": key, "key": key, "targetEntity": "product", "type": t});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        assert_eq!(post(&org, body).await.status, 201, "{key}");
+    }
+    let r = org
+        .patch(
+            "/v1/products/p",
+            json!({"values": {
+                "size": ["S", "M"], "count": 3, "active": true, "weight": "1.5 kg",
+                "photo": "https://img.example/p.png", "link": "http://example.com",
+                "shade": "#A0B1C2", "launch": "2026-11-21T02:39:29.597Z", "body": "<p>x</p>",
+                "part": "oak"
+            }}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let a = org.get("/v1/products/p").await.body["result"]["attributes"].clone();
+    assert_eq!(
+        a["product.size"],
+        json!([{"value": "[\"S\",\"M\"]", "data": ["S", "M"], "type": "select", "locale": null, "isMulti": true}])
+    );
+    assert_eq!(a["product.count"][0]["data"], json!(3));
+    assert_eq!(a["product.count"][0]["value"], json!("3"));
+    assert_eq!(a["product.active"][0]["data"], json!(true));
+    assert_eq!(
+        a["product.weight"][0]["data"],
+        json!({"value": 1.5, "unit": "kg"})
+    );
+    assert_eq!(
+        a["product.part"],
+        json!([{"value": "oak", "data": "oak", "type": "metaobject", "locale": null, "metaobjectDefinition": "material"}])
+    );
+    for key in ["photo", "link", "shade", "launch", "body"] {
+        let entry = &a[format!("product.{key}")][0];
+        assert_eq!(entry["data"], entry["value"], "{key}");
+    }
+    let cases = [
+        (
+            json!({"size": ["XL"]}),
+            "values.size: [0]: 'XL' is not one of the options (S, M)",
+        ),
+        (
+            json!({"size": "S"}),
+            "values.size: the attribute is multi-value: expected an array",
+        ),
+        (json!({"count": "three"}), "values.count: expected a number"),
+        (
+            json!({"active": "yes"}),
+            "values.active: expected true or false",
+        ),
+        (
+            json!({"weight": "1.5 stone"}),
+            "values.weight: '1.5 stone' is not a weight like \"1.5 kg\" (units g, kg, lb, oz)",
+        ),
+        (
+            json!({"photo": "ftp://x/y.png"}),
+            "values.photo: 'ftp://x/y.png' is not an absolute http(s) URL",
+        ),
+        (
+            json!({"shade": "red"}),
+            "values.shade: 'red' is not a color like \"#1A2B3C\"",
+        ),
+        (
+            json!({"launch": "tomorrow"}),
+            "values.launch: 'tomorrow' is not an RFC 3339 date-time",
+        ),
+        (
+            json!({"count": {"locale": "en-US", "value": 1}}),
+            "values.count: the attribute is not localized: 'locale' is not allowed",
+        ),
+        (
+            json!({"count": {"channel": "web", "value": 1}}),
+            "values.count: the attribute is not channel-scoped: 'channel' is not allowed",
+        ),
+    ];
+    for (values, error) in cases {
+        let r = org
+            .patch("/v1/products/p", json!({ "values": values }))
+            .await;
+        assert_eq!(
+            (r.status, r.body),
+            (400, json!({ "error": error })),
+            "{values}"
+        );
+    }
+}
