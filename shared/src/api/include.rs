@@ -1,6 +1,8 @@
 //! The `include` parameter: relations to embed (`variants`, `skus`, `metaobjects`).
 
+use crate::domain::selection::Selection;
 use crate::error::ApiError;
+use crate::http::{ApiResponse, Query};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Include {
@@ -32,6 +34,25 @@ impl Include {
         }
         Ok(inc)
     }
+}
+
+/// The query of a detail read (`include`, `attributes`, `exclude_attributes`), checked.
+pub fn detail_query(
+    pairs: &[(String, String)],
+    allowed: &[&str],
+) -> Result<(Include, Selection), ApiError> {
+    let query = Query::parse(pairs, &["include", "attributes", "exclude_attributes"])?;
+    let include = Include::parse(query.list("include"), allowed)?;
+    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    Ok((include, selection))
+}
+
+/// Adds the `included` array when `metaobjects` was asked for.
+pub fn with_included(mut response: ApiResponse, metaobjects: bool) -> ApiResponse {
+    if metaobjects {
+        response.body["included"] = serde_json::json!([]);
+    }
+    response
 }
 
 #[cfg(test)]

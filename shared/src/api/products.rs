@@ -1,12 +1,11 @@
 //! `/products` routes.
 
-use super::include::Include;
+use super::include::{self, with_included, Include};
 use super::lists;
 use super::render::{self, Embed};
 use super::tree_patch::{self, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
-use crate::domain::selection::Selection;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
@@ -39,15 +38,12 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
     })
 }
 
-const DETAIL_PARAMS: &[&str] = &["include", "attributes", "exclude_attributes"];
 const PRODUCT_INCLUDES: &[&str] = &["variants", "skus", "metaobjects"];
 
 /// GET /products/{identifier}: one DynamoDB request whatever `include` asks.
 async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
-    let include = Include::parse(query.list("include"), PRODUCT_INCLUDES)?;
-    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    let (include, selection) = include::detail_query(&call.request.query, PRODUCT_INCLUDES)?;
     let tree = app
         .store
         .get_product_tree(call.org(), id, depth(include))
@@ -73,14 +69,6 @@ fn embed(include: Include) -> Embed {
         variants: include.variants,
         skus: include.skus,
     }
-}
-
-/// Adds the `included` array when `metaobjects` was asked for.
-pub fn with_included(mut response: ApiResponse, metaobjects: bool) -> ApiResponse {
-    if metaobjects {
-        response.body["included"] = serde_json::json!([]);
-    }
-    response
 }
 
 /// GET /products: the index gives the page's identifiers and the true totals, then one
@@ -148,7 +136,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         let tree = app.store.get_product_tree(org, id, depth).await?;
         let plan = tree_patch::plan(org, id, tree, patch, true)?;
         if !plan.write.is_empty() {
-            app.store.commit(org, &plan.write).await?;
+            app.store.commit(&plan.write).await?;
         }
         Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
     })
@@ -173,7 +161,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
             write.delete(org, item).map_err(Retry::from)?;
         }
         write.delete(org, &tree.product).map_err(Retry::from)?;
-        app.store.commit(org, &write).await?;
+        app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -2,12 +2,10 @@
 //! product's and variant's attributes merged in.
 
 use super::lists;
-use super::products::with_included;
 use super::render;
 use super::tree_patch::{self, ProductPatch, Retry, VariantPatch};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
-use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Query, Route};
@@ -15,7 +13,7 @@ use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
 use lambda_http::BoxFuture;
 
-use super::include::Include;
+use super::include::{self, with_included};
 
 pub const ROUTES: &[Route] = &[
     Route::new("GET", "/skus", Scope::CatalogRead),
@@ -42,15 +40,12 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
     })
 }
 
-const DETAIL_PARAMS: &[&str] = &["include", "attributes", "exclude_attributes"];
 const SKU_INCLUDES: &[&str] = &["metaobjects"];
 
 /// GET /skus/{identifier}: identity GetItem, then one BatchGetItem of product, variant, SKU.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
-    let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
-    let include = Include::parse(query.list("include"), SKU_INCLUDES)?;
-    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    let (include, selection) = include::detail_query(&call.request.query, SKU_INCLUDES)?;
     let tree = sku_path(app, call.org(), id).await?;
     Ok(with_included(
         ApiResponse::single(200, render::sku(&tree, &selection)),
@@ -118,7 +113,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
         let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
         if !plan.write.is_empty() {
-            app.store.commit(org, &plan.write).await?;
+            app.store.commit(&plan.write).await?;
         }
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
@@ -145,7 +140,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             parent.touch_tree(at);
             write.put(org, &parent, expect).map_err(Retry::from)?;
         }
-        app.store.commit(org, &write).await?;
+        app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

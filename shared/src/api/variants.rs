@@ -2,12 +2,10 @@
 //! with the product's attributes merged in.
 
 use super::lists;
-use super::products::with_included;
 use super::render;
 use super::tree_patch::{self, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
-use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, Query, Route};
@@ -16,7 +14,7 @@ use crate::store::products::TreeDepth;
 use crate::store::writes::{Expect, TreeWrite};
 use lambda_http::BoxFuture;
 
-use super::include::Include;
+use super::include::{self, with_included};
 
 pub const ROUTES: &[Route] = &[
     Route::new("GET", "/variants", Scope::CatalogRead),
@@ -41,16 +39,13 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
     })
 }
 
-const DETAIL_PARAMS: &[&str] = &["include", "attributes", "exclude_attributes"];
 const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
 
 /// GET /variants/{identifier}: identity GetItem, then one request for product and variant
 /// (BatchGetItem) or, with `include=skus`, one filtered Query of the tree.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    let query = Query::parse(&call.request.query, DETAIL_PARAMS)?;
-    let include = Include::parse(query.list("include"), VARIANT_INCLUDES)?;
-    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
+    let (include, selection) = include::detail_query(&call.request.query, VARIANT_INCLUDES)?;
     let not_found = || ApiError::entity_not_found("variant", id);
     let identity = app
         .store
@@ -126,7 +121,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let expect = Expect::Version(product.ver);
         product.touch_tree(Timestamp::next_after([product.tu, variant.tu]));
         write.put(org, &product, expect).map_err(Retry::from)?;
-        app.store.commit(org, &write).await?;
+        app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -254,31 +254,18 @@ fn scalar_problem(field: &Field) -> String {
 
 /// A text or preset scalar as stored.
 fn preset_text(field: &Field, v: &Value) -> Option<String> {
+    let boolean = matches!(
+        field,
+        Field::Attribute {
+            attr_type: AttributeType::Boolean,
+            ..
+        }
+    );
     match (field, v) {
         (Field::Family, Value::Number(n)) => n.as_i64().map(|i| i.to_string()),
-        (
-            Field::Attribute {
-                attr_type: AttributeType::Boolean,
-                ..
-            },
-            Value::Bool(b),
-        ) => Some(b.to_string()),
-        (
-            Field::Attribute {
-                attr_type: AttributeType::Boolean,
-                ..
-            },
-            Value::String(s),
-        ) if s == "true" || s == "false" => Some(s.clone()),
-        (
-            Field::Attribute {
-                attr_type: AttributeType::Boolean,
-                ..
-            },
-            _,
-        )
-        | (Field::Family, _) => None,
-        (_, Value::String(s)) => Some(s.clone()),
+        (Field::Family, _) => None,
+        (_, Value::Bool(b)) if boolean => Some(b.to_string()),
+        (_, Value::String(s)) if !boolean || s == "true" || s == "false" => Some(s.clone()),
         _ => None,
     }
 }

@@ -154,7 +154,7 @@ impl Store {
         for item in items {
             write.put(org, item, Expect::Absent)?;
         }
-        self.commit(org, &write).await
+        self.commit(&write).await
     }
 }
 

@@ -10,6 +10,7 @@ use super::{Store, StoreError};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use std::collections::HashMap;
 
 /// TransactWriteItems takes at most 100 actions.
 pub const TRANSACTION_LIMIT: usize = 100;
@@ -27,9 +28,9 @@ pub enum Expect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
     Entity,
-    /// The identity item of a new variant or SKU: taken means the identifier is used
-    /// elsewhere in the organization.
-    Identity(EntityKind, String),
+    /// The identity item (its partition key) of a new variant or SKU: taken means the
+    /// identifier is used elsewhere in the organization.
+    Identity(EntityKind, String, String),
 }
 
 /// An ordered set of conditional writes to one organization's product trees. Actions come
@@ -77,12 +78,16 @@ impl TreeWrite {
         out
     }
 
-    /// Identity items this write claims: (kind, identifier, key).
-    fn claims(&self) -> impl Iterator<Item = (EntityKind, &String)> {
-        self.groups.iter().flatten().filter_map(|(_, t)| match t {
-            Target::Identity(kind, id) => Some((*kind, id)),
-            Target::Entity => None,
-        })
+    /// Identity items this write claims, by partition key: (key, kind, identifier).
+    fn claims(&self) -> HashMap<&str, (EntityKind, &str)> {
+        self.groups
+            .iter()
+            .flatten()
+            .filter_map(|(_, t)| match t {
+                Target::Identity(kind, id, pk) => Some((pk.as_str(), (*kind, id.as_str()))),
+                Target::Entity => None,
+            })
+            .collect()
     }
 
     /// Writes `item` as a whole; a new variant or SKU also claims its identity item.
@@ -101,7 +106,7 @@ impl TreeWrite {
         let mut group = vec![(action, Target::Entity)];
         if expect == Expect::Absent {
             if let Some(pk) = identity_pk(org, item) {
-                let mut r = item_key(pk, REF_SK);
+                let mut r = item_key(pk.clone(), REF_SK);
                 r.insert(
                     "pid".into(),
                     AttributeValue::S(item.pid.clone().unwrap_or_default()),
@@ -116,7 +121,7 @@ impl TreeWrite {
                     .build()
                     .map_err(build_err)?;
                 let action = TransactWriteItem::builder().put(put).build();
-                group.push((action, Target::Identity(item.kind, item.id.clone())));
+                group.push((action, Target::Identity(item.kind, item.id.clone(), pk)));
             }
         }
         self.groups.push(group);
@@ -172,30 +177,17 @@ impl Store {
     /// Transactions already committed stay committed: callers write parents before children
     /// (creation) or children before parents (deletion), so every prefix is a valid tree, and
     /// re-read and re-plan.
-    pub async fn commit(&self, org: &str, write: &TreeWrite) -> Result<(), StoreError> {
+    pub async fn commit(&self, write: &TreeWrite) -> Result<(), StoreError> {
         let transactions = write.transactions();
         if transactions.len() > 1 {
-            let claims: Vec<(EntityKind, &String)> = write.claims().collect();
+            let claims = write.claims();
             let keys = claims
-                .iter()
-                .filter_map(|(kind, id)| {
-                    let pk = match kind {
-                        EntityKind::Variant => variant_ref_pk(org, id),
-                        EntityKind::Sku => sku_ref_pk(org, id),
-                        EntityKind::Product => return None,
-                    };
-                    Some(item_key(pk, REF_SK))
-                })
+                .keys()
+                .map(|pk| item_key(pk.to_string(), REF_SK))
                 .collect();
-            if let Some(found) = self.batch_get(keys).await?.first() {
-                let pk = match found.get(super::keys::PK) {
-                    Some(AttributeValue::S(pk)) => pk.clone(),
-                    _ => String::new(),
-                };
-                if let Some((kind, id)) = claims.iter().find(|(kind, id)| {
-                    pk == variant_ref_pk(org, id) && *kind == EntityKind::Variant
-                        || pk == sku_ref_pk(org, id) && *kind == EntityKind::Sku
-                }) {
+            for found in self.batch_get(keys).await? {
+                let pk = found.get(super::keys::PK).and_then(|v| v.as_s().ok());
+                if let Some((kind, id)) = pk.and_then(|pk| claims.get(pk.as_str())) {
                     return Err(taken(*kind, id));
                 }
             }
@@ -251,7 +243,7 @@ fn explain<R: std::fmt::Debug>(
                 .map(|(_, (_, t))| t)
                 .collect();
             let taken = failed.iter().find_map(|t| match t {
-                Target::Identity(kind, id) => Some((*kind, id.clone())),
+                Target::Identity(kind, id, _) => Some((*kind, id.clone())),
                 Target::Entity => None,
             });
             if let Some((kind, id)) = taken {
