@@ -96,6 +96,26 @@ async fn sample_events_work_against_the_real_functions() {
         ("attributes", "events/attributes/list-languages.json", 200),
         ("attributes", "events/attributes/create-channel.json", 201),
         ("attributes", "events/attributes/list-channels.json", 200),
+        (
+            "attributes",
+            "events/attributes/create-completeness-profile.json",
+            201,
+        ),
+        (
+            "attributes",
+            "events/attributes/get-completeness-profile.json",
+            200,
+        ),
+        (
+            "attributes",
+            "events/attributes/list-completeness-profiles.json",
+            200,
+        ),
+        (
+            "products",
+            "events/products/list-products-filtered.json",
+            200,
+        ),
         ("skus", "events/skus/delete-sku.json", 200),
         ("variants", "events/variants/delete-variant.json", 200),
         ("products", "events/products/delete-product.json", 200),

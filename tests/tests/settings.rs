@@ -50,7 +50,7 @@ async fn families_get_integer_ids_and_products_carry_family_id() {
         ),
         (
             json!({"name": "X", "attributes": ["brand"]}),
-            "field 'attributes': \"brand\" is not an attribute key like 'product.color'",
+            "field 'attributes': \"brand\" is not an attribute key like 'product.color' (entity one of product, variant, sku, bundle)",
         ),
     ] {
         let r = org.post("/v1/families", body).await;

@@ -1,18 +1,21 @@
-//! What the three list endpoints share: their query parameters, and which entities match
-//! `updated_after` per the spec's table, in identifier order, before a page is cut.
+//! What the three list endpoints share: their query parameters, and which entities a list
+//! returns (`updated_after`, `search`, `search_mode`, completeness), computed over the warm
+//! snapshots (`store/snapshot.rs`) in identifier order before a page is cut.
 
 use super::include::Include;
 use crate::app::Call;
+use crate::domain::attributes::TargetEntity;
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{Paging, Query};
+use crate::search::parse::{parse_json, RawSearch};
+use crate::search::select::{levels_needed, select, Completeness, Criteria, Requirement};
 use crate::store::items::EntityKind;
-use crate::store::keys::{variant_skus_prefix, SKU_LEVEL};
 use crate::store::lists::IndexEntry;
-use crate::store::parallel::try_all;
-use crate::store::{Store, StoreError};
-use std::collections::{BTreeMap, HashSet};
+use crate::store::metrics::in_parallel;
+use crate::store::settings::{CompletenessProfile, Scopes};
+use crate::store::Store;
 
 const LIST_PARAMS: &[&str] = &[
     "updated_after",
@@ -25,6 +28,18 @@ const LIST_PARAMS: &[&str] = &[
     "exclude_attributes",
 ];
 
+/// The completeness parameters of `GET /products`.
+pub const COMPLETENESS_PARAMS: &[&str] = &["completeness_profile", "completeness", "channel"];
+
+/// `completeness_profile`, `completeness` and `channel`, checked for shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletenessQuery {
+    pub profile: String,
+    /// `None`: the profile is only checked, nothing is filtered.
+    pub complete: Option<bool>,
+    pub channel: Option<String>,
+}
+
 /// A checked list request.
 #[derive(Debug)]
 pub struct ListRequest {
@@ -32,6 +47,13 @@ pub struct ListRequest {
     pub include: Include,
     pub selection: Selection,
     pub updated_after: Option<Timestamp>,
+    pub search: Option<RawSearch>,
+    pub any: bool,
+    pub completeness: Option<CompletenessQuery>,
+}
+
+fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("query parameter '{name}': {problem}"))
 }
 
 /// Parses a list request; `extra` are the endpoint's own parameters, `includes` the
@@ -39,101 +61,188 @@ pub struct ListRequest {
 pub fn parse(call: &Call, extra: &[&str], includes: &[&str]) -> Result<ListRequest, ApiError> {
     let allowed: Vec<&str> = LIST_PARAMS.iter().chain(extra).copied().collect();
     let query = Query::parse(&call.request.query, &allowed)?;
-    if let Some(mode) = query.get("search_mode") {
-        if mode != "all" && mode != "any" {
-            return Err(ApiError::bad_request(format!(
-                "query parameter 'search_mode': '{mode}' is not one of all, any"
-            )));
+    let any = match query.get("search_mode") {
+        None | Some("all") => false,
+        Some("any") => true,
+        Some(mode) => {
+            return Err(bad_param(
+                "search_mode",
+                format!("'{mode}' is not one of all, any"),
+            ))
         }
-    }
-    for later in ["search", "completeness_profile", "completeness", "channel"] {
-        if query.get(later).is_some() {
-            return Err(ApiError::bad_request(format!(
-                "query parameter '{later}' is not supported yet by this deployment"
-            )));
-        }
-    }
+    };
     let updated_after = match query.get("updated_after") {
         None => None,
         Some(raw) => Some(Timestamp::parse(raw).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "query parameter 'updated_after': '{raw}' is not an RFC 3339 time"
-            ))
+            bad_param("updated_after", format!("'{raw}' is not an RFC 3339 time"))
         })?),
     };
+    let search = query.get("search").map(parse_json).transpose()?;
     Ok(ListRequest {
         paging: Paging::from_query(&query)?,
         include: Include::parse(query.list("include"), includes)?,
         selection: Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?,
         updated_after,
+        search,
+        any,
+        completeness: completeness_query(&query)?,
     })
 }
 
-/// Every entity of `kind` the list shows, in identifier order. Without `updated_after`:
-/// the `byIdentifier` index. With it, the entity's `updatedAt` (own tree changes and
-/// ancestors' own changes) must be later:
-/// - products: `byChange` of products (`tu` covers the whole tree);
-/// - variants: `byChange` of variants, plus the variants of products whose own `su` is
-///   later (one Query per such product, in parallel);
-/// - SKUs: likewise through variants and products.
+fn completeness_query(query: &Query) -> Result<Option<CompletenessQuery>, ApiError> {
+    let complete = match query.get("completeness") {
+        None => None,
+        Some("complete") => Some(true),
+        Some("incomplete") => Some(false),
+        Some(other) => {
+            return Err(bad_param(
+                "completeness",
+                format!("'{other}' is not one of complete, incomplete"),
+            ))
+        }
+    };
+    let channel = query.get("channel").map(str::to_string);
+    match query.get("completeness_profile") {
+        Some(p) if !p.trim().is_empty() => Ok(Some(CompletenessQuery {
+            profile: p.to_string(),
+            complete,
+            channel,
+        })),
+        Some(_) => Err(bad_param("completeness_profile", "must not be empty")),
+        None if complete.is_some() => {
+            Err(bad_param("completeness", "requires 'completeness_profile'"))
+        }
+        None if channel.is_some() => Err(bad_param("channel", "requires 'completeness_profile'")),
+        None => Ok(None),
+    }
+}
+
+/// The entity types whose snapshots answer `req` for a list of `target`, known before the
+/// attribute definitions are read (so both reads go out together).
+fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
+    let mut kinds = levels_needed(
+        target,
+        req.search.iter().flat_map(|s| s.keys()),
+        req.updated_after.is_some(),
+    );
+    if req.completeness.is_some() {
+        for k in [EntityKind::Variant, EntityKind::Sku] {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    kinds
+}
+
+/// Every entity of `target` the list returns, in identifier order: one round trip brings
+/// the snapshots up to date (one Query per entity type involved) and, with `search` or
+/// completeness, reads the definitions, scopes and profile they name (one BatchGetItem).
 pub async fn matching(
     store: &Store,
     org: &str,
-    kind: EntityKind,
-    after: Option<Timestamp>,
-) -> Result<Vec<IndexEntry>, StoreError> {
-    let Some(t) = after else {
-        return store.index_all(org, kind).await;
+    target: EntityKind,
+    req: &ListRequest,
+) -> Result<Vec<IndexEntry>, ApiError> {
+    let kinds = levels(target, req);
+    let refresh = store.refresh_snapshots(org, &kinds);
+    let mut criteria = Criteria {
+        any: req.any,
+        updated_after: req.updated_after,
+        ..Criteria::default()
     };
-    let own = store.changed_after(org, kind, t);
-    let (own, products, variants) = match kind {
-        EntityKind::Product => (own.await?, Vec::new(), Vec::new()),
-        EntityKind::Variant => {
-            let (o, p) = crate::store::metrics::in_parallel(async {
-                futures_util::try_join!(own, store.changed_after(org, EntityKind::Product, t))
-            })
-            .await?;
-            (o, p, Vec::new())
-        }
-        EntityKind::Sku => {
-            crate::store::metrics::in_parallel(async {
-                futures_util::try_join!(
-                    own,
-                    store.changed_after(org, EntityKind::Product, t),
-                    store.changed_after(org, EntityKind::Variant, t)
-                )
-            })
-            .await?
-        }
-    };
-    let products: Vec<&IndexEntry> = products.iter().filter(|p| p.su > t).collect();
-    let product_ids: HashSet<&str> = products.iter().map(|p| p.id.as_str()).collect();
-    let child_prefix = if kind == EntityKind::Variant {
-        "L2/".to_string()
+    if req.search.is_none() && req.completeness.is_none() {
+        refresh.await?;
     } else {
-        format!("{SKU_LEVEL}/")
-    };
-    let mut lookups: Vec<(String, String)> = products
-        .iter()
-        .map(|p| (p.id.clone(), child_prefix.clone()))
-        .collect();
-    lookups.extend(
-        variants
-            .iter()
-            .filter(|v| v.su > t)
-            .filter_map(|v| Some((v.pid.clone()?, v.id.clone())))
-            .filter(|(pid, _)| !product_ids.contains(pid.as_str()))
-            .map(|(pid, vid)| (pid, variant_skus_prefix(&vid))),
-    );
-    let inherited = try_all(
-        lookups
-            .iter()
-            .map(|(pid, prefix)| store.descendants(org, pid, prefix)),
-    )
-    .await?;
-    let mut by_id: BTreeMap<String, IndexEntry> = BTreeMap::new();
-    for e in own.into_iter().chain(inherited.into_iter().flatten()) {
-        by_id.insert(e.id.clone(), e);
+        let wanted = req
+            .search
+            .as_ref()
+            .map(RawSearch::attribute_keys)
+            .unwrap_or_default();
+        let profile = req.completeness.as_ref().map(|c| c.profile.as_str());
+        let context = store.settings_context(org, &wanted, None, profile);
+        let (ctx, ()) = in_parallel(async { futures_util::try_join!(context, refresh) }).await?;
+        if let Some(search) = &req.search {
+            criteria.filters = search.validate(&ctx.defs)?;
+        }
+        if let Some(q) = &req.completeness {
+            criteria.completeness = completeness(q, ctx.profile.as_ref(), &ctx.scopes)?;
+        }
     }
-    Ok(by_id.into_values().collect())
+    Ok(store.with_snapshots(org, |levels| select(levels, target, &criteria)))
+}
+
+/// The completeness condition of a request: the profile must exist, the channel must exist
+/// and be one of the profile's (when it names channels); without `channel`, the default
+/// channel. Locales: the profile's, else the channel's, else the default language.
+fn completeness(
+    q: &CompletenessQuery,
+    profile: Option<&CompletenessProfile>,
+    scopes: &Scopes,
+) -> Result<Option<Completeness>, ApiError> {
+    let profile = profile.ok_or_else(|| {
+        bad_param(
+            "completeness_profile",
+            format!("unknown completeness profile '{}'", q.profile),
+        )
+    })?;
+    let channel = match &q.channel {
+        Some(c) => {
+            let found = scopes
+                .channels
+                .iter()
+                .find(|ch| &ch.identifier == c)
+                .ok_or_else(|| bad_param("channel", format!("unknown channel '{c}'")))?;
+            if !profile.channels.is_empty() && !profile.channels.contains(c) {
+                return Err(bad_param(
+                    "channel",
+                    format!(
+                        "completeness profile '{}' does not apply to channel '{c}'",
+                        profile.identifier
+                    ),
+                ));
+            }
+            Some(found)
+        }
+        None => scopes.channels.iter().find(|ch| ch.is_default),
+    };
+    let Some(complete) = q.complete else {
+        return Ok(None);
+    };
+    let locales = if !profile.locales.is_empty() {
+        profile.locales.clone()
+    } else if let Some(ch) = channel.filter(|ch| !ch.locales.is_empty()) {
+        ch.locales.clone()
+    } else {
+        scopes
+            .languages
+            .iter()
+            .filter(|l| l.is_default)
+            .map(|l| l.code.clone())
+            .collect()
+    };
+    let required = profile
+        .required_attributes
+        .iter()
+        .filter_map(|key| {
+            let (entity, k) = key.split_once('.')?;
+            let level = match TargetEntity::parse(entity)? {
+                TargetEntity::Product => EntityKind::Product,
+                TargetEntity::Variant => EntityKind::Variant,
+                TargetEntity::Sku => EntityKind::Sku,
+                TargetEntity::Bundle => return None,
+            };
+            Some(Requirement {
+                level,
+                key: k.to_string(),
+                builtin_name: profile.builtin_names.contains(key),
+            })
+        })
+        .collect();
+    Ok(Some(Completeness {
+        required,
+        locales,
+        channel: channel.map(|c| c.identifier.clone()),
+        complete,
+    }))
 }

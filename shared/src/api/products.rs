@@ -74,18 +74,8 @@ fn embed(include: Include) -> Embed {
 /// GET /products: the index gives the page's identifiers and the true totals, then one
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let req = lists::parse(
-        call,
-        &["completeness_profile", "completeness", "channel"],
-        PRODUCT_INCLUDES,
-    )?;
-    let all = lists::matching(
-        &app.store,
-        call.org(),
-        EntityKind::Product,
-        req.updated_after,
-    )
-    .await?;
+    let req = lists::parse(call, lists::COMPLETENESS_PARAMS, PRODUCT_INCLUDES)?;
+    let all = lists::matching(&app.store, call.org(), EntityKind::Product, &req).await?;
     let page = &all[req.paging.range(all.len())];
     let trees = app
         .store

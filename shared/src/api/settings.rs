@@ -1,5 +1,5 @@
-//! Families, channels and languages: served by the `attributes` function, since they are
-//! what attribute values are validated against.
+//! Families, channels, languages and completeness profiles: served by the `attributes`
+//! function, since they are what attribute values are validated and measured against.
 
 use crate::app::{App, Call};
 use crate::auth::Scope;
@@ -7,7 +7,9 @@ use crate::domain::attributes::{is_valid_key, TargetEntity};
 use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
-use crate::store::settings::{Channel, Family, Language, Scopes};
+use crate::store::settings::{
+    Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
+};
 use serde_json::Value;
 
 pub const ROUTES: &[Route] = &[
@@ -18,6 +20,13 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST", "/channels", Scope::CatalogWrite),
     Route::new("GET", "/languages", Scope::CatalogRead),
     Route::new("POST", "/languages", Scope::CatalogWrite),
+    Route::new("GET", "/completeness-profiles", Scope::CatalogRead),
+    Route::new("POST", "/completeness-profiles", Scope::CatalogWrite),
+    Route::new(
+        "GET",
+        "/completeness-profiles/{identifier}",
+        Scope::CatalogRead,
+    ),
 ];
 
 /// Dispatches a settings route; `None` when the route is not one of these.
@@ -34,6 +43,9 @@ pub async fn dispatch(app: &App, call: &Call) -> Option<Result<ApiResponse, ApiE
             list_scopes(app, call, |s| s.languages.iter().map(json).collect()).await
         }
         ("POST", "/languages") => create_language(app, call).await,
+        ("GET", "/completeness-profiles") => list_profiles(app, call).await,
+        ("POST", "/completeness-profiles") => create_profile(app, call).await,
+        ("GET", "/completeness-profiles/{identifier}") => get_profile(app, call).await,
         _ => return None,
     })
 }
@@ -65,44 +77,71 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(&["name", "attributes"])?;
     let name = name_field(&body, "name", true)?.unwrap_or_default();
-    let mut wanted = Vec::new();
-    let mut attributes = Vec::new();
-    for v in body.opt_array("attributes")?.map_or(&[][..], Vec::as_slice) {
-        let key = v.as_str().unwrap_or_default();
-        let parsed = key
-            .split_once('.')
-            .and_then(|(e, k)| Some((TargetEntity::parse(e)?, k)))
-            .filter(|(_, k)| is_valid_key(k));
-        let Some((entity, k)) = parsed else {
-            return Err(ApiError::bad_request(format!(
-                "field 'attributes': {v} is not an attribute key like 'product.color'"
-            )));
-        };
-        if attributes.iter().any(|a| a == key) {
-            return Err(ApiError::bad_request(format!(
-                "field 'attributes': '{key}' is given twice"
-            )));
-        }
-        wanted.push((entity, k.to_string()));
-        attributes.push(key.to_string());
-    }
-    if !wanted.is_empty() {
+    let keys = attribute_keys(&body, "attributes", ALL_ENTITIES)?;
+    if !keys.is_empty() {
+        let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
         let ctx = app.store.write_context(call.org(), &wanted, None).await?;
-        if let Some((e, k)) = wanted
-            .iter()
-            .find(|(e, k)| !ctx.defs.get(e).is_some_and(|d| d.contains_key(k)))
-        {
-            return Err(ApiError::bad_request(format!(
-                "field 'attributes': attribute '{}.{k}' does not exist",
-                e.as_str()
-            )));
+        if let Some((_, _, key)) = keys.iter().find(|(e, k, _)| !defined(&ctx, *e, k)) {
+            return Err(missing_attribute("attributes", key));
         }
     }
+    let attributes = keys.into_iter().map(|(_, _, key)| key).collect();
     let family = app
         .store
         .create_family(call.org(), &name, attributes)
         .await?;
     Ok(ApiResponse::single(201, json(&family)))
+}
+
+const ALL_ENTITIES: &[TargetEntity] = &[
+    TargetEntity::Product,
+    TargetEntity::Variant,
+    TargetEntity::Sku,
+    TargetEntity::Bundle,
+];
+const TREE_ENTITIES: &[TargetEntity] = &[
+    TargetEntity::Product,
+    TargetEntity::Variant,
+    TargetEntity::Sku,
+];
+
+/// A body array of distinct attribute keys `<entity>.<key>` with `entity` one of
+/// `entities`: (entity, key, qualified key) each.
+fn attribute_keys(
+    body: &JsonBody,
+    field: &str,
+    entities: &[TargetEntity],
+) -> Result<Vec<(TargetEntity, String, String)>, ApiError> {
+    let mut out: Vec<(TargetEntity, String, String)> = Vec::new();
+    for v in body.opt_array(field)?.map_or(&[][..], Vec::as_slice) {
+        let key = v.as_str().unwrap_or_default();
+        let parsed = key
+            .split_once('.')
+            .and_then(|(e, k)| Some((TargetEntity::parse(e)?, k)))
+            .filter(|(e, k)| entities.contains(e) && is_valid_key(k));
+        let Some((entity, k)) = parsed else {
+            let names: Vec<&str> = entities.iter().map(|e| e.as_str()).collect();
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': {v} is not an attribute key like 'product.color' (entity one of {})",
+                names.join(", ")
+            )));
+        };
+        if out.iter().any(|(_, _, a)| a == key) {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': '{key}' is given twice"
+            )));
+        }
+        out.push((entity, k.to_string(), key.to_string()));
+    }
+    Ok(out)
+}
+
+fn defined(ctx: &WriteContext, entity: TargetEntity, key: &str) -> bool {
+    ctx.defs.get(&entity).is_some_and(|d| d.contains_key(key))
+}
+
+fn missing_attribute(field: &str, key: &str) -> ApiError {
+    ApiError::bad_request(format!("field '{field}': attribute '{key}' does not exist"))
 }
 
 async fn get_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -255,4 +294,110 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         Ok(json(&channel))
     })
     .await
+}
+
+/// A profile as served (without the internal `builtinNames`).
+fn render_profile(p: &CompletenessProfile) -> Value {
+    serde_json::json!({
+        "identifier": p.identifier,
+        "name": p.name,
+        "requiredAttributes": p.required_attributes,
+        "locales": p.locales,
+        "channels": p.channels,
+    })
+}
+
+/// A body array of distinct strings, each one of `known` (`what` names them in errors).
+fn known_strings(
+    body: &JsonBody,
+    field: &str,
+    known: &[String],
+    what: &str,
+) -> Result<Vec<String>, ApiError> {
+    let mut out: Vec<String> = Vec::new();
+    for v in body.opt_array(field)?.map_or(&[][..], Vec::as_slice) {
+        let Some(s) = v.as_str() else {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': {v} is not a string"
+            )));
+        };
+        if !known.iter().any(|k| k == s) {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': {what} '{s}' does not exist"
+            )));
+        }
+        if out.iter().any(|o| o == s) {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': '{s}' is given twice"
+            )));
+        }
+        out.push(s.to_string());
+    }
+    Ok(out)
+}
+
+/// POST /completeness-profiles {identifier, name, requiredAttributes, locales?, channels?}:
+/// 201; 409 when the identifier exists. Required attributes must exist, except
+/// `<entity>.name`, which names the entity's own name when no attribute `name` is defined.
+async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&[
+        "identifier",
+        "name",
+        "requiredAttributes",
+        "locales",
+        "channels",
+    ])?;
+    let identifier = body.req_str("identifier")?.to_string();
+    crate::domain::identifier::validate("identifier", &identifier)?;
+    let name = name_field(&body, "name", true)?.unwrap_or_default();
+    if body
+        .opt_array("requiredAttributes")?
+        .is_none_or(Vec::is_empty)
+    {
+        return Err(ApiError::bad_request(
+            "field 'requiredAttributes' must be a non-empty array of attribute keys",
+        ));
+    }
+    let keys = attribute_keys(&body, "requiredAttributes", TREE_ENTITIES)?;
+    let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
+    let ctx = app.store.write_context(call.org(), &wanted, None).await?;
+    let mut builtin_names = Vec::new();
+    for (entity, k, key) in &keys {
+        if defined(&ctx, *entity, k) {
+            continue;
+        }
+        if k == "name" {
+            builtin_names.push(key.clone());
+        } else {
+            return Err(missing_attribute("requiredAttributes", key));
+        }
+    }
+    let profile = CompletenessProfile {
+        identifier,
+        name,
+        required_attributes: keys.into_iter().map(|(_, _, key)| key).collect(),
+        locales: known_strings(&body, "locales", &ctx.scopes.language_codes(), "language")?,
+        channels: known_strings(&body, "channels", &ctx.scopes.channel_ids(), "channel")?,
+        builtin_names,
+    };
+    app.store.create_profile(call.org(), &profile).await?;
+    Ok(ApiResponse::single(201, render_profile(&profile)))
+}
+
+async fn get_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let id = call.route.identifier(0, "completeness profile")?;
+    let profile = app
+        .store
+        .get_profile(call.org(), id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("completeness profile '{id}' not found")))?;
+    Ok(ApiResponse::single(200, render_profile(&profile)))
+}
+
+async fn list_profiles(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let profiles = app.store.list_profiles(call.org()).await?;
+    Ok(paging.envelope(&profiles, render_profile))
 }

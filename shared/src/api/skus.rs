@@ -75,7 +75,7 @@ async fn sku_path(
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let req = lists::parse(call, &[], SKU_INCLUDES)?;
-    let all = lists::matching(&app.store, call.org(), EntityKind::Sku, req.updated_after).await?;
+    let all = lists::matching(&app.store, call.org(), EntityKind::Sku, &req).await?;
     let page = &all[req.paging.range(all.len())];
     let trees = app.store.sku_page(call.org(), page).await?;
     let result = trees

@@ -67,13 +67,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let req = lists::parse(call, &[], VARIANT_INCLUDES)?;
-    let all = lists::matching(
-        &app.store,
-        call.org(),
-        EntityKind::Variant,
-        req.updated_after,
-    )
-    .await?;
+    let all = lists::matching(&app.store, call.org(), EntityKind::Variant, &req).await?;
     let page = &all[req.paging.range(all.len())];
     let trees = app
         .store

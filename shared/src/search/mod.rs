@@ -1,6 +1,8 @@
 //! The `search` filter of the list endpoints: the operator matrix (`operators.rs`), parsing
-//! and validation (`parse.rs`), and evaluation against stored values (`eval.rs`).
+//! and validation (`parse.rs`), evaluation against stored values (`eval.rs`), and which
+//! entities a list returns across levels and with completeness (`select.rs`).
 
 pub mod eval;
 pub mod operators;
 pub mod parse;
+pub mod select;

@@ -119,6 +119,11 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
 }
 
 impl RawSearch {
+    /// The top-level keys, as given.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_str())
+    }
+
     /// The attribute definitions the filters name, to read before `validate`.
     pub fn attribute_keys(&self) -> Vec<(TargetEntity, String)> {
         self.0

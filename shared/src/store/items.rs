@@ -5,7 +5,7 @@ use crate::domain::values::StoredValues;
 use serde::{Deserialize, Serialize};
 
 /// The level of a catalog entity in its product tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntityKind {
     Product,

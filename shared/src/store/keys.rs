@@ -88,6 +88,19 @@ pub fn change_sk(updated_at: &str, identifier: &str) -> String {
     format!("{updated_at}#{identifier}")
 }
 
+/// A deleted entity's tombstone: it sits in the `byChange` partition of its type (no
+/// `GSI1SK`, so never in `byIdentifier`) until its TTL, so that warm list snapshots learn
+/// of deletions from the same delta Query as of changes.
+pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
+    format!("O#{org}#X#{entity_type}#{identifier}")
+}
+pub const TOMBSTONE_SK: &str = "DEL";
+
+/// Completeness profiles: one partition per organization, sort key the profile identifier.
+pub fn profiles_pk(org: &str) -> String {
+    format!("O#{org}#C")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +115,8 @@ mod tests {
             attributes_pk("abc123"),
             families_pk("abc123"),
             type_pk("abc123", "product"),
+            tombstone_pk("abc123", "sku", "s#1"),
+            profiles_pk("abc123"),
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");
         }

@@ -1,88 +1,34 @@
-//! Lists of products, variants and SKUs: the two indexes give every entity of a type in
-//! identifier order (`byIdentifier`) or changed since a time (`byChange`), projected to a
-//! few small attributes, so a page is cut before any whole item is read.
+//! Pages of products, variants and SKUs: which entities a list returns comes from the warm
+//! snapshots (`snapshot.rs`); this module reads the page's items, in one round trip.
 
 use super::items::{EntityItem, EntityKind};
-use super::keys::{
-    product_pk, sku_sk, type_pk, variant_sk, INDEX_BY_CHANGE, INDEX_BY_IDENTIFIER, PRODUCT_SK,
-};
+use super::keys::{product_pk, sku_sk, type_pk, variant_sk, PRODUCT_SK};
 use super::ops::{item_key, QueryBuilder};
 use super::parallel::try_all;
 use super::products::{ProductTree, TreeDepth};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::AttributeValue;
-use serde::Deserialize;
 use std::collections::HashMap;
 
-/// What the indexes project of an entity.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// What a page read needs of an entity: where its item is, and its timestamps.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexEntry {
     pub id: String,
-    #[serde(default)]
     pub pid: Option<String>,
-    #[serde(default)]
     pub vid: Option<String>,
     pub su: Timestamp,
     pub tu: Timestamp,
 }
 
-const PROJECTION: &str = "id, pid, vid, su, tu";
-
-fn decode(items: Vec<super::ops::Item>) -> Result<Vec<IndexEntry>, StoreError> {
-    serde_dynamo::from_items(items).map_err(|e| StoreError::serde("index entry", e))
-}
-
 impl Store {
-    /// A Query of one entity type's partition of `index`, projected like the index.
+    /// A Query of one entity type's partition of `index` (`GSI1PK = :t`).
     pub(crate) fn type_query(&self, index: &str, org: &str, entity_type: &str) -> QueryBuilder {
         self.client
             .query()
             .table_name(&self.table)
             .index_name(index)
             .expression_attribute_values(":t", AttributeValue::S(type_pk(org, entity_type)))
-            .projection_expression(PROJECTION)
-    }
-
-    /// Every entity of a type, in identifier order (one Query per 1 MB of projections).
-    pub async fn index_all(
-        &self,
-        org: &str,
-        kind: EntityKind,
-    ) -> Result<Vec<IndexEntry>, StoreError> {
-        let query = self
-            .type_query(INDEX_BY_IDENTIFIER, org, kind.as_str())
-            .key_condition_expression("GSI1PK = :t");
-        decode(self.query_all(query).await?)
-    }
-
-    /// Entities of a type whose tree timestamp (`tu`) is later than `after`.
-    pub async fn changed_after(
-        &self,
-        org: &str,
-        kind: EntityKind,
-        after: Timestamp,
-    ) -> Result<Vec<IndexEntry>, StoreError> {
-        // GSI2SK is `<tu>#<id>`; every key of a later tu sorts after `<after>$` ('$' > '#').
-        let query = self
-            .type_query(INDEX_BY_CHANGE, org, kind.as_str())
-            .key_condition_expression("GSI1PK = :t AND GSI2SK > :after")
-            .expression_attribute_values(":after", AttributeValue::S(format!("{after}$")));
-        decode(self.query_all(query).await?)
-    }
-
-    /// The descendants under `sk_prefix` of one product tree (`L2/` variants, `L3/` SKUs,
-    /// `L3/<variant>/` one variant's SKUs), projected like the indexes.
-    pub async fn descendants(
-        &self,
-        org: &str,
-        pid: &str,
-        sk_prefix: &str,
-    ) -> Result<Vec<IndexEntry>, StoreError> {
-        let query = self
-            .partition_query(product_pk(org, pid), Some(sk_prefix.to_string()))
-            .projection_expression(PROJECTION);
-        decode(self.query_all(query).await?)
     }
 
     /// The page's products with as much of their trees as `depth` asks: one BatchGetItem

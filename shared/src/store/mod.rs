@@ -13,10 +13,12 @@ pub mod orgs;
 pub mod parallel;
 pub mod products;
 pub mod settings;
+pub mod snapshot;
 pub mod table;
 pub mod writes;
 
 use aws_sdk_dynamodb::Client;
+use std::sync::Arc;
 
 pub use errors::StoreError;
 
@@ -25,6 +27,8 @@ pub use errors::StoreError;
 pub struct Store {
     pub(crate) client: Client,
     pub(crate) table: String,
+    /// The warm process's list snapshots (`snapshot.rs`), shared by clones.
+    pub(crate) snapshots: Arc<snapshot::Snapshots>,
 }
 
 impl Store {
@@ -32,6 +36,7 @@ impl Store {
         Self {
             client,
             table: table.into(),
+            snapshots: Arc::new(snapshot::Snapshots::new(Default::default())),
         }
     }
 

@@ -3,7 +3,8 @@
 //! families (one partition, integer ids from an atomic counter).
 
 use super::keys::{
-    attribute_sk, attributes_pk, families_pk, family_sk, org_pk, FAMILY_SEQ_SK, SCOPES_SK,
+    attribute_sk, attributes_pk, families_pk, family_sk, org_pk, profiles_pk, FAMILY_SEQ_SK,
+    SCOPES_SK,
 };
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
@@ -84,12 +85,43 @@ struct FamilyItem {
     created_at: Timestamp,
 }
 
-/// What validating a write needs, read in one BatchGetItem.
+/// A completeness profile (decisions.md): the attributes a product, its variants and SKUs
+/// need for the product to be complete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletenessProfile {
+    pub identifier: String,
+    pub name: String,
+    pub required_attributes: Vec<String>,
+    #[serde(default)]
+    pub locales: Vec<String>,
+    #[serde(default)]
+    pub channels: Vec<String>,
+    /// Required keys `<entity>.name` that name the entity's own `name` (no attribute `name`
+    /// was defined for that entity when the profile was created).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builtin_names: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProfileItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(flatten)]
+    profile: CompletenessProfile,
+    #[serde(rename = "createdAt")]
+    created_at: Timestamp,
+}
+
+/// What validating a write (or a filtered list) needs, read in one BatchGetItem.
 #[derive(Debug, Default)]
 pub struct WriteContext {
     pub defs: HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
     pub scopes: Scopes,
     pub family_exists: bool,
+    pub profile: Option<CompletenessProfile>,
 }
 
 impl WriteContext {
@@ -149,6 +181,17 @@ impl Store {
         wanted: &[(TargetEntity, String)],
         family: Option<i64>,
     ) -> Result<WriteContext, StoreError> {
+        self.settings_context(org, wanted, family, None).await
+    }
+
+    /// `write_context`, plus the completeness profile `profile` when given.
+    pub async fn settings_context(
+        &self,
+        org: &str,
+        wanted: &[(TargetEntity, String)],
+        family: Option<i64>,
+        profile: Option<&str>,
+    ) -> Result<WriteContext, StoreError> {
         let mut keys: Vec<Item> = wanted
             .iter()
             .map(|(e, k)| item_key(attributes_pk(org), attribute_sk(e.as_str(), k)))
@@ -156,6 +199,9 @@ impl Store {
         keys.push(item_key(org_pk(org), SCOPES_SK));
         if let Some(id) = family {
             keys.push(item_key(families_pk(org), family_sk(id)));
+        }
+        if let Some(p) = profile {
+            keys.push(item_key(profiles_pk(org), p));
         }
         let mut ctx = WriteContext::default();
         for item in self.batch_get(keys).await? {
@@ -169,6 +215,10 @@ impl Store {
                     .insert(a.def.key.clone(), a.def);
             } else if pk == families_pk(org) {
                 ctx.family_exists = true;
+            } else if pk == profiles_pk(org) {
+                let p: ProfileItem =
+                    serde_dynamo::from_item(item).map_err(|e| StoreError::serde("profile", e))?;
+                ctx.profile = Some(p.profile);
             } else {
                 let i: ScopesItem =
                     serde_dynamo::from_item(item).map_err(|e| StoreError::serde("scopes", e))?;
@@ -240,5 +290,56 @@ impl Store {
         let items: Vec<FamilyItem> = serde_dynamo::from_items(self.query_all(query).await?)
             .map_err(|e| StoreError::serde("family", e))?;
         Ok(items.into_iter().map(|i| i.family).collect())
+    }
+
+    /// Creates a completeness profile; `Taken` when the identifier exists.
+    pub async fn create_profile(
+        &self,
+        org: &str,
+        profile: &CompletenessProfile,
+    ) -> Result<(), StoreError> {
+        let item = ProfileItem {
+            pk: profiles_pk(org),
+            sk: profile.identifier.clone(),
+            profile: profile.clone(),
+            created_at: Timestamp::now(),
+        };
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(
+                serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("profile", e))?,
+            ))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e));
+        match result {
+            Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
+                "completeness profile '{}' already exists",
+                profile.identifier
+            ))),
+            other => other.map(|_| ()),
+        }
+    }
+
+    pub async fn get_profile(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<Option<CompletenessProfile>, StoreError> {
+        let item: Option<ProfileItem> = self
+            .get_item(item_key(profiles_pk(org), id), "profile")
+            .await?;
+        Ok(item.map(|i| i.profile))
+    }
+
+    /// Every completeness profile in identifier order: one Query.
+    pub async fn list_profiles(&self, org: &str) -> Result<Vec<CompletenessProfile>, StoreError> {
+        let query = self.partition_query(profiles_pk(org), None);
+        let items: Vec<ProfileItem> = serde_dynamo::from_items(self.query_all(query).await?)
+            .map_err(|e| StoreError::serde("profile", e))?;
+        Ok(items.into_iter().map(|i| i.profile).collect())
     }
 }

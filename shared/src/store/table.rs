@@ -20,8 +20,13 @@ pub struct IndexDef {
     pub include: Option<&'static [&'static str]>,
 }
 
-/// Attributes the indexes carry for list pages and change queries without reading items.
-pub const INDEX_PROJECTION: &[&str] = &["kind", "id", "pid", "vid", "su", "tu", "ak"];
+/// What `byIdentifier` carries: enough to page and to find attribute use without items.
+pub const IDENTIFIER_PROJECTION: &[&str] = &["kind", "id", "pid", "vid", "su", "tu", "ak"];
+/// What `byChange` carries: everything lists filter on (values, name, family), plus the
+/// version and the tombstone flag, so warm list snapshots never read whole items.
+pub const CHANGE_PROJECTION: &[&str] = &[
+    "kind", "id", "pid", "vid", "su", "tu", "ak", "ver", "name", "familyId", "vals", "del",
+];
 
 /// The whole table, as deployed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +48,13 @@ pub const TABLE: TableDef = TableDef {
             name: INDEX_BY_IDENTIFIER,
             hash: GSI1PK,
             range: GSI1SK,
-            include: Some(INDEX_PROJECTION),
+            include: Some(IDENTIFIER_PROJECTION),
         },
         IndexDef {
             name: INDEX_BY_CHANGE,
             hash: GSI1PK,
             range: GSI2SK,
-            include: Some(INDEX_PROJECTION),
+            include: Some(CHANGE_PROJECTION),
         },
     ],
     stream_view: "NEW_AND_OLD_IMAGES",

@@ -4,9 +4,13 @@
 //! TransactWriteItems calls as the 100-action limit allows.
 
 use super::items::{EntityItem, EntityKind};
-use super::keys::{sku_ref_pk, variant_ref_pk, REF_SK};
+use super::keys::{
+    change_sk, sku_ref_pk, tombstone_pk, type_pk, variant_ref_pk, GSI1PK, GSI2SK, REF_SK,
+    TOMBSTONE_SK, TTL,
+};
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
@@ -128,7 +132,8 @@ impl TreeWrite {
         Ok(())
     }
 
-    /// Deletes `item` if it is still at the version read, with its identity item.
+    /// Deletes `item` if it is still at the version read, with its identity item, and
+    /// leaves its tombstone.
     pub fn delete(&mut self, org: &str, item: &EntityItem) -> Result<(), StoreError> {
         let del = Delete::builder()
             .table_name("")
@@ -152,9 +157,39 @@ impl TreeWrite {
                 Target::Entity,
             ));
         }
+        let put = Put::builder()
+            .table_name("")
+            .set_item(Some(tombstone(org, item)))
+            .build()
+            .map_err(build_err)?;
+        group.push((
+            TransactWriteItem::builder().put(put).build(),
+            Target::Entity,
+        ));
         self.groups.push(group);
         Ok(())
     }
+}
+
+/// How long a tombstone stays: list snapshots older than this reload in full.
+pub const TOMBSTONE_RETENTION_SECS: i64 = 24 * 3600;
+
+/// The tombstone of a deleted entity, in its type's `byChange` partition, timed no earlier
+/// than the entity's last change.
+fn tombstone(org: &str, item: &EntityItem) -> Item {
+    let at = Timestamp::next_after([item.tu]);
+    let kind = item.kind.as_str();
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let mut t = item_key(tombstone_pk(org, kind, &item.id), TOMBSTONE_SK);
+    t.insert(GSI1PK.into(), s(&type_pk(org, kind)));
+    t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), &item.id)));
+    t.insert("id".into(), s(&item.id));
+    t.insert("su".into(), s(&at.to_string()));
+    t.insert("tu".into(), s(&at.to_string()));
+    t.insert("del".into(), AttributeValue::Bool(true));
+    let expires = at.millis() / 1000 + TOMBSTONE_RETENTION_SECS;
+    t.insert(TTL.into(), AttributeValue::N(expires.to_string()));
+    t
 }
 
 /// Sets the table on an action built without one (the plan does not know the table).

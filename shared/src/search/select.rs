@@ -1,0 +1,304 @@
+//! Which entities a list returns, computed over the warm snapshots: `updated_after`, the
+//! `search` filters (across levels: a descendant filter matches through any descendant, an
+//! ancestor filter through the ancestor), `search_mode` and completeness, in identifier order.
+
+use super::eval::{matches, scalars};
+use super::parse::{Field, Filter};
+use crate::domain::attributes::{AttributeType, TargetEntity};
+use crate::domain::time::Timestamp;
+use crate::domain::values::StoredAttribute;
+use crate::store::items::EntityKind;
+use crate::store::lists::IndexEntry;
+use crate::store::snapshot::{Entry, Levels};
+use std::collections::HashSet;
+
+/// One required attribute of a completeness profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    pub level: EntityKind,
+    pub key: String,
+    /// `<entity>.name` without an attribute `name`: the entity's own name.
+    pub builtin_name: bool,
+}
+
+/// A completeness condition on /products.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completeness {
+    pub required: Vec<Requirement>,
+    /// Locales every localized required attribute needs a value in.
+    pub locales: Vec<String>,
+    /// The channel channel-scoped required attributes need a value for.
+    pub channel: Option<String>,
+    /// `true`: complete products; `false`: incomplete ones.
+    pub complete: bool,
+}
+
+/// What a list asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Criteria {
+    pub filters: Vec<Filter>,
+    /// `search_mode=any`.
+    pub any: bool,
+    pub updated_after: Option<Timestamp>,
+    pub completeness: Option<Completeness>,
+    pub now: Option<Timestamp>,
+}
+
+/// The entity types a list of `target` needs snapshots of, for filters on `keys` (as given,
+/// before validation) and `updated_after`.
+pub fn levels_needed<'a>(
+    target: EntityKind,
+    keys: impl IntoIterator<Item = &'a str>,
+    updated_after: bool,
+) -> Vec<EntityKind> {
+    let mut kinds = vec![target];
+    // updatedAt of variants and SKUs takes their ancestors' own changes into account
+    let mut ancestors = updated_after;
+    for key in keys {
+        match key {
+            "_family" => kinds.push(EntityKind::Product),
+            "_updated_at" => ancestors = true,
+            _ => kinds.extend(
+                key.split_once('.')
+                    .and_then(|(e, _)| TargetEntity::parse(e))
+                    .and_then(kind_of),
+            ),
+        }
+    }
+    if ancestors && target != EntityKind::Product {
+        kinds.push(EntityKind::Product);
+        if target == EntityKind::Sku {
+            kinds.push(EntityKind::Variant);
+        }
+    }
+    let mut unique = Vec::new();
+    for k in kinds {
+        if !unique.contains(&k) {
+            unique.push(k);
+        }
+    }
+    unique
+}
+
+fn kind_of(entity: TargetEntity) -> Option<EntityKind> {
+    match entity {
+        TargetEntity::Product => Some(EntityKind::Product),
+        TargetEntity::Variant => Some(EntityKind::Variant),
+        TargetEntity::Sku => Some(EntityKind::Sku),
+        TargetEntity::Bundle => None,
+    }
+}
+
+fn rank(kind: EntityKind) -> u8 {
+    match kind {
+        EntityKind::Product => 0,
+        EntityKind::Variant => 1,
+        EntityKind::Sku => 2,
+    }
+}
+
+/// The entity's hierarchy-aware `updatedAt` (docs/architecture.md, Change tracking).
+fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
+    let su = |k: EntityKind, id: &Option<String>| {
+        id.as_ref()
+            .and_then(|id| levels.of(k).get(id))
+            .map(|p| p.su)
+    };
+    let mut t = e.tu;
+    if kind != EntityKind::Product {
+        t = t.max(su(EntityKind::Product, &e.pid).unwrap_or(t));
+    }
+    if kind == EntityKind::Sku {
+        t = t.max(su(EntityKind::Variant, &e.vid).unwrap_or(t));
+    }
+    t
+}
+
+/// How a filter is decided for the target's entities.
+enum Test<'f> {
+    /// On the entity itself.
+    Own(&'f Filter),
+    /// The entity (`Own`), its product (`Pid`) or its variant (`Vid`) is in the set.
+    Member(HashSet<String>, Via),
+}
+
+#[derive(Clone, Copy)]
+enum Via {
+    Own,
+    Pid,
+    Vid,
+}
+
+impl Via {
+    fn key(self, e: &Entry) -> Option<&str> {
+        match self {
+            Via::Own => Some(&e.id),
+            Via::Pid => e.pid.as_deref(),
+            Via::Vid => e.vid.as_deref(),
+        }
+    }
+}
+
+fn filter_level(f: &Filter, target: EntityKind) -> EntityKind {
+    match &f.field {
+        Field::Attribute { entity, .. } => kind_of(*entity).unwrap_or(target),
+        Field::Family => EntityKind::Product,
+        Field::UpdatedAt | Field::Identifier => target,
+    }
+}
+
+/// Whether one entity of `kind` satisfies every condition of `f`.
+fn entity_matches(
+    levels: &Levels<'_>,
+    kind: EntityKind,
+    e: &Entry,
+    f: &Filter,
+    now: Timestamp,
+) -> bool {
+    let (t, values) = match &f.field {
+        Field::Attribute { key, attr_type, .. } => (*attr_type, scalars(e.vals.get(key))),
+        Field::Family => (
+            AttributeType::Select,
+            e.family_id.map(|i| i.to_string()).into_iter().collect(),
+        ),
+        Field::UpdatedAt => (
+            AttributeType::Datetime,
+            vec![updated_at(levels, kind, e).to_string()],
+        ),
+        Field::Identifier => (AttributeType::Text, vec![e.id.clone()]),
+    };
+    f.conditions.iter().all(|c| matches(c, t, &values, now))
+}
+
+fn plan<'f>(levels: &Levels<'_>, target: EntityKind, f: &'f Filter, now: Timestamp) -> Test<'f> {
+    let level = filter_level(f, target);
+    if level == target {
+        return Test::Own(f);
+    }
+    let hits = levels
+        .of(level)
+        .values()
+        .filter(|e| entity_matches(levels, level, e, f, now));
+    if rank(level) < rank(target) {
+        let via = if level == EntityKind::Product {
+            Via::Pid
+        } else {
+            Via::Vid
+        };
+        Test::Member(hits.map(|e| e.id.clone()).collect(), via)
+    } else {
+        // a descendant matches: its product (or variant) does
+        let up = if target == EntityKind::Product {
+            Via::Pid
+        } else {
+            Via::Vid
+        };
+        Test::Member(
+            hits.filter_map(|e| up.key(e).map(str::to_string)).collect(),
+            Via::Own,
+        )
+    }
+}
+
+/// Whether `attr` holds a value in every locale of `locales` (when localized) and for
+/// `channel` (when channel-scoped). Values are validated on write, so an attribute is
+/// localized (scoped) exactly when its entries carry locales (channels).
+pub fn has_value(
+    attr: Option<&StoredAttribute>,
+    locales: &[String],
+    channel: Option<&str>,
+) -> bool {
+    let Some(attr) = attr else {
+        return false;
+    };
+    let entries: Vec<_> = attr
+        .entries
+        .iter()
+        .filter(|e| !e.value.is_empty() && e.value != "[]")
+        .collect();
+    let scoped = entries.iter().any(|e| e.channel.is_some());
+    let localized = entries.iter().any(|e| e.locale.is_some());
+    let in_channel = |e: &&&crate::domain::values::StoredEntry| {
+        !scoped || (channel.is_some() && e.channel.as_deref() == channel)
+    };
+    if localized && !locales.is_empty() {
+        locales.iter().all(|l| {
+            entries
+                .iter()
+                .filter(in_channel)
+                .any(|e| e.locale.as_deref() == Some(l.as_str()))
+        })
+    } else {
+        entries.iter().any(|e| in_channel(&e))
+    }
+}
+
+fn satisfies(e: &Entry, r: &Requirement, c: &Completeness) -> bool {
+    if r.builtin_name {
+        return !e.name.trim().is_empty();
+    }
+    has_value(e.vals.get(&r.key), &c.locales, c.channel.as_deref())
+}
+
+/// Products that are not complete because of one of their variants or SKUs.
+fn incomplete_through_children(levels: &Levels<'_>, c: &Completeness) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for level in [EntityKind::Variant, EntityKind::Sku] {
+        let required: Vec<&Requirement> = c.required.iter().filter(|r| r.level == level).collect();
+        if required.is_empty() {
+            continue;
+        }
+        for e in levels.of(level).values() {
+            if !required.iter().all(|r| satisfies(e, r, c)) {
+                out.extend(e.pid.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The entities of `target` the list returns, in identifier order.
+pub fn select(levels: &Levels<'_>, target: EntityKind, criteria: &Criteria) -> Vec<IndexEntry> {
+    let now = criteria.now.unwrap_or_else(Timestamp::now);
+    let tests: Vec<Test<'_>> = criteria
+        .filters
+        .iter()
+        .map(|f| plan(levels, target, f, now))
+        .collect();
+    let passes = |e: &Entry, t: &Test<'_>| match t {
+        Test::Own(f) => entity_matches(levels, target, e, f, now),
+        Test::Member(set, via) => via.key(e).is_some_and(|k| set.contains(k)),
+    };
+    let completeness = criteria.completeness.as_ref().map(|c| {
+        let product_level: Vec<&Requirement> = c
+            .required
+            .iter()
+            .filter(|r| r.level == EntityKind::Product)
+            .collect();
+        (c, product_level, incomplete_through_children(levels, c))
+    });
+    levels
+        .of(target)
+        .values()
+        .filter(|e| match criteria.updated_after {
+            Some(t) => updated_at(levels, target, e) > t,
+            None => true,
+        })
+        .filter(|e| {
+            tests.is_empty()
+                || if criteria.any {
+                    tests.iter().any(|t| passes(e, t))
+                } else {
+                    tests.iter().all(|t| passes(e, t))
+                }
+        })
+        .filter(|e| match &completeness {
+            None => true,
+            Some((c, own, children)) => {
+                let complete = own.iter().all(|r| satisfies(e, r, c)) && !children.contains(&e.id);
+                complete == c.complete
+            }
+        })
+        .map(Entry::index_entry)
+        .collect()
+}
