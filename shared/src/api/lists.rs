@@ -174,7 +174,8 @@ pub async fn matching(
 
 /// The completeness condition of a request: the profile must exist, the channel must exist
 /// and be one of the profile's (when it names channels); without `channel`, the default
-/// channel. Locales: the profile's, else the channel's, else the default language.
+/// channel (the profile's first channel when the profile does not apply to the default).
+/// Locales: the profile's, else the channel's, else the default language.
 fn completeness(
     q: &CompletenessQuery,
     profile: Option<&CompletenessProfile>,
@@ -204,7 +205,16 @@ fn completeness(
             }
             Some(found)
         }
-        None => scopes.channels.iter().find(|ch| ch.is_default),
+        // the default channel, or the profile's first when it does not apply to the default
+        None => scopes
+            .channels
+            .iter()
+            .find(|ch| ch.is_default)
+            .filter(|ch| profile.channels.is_empty() || profile.channels.contains(&ch.identifier))
+            .or_else(|| {
+                let first = profile.channels.first()?;
+                scopes.channels.iter().find(|ch| &ch.identifier == first)
+            }),
     };
     let Some(complete) = q.complete else {
         return Ok(None);
