@@ -15,5 +15,7 @@ cargo build --workspace --bins --locked
 echo "[test] cargo test"
 mkdir -p target
 cargo test --workspace --locked 2>&1 | tee target/test.log
+echo "[test] benchmark smoke run (make bench at 200 products, on the test build)"
+BENCH_PROFILE=debug scripts/bench.sh --products 200 --samples 3
 # One closing line for the whole run (cargo prints one per test binary, the last often "0 passed").
 awk '/^test result:/ {p += $4; f += $6} END {printf "summary: %d passed, %d failed\n", p, f}' target/test.log

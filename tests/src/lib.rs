@@ -1,5 +1,5 @@
 //! End-to-end harness: real DynamoDB Local (free port, in memory), the real function
-//! binaries from `target/debug`, and a Lambda Runtime API emulator that hands them real API
+//! binaries from `target/debug` (or `CATALOG_E2E_PROFILE`), and a Lambda Runtime API emulator that hands them real API
 //! Gateway HTTP API (v2) events, the way Lambda does.
 //!
 //! Everything is started once per test binary on a dedicated thread and stopped with it:
@@ -24,10 +24,12 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A workspace binary built by `cargo build --workspace --bins` (make test does that first).
+/// A workspace binary built by `cargo build --workspace --bins` (make test does that first),
+/// from the `CATALOG_E2E_PROFILE` profile's folder (default `debug`; `make bench` uses `perf`).
 pub fn binary(name: &str) -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = repo_root().join(target).join("debug").join(name);
+    let profile = std::env::var("CATALOG_E2E_PROFILE").unwrap_or_else(|_| "debug".into());
+    let path = repo_root().join(target).join(profile).join(name);
     assert!(
         path.exists(),
         "{} is not built: run `cargo build --workspace --bins` first (make test does)",

@@ -92,7 +92,7 @@ impl Store {
 
 impl Store {
     /// Whether any entity of `entity` holds a value of attribute `key`: a Query of the
-    /// entity type's `byIdentifier` partition filtered on the projected attribute keys,
+    /// entity type's `byChange` partition filtered on the projected attribute keys,
     /// stopping at the first page with a match.
     pub async fn attribute_in_use(
         &self,
@@ -100,10 +100,10 @@ impl Store {
         entity: TargetEntity,
         key: &str,
     ) -> Result<bool, StoreError> {
-        use super::keys::INDEX_BY_IDENTIFIER;
+        use super::keys::INDEX_BY_CHANGE;
         use aws_sdk_dynamodb::types::{AttributeValue, Select};
         let mut pages = self
-            .type_query(INDEX_BY_IDENTIFIER, org, entity.as_str())
+            .type_query(INDEX_BY_CHANGE, org, entity.as_str())
             .key_condition_expression("GSI1PK = :t")
             .filter_expression("contains(ak, :k)")
             .expression_attribute_values(":k", AttributeValue::S(key.to_string()))

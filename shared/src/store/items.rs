@@ -33,8 +33,6 @@ pub struct EntityItem {
     pub sk: String,
     #[serde(rename = "GSI1PK")]
     pub gsi1pk: String,
-    #[serde(rename = "GSI1SK")]
-    pub gsi1sk: String,
     #[serde(rename = "GSI2SK")]
     pub gsi2sk: String,
     pub kind: EntityKind,

@@ -8,16 +8,13 @@
 /// Attribute names of the table's keys and index keys.
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";
-/// Entity-type partition of both indexes: `O#<org>#T#<type>`.
+/// Entity-type partition of the index: `O#<org>#T#<type>`.
 pub const GSI1PK: &str = "GSI1PK";
-/// Identifier, for lists in identifier order (index `byIdentifier`).
-pub const GSI1SK: &str = "GSI1SK";
 /// `<updatedAt>#<identifier>`, for changes since a time (index `byChange`).
 pub const GSI2SK: &str = "GSI2SK";
 /// Epoch seconds after which DynamoDB may delete the item (tombstones, delivery state).
 pub const TTL: &str = "ttl";
 
-pub const INDEX_BY_IDENTIFIER: &str = "byIdentifier";
 pub const INDEX_BY_CHANGE: &str = "byChange";
 
 /// The organization's own partition: its settings, API keys.
@@ -80,7 +77,7 @@ pub fn family_sk(id: i64) -> String {
     format!("{id:020}")
 }
 
-/// The entity-type partition of the two indexes.
+/// The entity-type partition of the index.
 pub fn type_pk(org: &str, entity_type: &str) -> String {
     format!("O#{org}#T#{entity_type}")
 }
@@ -88,9 +85,9 @@ pub fn change_sk(updated_at: &str, identifier: &str) -> String {
     format!("{updated_at}#{identifier}")
 }
 
-/// A deleted entity's tombstone: it sits in the `byChange` partition of its type (no
-/// `GSI1SK`, so never in `byIdentifier`) until its TTL, so that warm list snapshots learn
-/// of deletions from the same delta Query as of changes.
+/// A deleted entity's tombstone: it sits in the `byChange` partition of its type until its
+/// TTL, so that warm list snapshots learn of deletions from the same delta Query as of
+/// changes.
 pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
     format!("O#{org}#X#{entity_type}#{identifier}")
 }

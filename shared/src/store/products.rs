@@ -53,7 +53,6 @@ impl EntityItem {
             pk: product_pk(org, product),
             sk,
             gsi1pk: type_pk(org, kind.as_str()),
-            gsi1sk: id.to_string(),
             gsi2sk: change_sk(&at.to_string(), id),
             kind,
             id: id.to_string(),

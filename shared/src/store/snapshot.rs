@@ -64,8 +64,9 @@ struct TypeSnapshot {
     entries: Entities,
     /// Deletions seen, kept while an overlapping delta could still bring an older image.
     deleted: HashMap<String, Timestamp>,
-    /// The latest change seen.
-    watermark: Option<Timestamp>,
+    /// When the last successful read started (local clock): every change older than this
+    /// minus the overlap was visible to it.
+    synced: Option<Timestamp>,
     loaded: Instant,
     used: Instant,
 }
@@ -75,16 +76,16 @@ impl TypeSnapshot {
         Self {
             entries: BTreeMap::new(),
             deleted: HashMap::new(),
-            watermark: None,
+            synced: None,
             loaded: Instant::now(),
             used: Instant::now(),
         }
     }
 
-    /// Applies rows in change order; re-applying a row already seen changes nothing.
-    fn apply(&mut self, rows: Vec<Entry>, overlap: Duration) {
+    /// Applies rows in change order, read by a Query that started at `started`; re-applying
+    /// a row already seen changes nothing.
+    fn apply(&mut self, rows: Vec<Entry>, started: Timestamp, overlap: Duration) {
         for row in rows {
-            self.watermark = self.watermark.max(Some(row.tu));
             if row.del {
                 if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
                     self.entries.remove(&row.id);
@@ -103,10 +104,10 @@ impl TypeSnapshot {
                 }
             }
         }
-        if let Some(w) = self.watermark {
-            let horizon = w.millis() - 2 * overlap.as_millis() as i64;
-            self.deleted.retain(|_, t| t.millis() >= horizon);
-        }
+        self.synced = Some(started);
+        // a tombstone older than every later delta's start cannot meet an older image again
+        let horizon = started.millis() - 2 * overlap.as_millis() as i64;
+        self.deleted.retain(|_, t| t.millis() >= horizon);
     }
 }
 
@@ -177,26 +178,27 @@ impl Snapshots {
     /// What to read per type: `None` for a full read, `Some(since)` for a delta.
     fn plan(&self, org: &str, kinds: &[EntityKind]) -> Vec<(EntityKind, Option<Timestamp>)> {
         let map = self.lock();
+        let overlap = self.policy.overlap.as_millis() as i64;
         kinds
             .iter()
             .map(|k| {
                 let since = map
                     .get(&(org.to_string(), *k))
                     .filter(|s| s.loaded.elapsed() < self.policy.reload_after)
-                    .map(|s| {
-                        s.watermark.map(|w| {
-                            Timestamp::from_millis(
-                                w.millis() - self.policy.overlap.as_millis() as i64,
-                            )
-                        })
-                    });
-                // A fresh snapshot of an empty type reads the (empty) partition again.
-                (*k, since.flatten())
+                    .and_then(|s| s.synced)
+                    .map(|t| Timestamp::from_millis(t.millis() - overlap));
+                (*k, since)
             })
             .collect()
     }
 
-    fn store(&self, org: &str, results: Vec<(EntityKind, Option<Timestamp>, Vec<Entry>)>) {
+    /// Stores what a read that started at `started` brought.
+    fn store(
+        &self,
+        org: &str,
+        started: Timestamp,
+        results: Vec<(EntityKind, Option<Timestamp>, Vec<Entry>)>,
+    ) {
         let mut map = self.lock();
         for (kind, since, rows) in results {
             let key = (org.to_string(), kind);
@@ -204,7 +206,7 @@ impl Snapshots {
                 None => map.entry(key).insert_entry(TypeSnapshot::new()).into_mut(),
                 Some(_) => map.entry(key).or_insert_with(TypeSnapshot::new),
             };
-            snapshot.apply(rows, self.policy.overlap);
+            snapshot.apply(rows, started, self.policy.overlap);
             snapshot.used = Instant::now();
         }
         let total: usize = map.values().map(|s| s.entries.len()).sum();
@@ -235,6 +237,7 @@ impl Store {
         org: &str,
         kinds: &[EntityKind],
     ) -> Result<(), StoreError> {
+        let started = Timestamp::now();
         let plan = self.snapshots.plan(org, kinds);
         let rows = try_all(
             plan.iter()
@@ -246,7 +249,7 @@ impl Store {
             .zip(rows)
             .map(|((k, since), rows)| (k, since, rows))
             .collect();
-        self.snapshots.store(org, results);
+        self.snapshots.store(org, started, results);
         Ok(())
     }
 
@@ -283,6 +286,8 @@ impl Store {
 mod tests {
     use super::*;
 
+    const T: Timestamp = Timestamp::from_millis(50);
+
     fn row(id: &str, tu: i64, ver: u64, del: bool) -> Entry {
         Entry {
             id: id.into(),
@@ -311,17 +316,18 @@ mod tests {
         let mut s = TypeSnapshot::new();
         s.apply(
             vec![row("b", 10, 1, false), row("a", 20, 1, false)],
+            T,
             overlap,
         );
         assert_eq!(ids(&s), ["a@1", "b@1"]);
         // an overlapping delta re-reads a's old image after its update: no step back
-        s.apply(vec![row("a", 30, 2, false)], overlap);
-        s.apply(vec![row("a", 20, 1, false)], overlap);
+        s.apply(vec![row("a", 30, 2, false)], T, overlap);
+        s.apply(vec![row("a", 20, 1, false)], T, overlap);
         assert_eq!(ids(&s), ["a@2", "b@1"]);
         // same millisecond, later version wins
-        s.apply(vec![row("a", 30, 3, false)], overlap);
+        s.apply(vec![row("a", 30, 3, false)], T, overlap);
         assert_eq!(ids(&s), ["a@3", "b@1"]);
-        assert_eq!(s.watermark, Some(Timestamp::from_millis(30)));
+        assert_eq!(s.synced, Some(T));
     }
 
     #[test]
@@ -330,18 +336,19 @@ mod tests {
         let mut s = TypeSnapshot::new();
         s.apply(
             vec![row("a", 10, 1, false), row("b", 10, 1, false)],
+            T,
             overlap,
         );
-        s.apply(vec![row("a", 11, 0, true)], overlap);
+        s.apply(vec![row("a", 11, 0, true)], T, overlap);
         assert_eq!(ids(&s), ["b@1"]);
         // the old image again (overlap): stays deleted
-        s.apply(vec![row("a", 10, 1, false)], overlap);
+        s.apply(vec![row("a", 10, 1, false)], T, overlap);
         assert_eq!(ids(&s), ["b@1"]);
         // recreated later: back
-        s.apply(vec![row("a", 12, 1, false)], overlap);
+        s.apply(vec![row("a", 12, 1, false)], T, overlap);
         assert_eq!(ids(&s), ["a@1", "b@1"]);
         // a tombstone older than the recreation changes nothing
-        s.apply(vec![row("a", 11, 0, true)], overlap);
+        s.apply(vec![row("a", 11, 0, true)], T, overlap);
         assert_eq!(ids(&s), ["a@1", "b@1"]);
     }
 
@@ -349,9 +356,17 @@ mod tests {
     fn old_tombstones_are_forgotten() {
         let overlap = Duration::from_millis(10);
         let mut s = TypeSnapshot::new();
-        s.apply(vec![row("a", 1, 0, true)], overlap);
+        s.apply(
+            vec![row("a", 1, 0, true)],
+            Timestamp::from_millis(2),
+            overlap,
+        );
         assert!(s.deleted.contains_key("a"));
-        s.apply(vec![row("b", 100, 1, false)], overlap);
+        s.apply(
+            vec![row("b", 100, 1, false)],
+            Timestamp::from_millis(100),
+            overlap,
+        );
         assert!(!s.deleted.contains_key("a"));
     }
 
@@ -362,8 +377,8 @@ mod tests {
             ..SnapshotPolicy::default()
         });
         let rows = |n: usize| (0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect();
-        snaps.store("o1", vec![(EntityKind::Product, None, rows(2))]);
-        snaps.store("o2", vec![(EntityKind::Product, None, rows(2))]);
+        snaps.store("o1", T, vec![(EntityKind::Product, None, rows(2))]);
+        snaps.store("o2", T, vec![(EntityKind::Product, None, rows(2))]);
         let map = snaps.lock();
         assert!(map.contains_key(&("o2".to_string(), EntityKind::Product)));
         assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));

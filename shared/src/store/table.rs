@@ -1,7 +1,7 @@
 //! The table's definition, held once in code: DynamoDB Local and the tests create the table
 //! from it, and a test compares it with the table declared in `infra/template.yaml`.
 
-use super::keys::{GSI1PK, GSI1SK, GSI2SK, INDEX_BY_CHANGE, INDEX_BY_IDENTIFIER, PK, SK, TTL};
+use super::keys::{GSI1PK, GSI2SK, INDEX_BY_CHANGE, PK, SK, TTL};
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
@@ -20,10 +20,9 @@ pub struct IndexDef {
     pub include: Option<&'static [&'static str]>,
 }
 
-/// What `byIdentifier` carries: enough to page and to find attribute use without items.
-pub const IDENTIFIER_PROJECTION: &[&str] = &["kind", "id", "pid", "vid", "su", "tu", "ak"];
-/// What `byChange` carries: everything lists filter on (values, name, family), plus the
-/// version and the tombstone flag, so warm list snapshots never read whole items.
+/// What `byChange` carries: everything lists sort and filter on (values, name, family), the
+/// attribute keys in use, the version and the tombstone flag, so warm list snapshots and the
+/// attribute-use check never read whole items.
 pub const CHANGE_PROJECTION: &[&str] = &[
     "kind", "id", "pid", "vid", "su", "tu", "ak", "ver", "name", "familyId", "vals", "del",
 ];
@@ -42,21 +41,13 @@ pub struct TableDef {
 pub const TABLE: TableDef = TableDef {
     hash: PK,
     range: SK,
-    attributes: &[PK, SK, GSI1PK, GSI1SK, GSI2SK],
-    indexes: &[
-        IndexDef {
-            name: INDEX_BY_IDENTIFIER,
-            hash: GSI1PK,
-            range: GSI1SK,
-            include: Some(IDENTIFIER_PROJECTION),
-        },
-        IndexDef {
-            name: INDEX_BY_CHANGE,
-            hash: GSI1PK,
-            range: GSI2SK,
-            include: Some(CHANGE_PROJECTION),
-        },
-    ],
+    attributes: &[PK, SK, GSI1PK, GSI2SK],
+    indexes: &[IndexDef {
+        name: INDEX_BY_CHANGE,
+        hash: GSI1PK,
+        range: GSI2SK,
+        include: Some(CHANGE_PROJECTION),
+    }],
     stream_view: "NEW_AND_OLD_IMAGES",
     ttl_attribute: TTL,
 };
@@ -237,8 +228,8 @@ mod tests {
     #[test]
     fn yaml_names_every_index_and_the_stream() {
         let yaml = TABLE.cloudformation_yaml(0);
-        assert!(yaml.contains("IndexName: byIdentifier"));
         assert!(yaml.contains("IndexName: byChange"));
+        assert_eq!(yaml.matches("IndexName:").count(), 1);
         assert!(yaml.contains("StreamViewType: NEW_AND_OLD_IMAGES"));
         assert!(yaml.lines().all(|l| !l.ends_with(' ')));
     }
