@@ -38,6 +38,17 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// Percent-encodes a query parameter value (everything but RFC 3986 unreserved characters).
+pub fn encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
+}
+
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// The shared local stack of this test binary. It holds no SDK client: clients are bound to
 /// the tokio runtime that first uses them, and every test has its own runtime (see `store`).
 pub struct Stack {

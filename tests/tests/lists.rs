@@ -60,7 +60,7 @@ async fn pages_in_identifier_order_with_true_totals() {
         r.body["pagination"],
         json!({"limit": 2, "page": 1, "totalPages": 3, "totalResults": 5})
     );
-    assert_eq!(r.ddb_requests(), 2, "index Query + BatchGetItem");
+    assert_eq!(r.ddb_requests(), 2, "snapshot delta Query + BatchGetItem");
     assert_eq!(r.ddb_round_trips(), 2);
     let r = org.get("/v1/products?limit=2&page=3").await;
     assert_eq!(ids(&r), ["p5"]);
@@ -236,13 +236,17 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     assert_eq!(
         r.ddb_requests(),
         1 + 20,
-        "index + one Query per product tree"
+        "snapshot delta + one Query per product tree"
     );
 
     let r = org.get("/v1/products?include=variants,skus").await;
     assert_eq!(ids(&r).len(), 100);
     assert_eq!(r.ddb_requests(), 1 + 100);
-    assert_eq!(r.ddb_round_trips(), 2, "index, then all trees in parallel");
+    assert_eq!(
+        r.ddb_round_trips(),
+        2,
+        "snapshot delta, then all trees in parallel"
+    );
     assert_eq!(r.body["pagination"]["totalResults"], 120);
 
     let r = org.get("/v1/variants?include=skus").await;
@@ -252,7 +256,7 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     assert_eq!(
         r.ddb_requests(),
         1 + 2 + 100,
-        "index + BatchGetItem x2 + SKU Queries"
+        "snapshot delta + BatchGetItem x2 + SKU Queries"
     );
     assert_eq!(r.ddb_round_trips(), 2);
 
@@ -263,7 +267,7 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     assert_eq!(
         r.ddb_round_trips(),
         2,
-        "index, then BatchGetItems in one round trip"
+        "snapshot delta, then BatchGetItems in one round trip"
     );
 
     let t = Timestamp::now().to_string();
@@ -271,7 +275,7 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     assert_eq!(
         r.ddb_round_trips(),
         1,
-        "three change queries in parallel, then nothing"
+        "three snapshot deltas in parallel, then nothing"
     );
     assert_eq!(r.ddb_requests(), 3);
 }

@@ -3,7 +3,7 @@
 //! levels, exact totals under filters, each 400, and what a filtered page costs.
 
 use catalog::domain::time::Timestamp;
-use catalog_e2e::{Org, Response};
+use catalog_e2e::{encode, Org, Response};
 use serde_json::{json, Value};
 
 fn ids(r: &Response) -> Vec<String> {
@@ -12,17 +12,6 @@ fn ids(r: &Response) -> Vec<String> {
         .unwrap_or_else(|| panic!("a list: {} {:?}", r.status, r.body))
         .iter()
         .map(|e| e["identifier"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
         .collect()
 }
 

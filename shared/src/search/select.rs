@@ -302,3 +302,74 @@ pub fn select(levels: &Levels<'_>, target: EntityKind, criteria: &Criteria) -> V
         .map(Entry::index_entry)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::values::StoredEntry;
+
+    fn attr(entries: &[(Option<&str>, Option<&str>, &str)]) -> StoredAttribute {
+        StoredAttribute {
+            attr_type: AttributeType::Text,
+            is_multi: false,
+            metaobject_definition: None,
+            entries: entries
+                .iter()
+                .map(|(l, c, v)| StoredEntry {
+                    locale: l.map(str::to_string),
+                    channel: c.map(str::to_string),
+                    value: v.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn locales(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn unscoped_values_need_one_non_empty_entry() {
+        assert!(has_value(Some(&attr(&[(None, None, "x")])), &[], None));
+        assert!(!has_value(Some(&attr(&[(None, None, "")])), &[], None));
+        assert!(!has_value(Some(&attr(&[(None, None, "[]")])), &[], None));
+        assert!(!has_value(None, &[], Some("web")));
+    }
+
+    #[test]
+    fn localized_values_need_every_locale() {
+        let a = attr(&[(Some("en"), None, "x"), (Some("de"), None, "y")]);
+        assert!(has_value(Some(&a), &locales(&["en", "de"]), None));
+        assert!(!has_value(Some(&a), &locales(&["en", "fr"]), None));
+        // no locales to check: any value will do
+        assert!(has_value(Some(&a), &[], None));
+    }
+
+    #[test]
+    fn channel_scoped_values_need_the_channel_in_every_locale() {
+        let a = attr(&[
+            (Some("en"), Some("web"), "x"),
+            (Some("de"), Some("web"), "y"),
+            (Some("en"), Some("print"), "z"),
+        ]);
+        let both = locales(&["en", "de"]);
+        assert!(has_value(Some(&a), &both, Some("web")));
+        assert!(!has_value(Some(&a), &both, Some("print")));
+        assert!(has_value(Some(&a), &locales(&["en"]), Some("print")));
+        assert!(!has_value(Some(&a), &both, None));
+        let scoped = attr(&[(None, Some("web"), "x")]);
+        assert!(has_value(Some(&scoped), &both, Some("web")));
+        assert!(!has_value(Some(&scoped), &both, Some("print")));
+    }
+
+    #[test]
+    fn levels_follow_the_filter_keys() {
+        let p = EntityKind::Product;
+        let (v, s) = (EntityKind::Variant, EntityKind::Sku);
+        assert_eq!(levels_needed(p, ["product.a"], false), [p]);
+        assert_eq!(levels_needed(p, ["sku.a", "variant.b"], false), [p, s, v]);
+        assert_eq!(levels_needed(s, ["_family"], false), [s, p]);
+        assert_eq!(levels_needed(s, ["_identifier"], true), [s, p, v]);
+        assert_eq!(levels_needed(v, ["_updated_at"], false), [v, p]);
+    }
+}

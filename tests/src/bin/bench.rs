@@ -10,7 +10,7 @@ use catalog::domain::attributes::AttributeType;
 use catalog::domain::time::Timestamp;
 use catalog::domain::values::{StoredAttribute, StoredEntry, StoredValues};
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{stack, Org};
+use catalog_e2e::{encode, stack, Org};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -109,17 +109,6 @@ fn tree(org: &str, i: usize, at: Timestamp) -> Vec<EntityItem> {
         ));
     }
     items
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 struct Row {
