@@ -135,15 +135,16 @@ fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
     kinds
 }
 
-/// Every entity of `target` the list returns, in identifier order: one round trip brings
-/// the snapshots up to date (one Query per entity type involved) and, with `search` or
-/// completeness, reads the definitions, scopes and profile they name (one BatchGetItem).
+/// The requested page of the entities of `target` the list returns (identifier order), and
+/// their total: one round trip brings the snapshots up to date (one Query per entity type
+/// involved) and, with `search` or completeness, reads the definitions, scopes and profile
+/// they name (one BatchGetItem). Only the page's entries are copied out of the snapshots.
 pub async fn matching(
     store: &Store,
     org: &str,
     target: EntityKind,
     req: &ListRequest,
-) -> Result<Vec<IndexEntry>, ApiError> {
+) -> Result<(Vec<IndexEntry>, usize), ApiError> {
     let kinds = levels(target, req);
     let refresh = store.refresh_snapshots(org, &kinds);
     let mut criteria = Criteria {
@@ -169,7 +170,14 @@ pub async fn matching(
             criteria.completeness = completeness(q, ctx.profile.as_ref(), &ctx.scopes)?;
         }
     }
-    Ok(store.with_snapshots(org, |levels| select(levels, target, &criteria)))
+    Ok(store.with_snapshots(org, |levels| {
+        let all = select(levels, target, &criteria);
+        let page = all[req.paging.range(all.len())]
+            .iter()
+            .map(|e| e.index_entry())
+            .collect();
+        (page, all.len())
+    }))
 }
 
 /// The completeness condition of a request: the profile must exist, the channel must exist

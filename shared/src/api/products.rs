@@ -75,8 +75,8 @@ fn embed(include: Include) -> Embed {
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let req = lists::parse(call, lists::COMPLETENESS_PARAMS, PRODUCT_INCLUDES)?;
-    let all = lists::matching(&app.store, call.org(), EntityKind::Product, &req).await?;
-    let page = &all[req.paging.range(all.len())];
+    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Product, &req).await?;
+    let page = &page;
     let trees = app
         .store
         .product_page(call.org(), page, depth(req.include))
@@ -86,7 +86,7 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         .map(|t| render::product(t, embed(req.include), &req.selection))
         .collect();
     Ok(with_included(
-        req.paging.page_response(result, all.len()),
+        req.paging.page_response(result, total),
         req.include.metaobjects,
     ))
 }

@@ -75,15 +75,15 @@ async fn sku_path(
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let req = lists::parse(call, &[], SKU_INCLUDES)?;
-    let all = lists::matching(&app.store, call.org(), EntityKind::Sku, &req).await?;
-    let page = &all[req.paging.range(all.len())];
+    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Sku, &req).await?;
+    let page = &page;
     let trees = app.store.sku_page(call.org(), page).await?;
     let result = trees
         .iter()
         .map(|t| render::sku(t, &req.selection))
         .collect();
     Ok(with_included(
-        req.paging.page_response(result, all.len()),
+        req.paging.page_response(result, total),
         req.include.metaobjects,
     ))
 }

@@ -67,8 +67,8 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let req = lists::parse(call, &[], VARIANT_INCLUDES)?;
-    let all = lists::matching(&app.store, call.org(), EntityKind::Variant, &req).await?;
-    let page = &all[req.paging.range(all.len())];
+    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Variant, &req).await?;
+    let page = &page;
     let trees = app
         .store
         .variant_page(call.org(), page, req.include.skus)
@@ -78,7 +78,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .map(|t| render::variant(t, req.include.skus, &req.selection))
         .collect();
     Ok(with_included(
-        req.paging.page_response(result, all.len()),
+        req.paging.page_response(result, total),
         req.include.metaobjects,
     ))
 }

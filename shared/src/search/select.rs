@@ -6,9 +6,8 @@ use super::eval::{matches, scalars};
 use super::parse::{Field, Filter};
 use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::domain::time::Timestamp;
-use crate::domain::values::StoredAttribute;
+use crate::domain::values::{StoredAttribute, StoredEntry};
 use crate::store::items::EntityKind;
-use crate::store::lists::IndexEntry;
 use crate::store::snapshot::{Entry, Levels};
 use std::collections::HashSet;
 
@@ -218,18 +217,16 @@ pub fn has_value(
         .collect();
     let scoped = entries.iter().any(|e| e.channel.is_some());
     let localized = entries.iter().any(|e| e.locale.is_some());
-    let in_channel = |e: &&&crate::domain::values::StoredEntry| {
-        !scoped || (channel.is_some() && e.channel.as_deref() == channel)
-    };
+    let in_channel =
+        |e: &StoredEntry| !scoped || (channel.is_some() && e.channel.as_deref() == channel);
     if localized && !locales.is_empty() {
         locales.iter().all(|l| {
             entries
                 .iter()
-                .filter(in_channel)
-                .any(|e| e.locale.as_deref() == Some(l.as_str()))
+                .any(|e| in_channel(e) && e.locale.as_deref() == Some(l.as_str()))
         })
     } else {
-        entries.iter().any(|e| in_channel(&e))
+        entries.iter().any(|e| in_channel(e))
     }
 }
 
@@ -258,7 +255,11 @@ fn incomplete_through_children(levels: &Levels<'_>, c: &Completeness) -> HashSet
 }
 
 /// The entities of `target` the list returns, in identifier order.
-pub fn select(levels: &Levels<'_>, target: EntityKind, criteria: &Criteria) -> Vec<IndexEntry> {
+pub fn select<'a>(
+    levels: &'a Levels<'_>,
+    target: EntityKind,
+    criteria: &Criteria,
+) -> Vec<&'a Entry> {
     let now = criteria.now.unwrap_or_else(Timestamp::now);
     let tests: Vec<Test<'_>> = criteria
         .filters
@@ -299,14 +300,12 @@ pub fn select(levels: &Levels<'_>, target: EntityKind, criteria: &Criteria) -> V
                 complete == c.complete
             }
         })
-        .map(Entry::index_entry)
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::values::StoredEntry;
 
     fn attr(entries: &[(Option<&str>, Option<&str>, &str)]) -> StoredAttribute {
         StoredAttribute {
