@@ -22,17 +22,7 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("attribute", e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
-        Ok(())
+        self.put_new(&item, "attribute").await
     }
 
     /// Reads the definitions of `keys` (unprefixed) for one entity; missing keys are absent

@@ -52,6 +52,25 @@ impl Store {
             .map_err(|e| StoreError::from_sdk("Query", e))
     }
 
+    /// Puts `item` (a `what`) only if no item has its key: `ConditionFailed` otherwise.
+    pub(crate) async fn put_new<T: serde::Serialize>(
+        &self,
+        item: &T,
+        what: &str,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(
+                serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?,
+            ))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
     /// One item, strongly consistent, decoded as `T`.
     pub(crate) async fn get_item<T: DeserializeOwned>(
         &self,

@@ -18,16 +18,7 @@ impl Store {
             api_enabled: true,
             created_at: Timestamp::now(),
         };
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(&org).map_err(|e| StoreError::serde("org", e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        self.put_new(&org, "org").await?;
         Ok(org)
     }
 

@@ -264,16 +264,7 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("family", e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        self.put_new(&item, "family").await?;
         Ok(family)
     }
 
@@ -304,23 +295,12 @@ impl Store {
             profile: profile.clone(),
             created_at: Timestamp::now(),
         };
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(&item).map_err(|e| StoreError::serde("profile", e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e));
-        match result {
+        match self.put_new(&item, "profile").await {
             Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
                 "completeness profile '{}' already exists",
                 profile.identifier
             ))),
-            other => other.map(|_| ()),
+            other => other,
         }
     }
 
