@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
 use crate::store::{metrics, Store};
+use crate::webhooks::queue::DeliveryQueue;
 use futures_util::FutureExt;
 use lambda_http::{Body, BoxFuture, Response};
 use std::panic::AssertUnwindSafe;
@@ -16,6 +17,8 @@ pub struct App {
     pub config: Config,
     pub store: Store,
     pub auth: Authenticator,
+    /// The webhook delivery queue, when one is configured.
+    pub queue: Option<DeliveryQueue>,
 }
 
 /// One authenticated, routed request.
@@ -47,14 +50,19 @@ impl App {
             config,
             store,
             auth,
+            queue: None,
         }
     }
 
     /// Builds the app from the environment and keeps it for the process's lifetime.
     pub async fn from_env() -> &'static App {
         let config = Config::from_env();
-        let store = Store::new(Store::client_from_env().await, config.table_name.clone());
-        Box::leak(Box::new(Self::new(config, store)))
+        let shared = aws_config::load_from_env().await;
+        let store = Store::new(Store::client_from_config(&shared), config.table_name.clone());
+        let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(&shared), &config.webhooks);
+        let mut app = Self::new(config, store);
+        app.queue = queue;
+        Box::leak(Box::new(app))
     }
 
     /// The lambda_http entry point.

@@ -10,8 +10,8 @@ use std::time::Duration;
 pub struct Config {
     /// DynamoDB table name (`CATALOG_TABLE`, default `catalog`).
     pub table_name: String,
-    /// Local mode (`CATALOG_LOCAL_MODE=1`): relaxes rules that only make sense on AWS,
-    /// such as refusing loopback webhook URLs.
+    /// Local mode (`CATALOG_LOCAL_MODE=1`): relaxes rules that only make sense on AWS:
+    /// webhook URLs may use http on loopback (decisions.md).
     pub local_mode: bool,
     /// How long a resolved API key stays cached in a warm Lambda (`CATALOG_AUTH_CACHE_SECONDS`).
     pub auth_cache_ttl: Duration,
@@ -20,6 +20,8 @@ pub struct Config {
     pub debug_headers: bool,
     /// Largest accepted request body in bytes (`CATALOG_MAX_BODY_BYTES`, default 1 MiB).
     pub max_body_bytes: usize,
+    /// Queues, coalescing window, retry schedule and URL policy of webhooks.
+    pub webhooks: crate::webhooks::WebhookConfig,
 }
 
 impl Default for Config {
@@ -30,6 +32,7 @@ impl Default for Config {
             auth_cache_ttl: Duration::from_secs(60),
             debug_headers: false,
             max_body_bytes: 1024 * 1024,
+            webhooks: Default::default(),
         }
     }
 }
@@ -47,11 +50,12 @@ impl Config {
             lookup(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
         };
         let number = |name: &str| lookup(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let local_mode = flag("CATALOG_LOCAL_MODE");
         Self {
             table_name: lookup("CATALOG_TABLE")
                 .filter(|v| !v.trim().is_empty())
                 .unwrap_or(defaults.table_name),
-            local_mode: flag("CATALOG_LOCAL_MODE"),
+            local_mode,
             auth_cache_ttl: number("CATALOG_AUTH_CACHE_SECONDS")
                 .map(Duration::from_secs)
                 .unwrap_or(defaults.auth_cache_ttl),
@@ -59,6 +63,7 @@ impl Config {
             max_body_bytes: number("CATALOG_MAX_BODY_BYTES")
                 .map(|n| n as usize)
                 .unwrap_or(defaults.max_body_bytes),
+            webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup, local_mode),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod http;
 pub mod search;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;
 
 pub use app::App;
 pub use config::Config;

@@ -9,11 +9,18 @@ pub mod settings;
 pub mod skus;
 pub mod tree_patch;
 pub mod variants;
+pub mod webhooks;
 
 use crate::app::Api;
 
 /// Every function and its routes: feeds the local router and the route-coverage tests.
-pub const FUNCTIONS: &[&Api] = &[&products::API, &variants::API, &skus::API, &attributes::API];
+pub const FUNCTIONS: &[&Api] = &[
+    &products::API,
+    &variants::API,
+    &skus::API,
+    &attributes::API,
+    &webhooks::API,
+];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
 /// syntax), mapped to the function that serves it, sorted.

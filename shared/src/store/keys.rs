@@ -98,6 +98,23 @@ pub fn profiles_pk(org: &str) -> String {
     format!("O#{org}#C")
 }
 
+/// Webhook subscriptions: one partition per organization, sort key the subscription id
+/// (a ULID, so the partition reads in creation order).
+pub fn webhooks_pk(org: &str) -> String {
+    format!("O#{org}#W")
+}
+/// One subscription's delivery log: sort key the delivery id (a ULID: time order).
+pub fn deliveries_pk(org: &str, webhook: &str) -> String {
+    format!("O#{org}#W#{webhook}#D")
+}
+/// One subscription's open coalescing windows, one item per (entity, event).
+pub fn pending_pk(org: &str, webhook: &str) -> String {
+    format!("O#{org}#W#{webhook}#Q")
+}
+pub fn pending_sk(entity_type: &str, action: &str, identifier: &str) -> String {
+    format!("{entity_type}/{action}/{identifier}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +131,9 @@ mod tests {
             type_pk("abc123", "product"),
             tombstone_pk("abc123", "sku", "s#1"),
             profiles_pk("abc123"),
+            webhooks_pk("abc123"),
+            deliveries_pk("abc123", "wh_1"),
+            pending_pk("abc123", "wh_1"),
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");
         }

@@ -15,6 +15,7 @@ pub mod products;
 pub mod settings;
 pub mod snapshot;
 pub mod table;
+pub mod webhooks;
 pub mod writes;
 
 use aws_sdk_dynamodb::Client;
@@ -43,8 +44,12 @@ impl Store {
     /// Builds a DynamoDB client from the standard AWS configuration chain (region,
     /// credentials, `AWS_ENDPOINT_URL[_DYNAMODB]`), with the request counter attached.
     pub async fn client_from_env() -> Client {
-        let shared = aws_config::load_from_env().await;
-        let config = aws_sdk_dynamodb::config::Builder::from(&shared)
+        Self::client_from_config(&aws_config::load_from_env().await)
+    }
+
+    /// A DynamoDB client from an already loaded AWS configuration, with the request counter.
+    pub fn client_from_config(shared: &aws_config::SdkConfig) -> Client {
+        let config = aws_sdk_dynamodb::config::Builder::from(shared)
             .interceptor(metrics::RequestCounter)
             .build();
         Client::from_conf(config)

@@ -1,0 +1,18 @@
+//! Lambda on the table's stream: builds the app once, then turns each batch of records into
+//! coalesced webhook deliveries (partial batch failures reported).
+
+use aws_lambda_events::event::dynamodb::Event;
+use catalog::webhooks::feed::ChangeFeed;
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    catalog::telemetry::init();
+    let feed: &'static ChangeFeed = Box::leak(Box::new(ChangeFeed {
+        app: catalog::App::from_env().await,
+    }));
+    run(service_fn(|event: LambdaEvent<Event>| async move {
+        Ok::<_, Error>(feed.handle(event.payload).await)
+    }))
+    .await
+}

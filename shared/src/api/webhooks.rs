@@ -1,0 +1,346 @@
+//! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
+//! delivery log and replays.
+
+use super::tree_patch::{with_retries, Retry};
+use crate::app::{Api, App, Call};
+use crate::auth::apikey::random_string;
+use crate::auth::Scope;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::webhooks::{Delivery, DeliveryStatus, Subscription};
+use crate::webhooks::feed::new_delivery_id;
+use crate::webhooks::queue::QueueMessage;
+use crate::webhooks::topics::{self, Action, MAX_TOPICS};
+use crate::webhooks::url_guard;
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/webhooks", Scope::SettingsManage),
+    Route::new("POST", "/webhooks", Scope::SettingsManage),
+    Route::new("GET", "/webhooks/{id}", Scope::SettingsManage),
+    Route::new("PATCH", "/webhooks/{id}", Scope::SettingsManage),
+    Route::new("DELETE", "/webhooks/{id}", Scope::SettingsManage),
+    Route::new("POST", "/webhooks/{id}/rotate-secret", Scope::SettingsManage),
+    Route::new("GET", "/webhooks/{id}/deliveries", Scope::SettingsManage),
+    Route::new(
+        "POST",
+        "/webhooks/{id}/deliveries/{deliveryId}/replay",
+        Scope::SettingsManage,
+    ),
+];
+
+pub const API: Api = Api {
+    function: "webhooks",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/webhooks") => list(app, &call).await,
+            ("POST", "/webhooks") => create(app, &call).await,
+            ("GET", "/webhooks/{id}") => get(app, &call).await,
+            ("PATCH", "/webhooks/{id}") => update(app, &call).await,
+            ("DELETE", "/webhooks/{id}") => delete(app, &call).await,
+            ("POST", "/webhooks/{id}/rotate-secret") => rotate(app, &call).await,
+            ("GET", "/webhooks/{id}/deliveries") => deliveries(app, &call).await,
+            ("POST", "/webhooks/{id}/deliveries/{deliveryId}/replay") => replay(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// Most subscriptions per organization (the change feed reads them all per batch). A soft
+/// limit: concurrent creations may pass it by a few.
+pub const MAX_WEBHOOKS: usize = 50;
+const MAX_DESCRIPTION: usize = 500;
+const FIELDS: &[&str] = &["url", "topics", "description", "enabled"];
+
+/// A subscription as served; `secret` only right after creation or rotation.
+pub fn render(sub: &Subscription, with_secret: bool) -> Value {
+    let mut v = json!({
+        "id": sub.id,
+        "url": sub.url,
+        "topics": sub.topics,
+        "description": sub.description,
+        "enabled": sub.enabled,
+        "createdAt": sub.created_at,
+        "updatedAt": sub.updated_at,
+    });
+    if with_secret {
+        v["secret"] = json!(sub.secret);
+    }
+    v
+}
+
+/// A delivery log entry as served.
+pub fn render_delivery(d: &Delivery) -> Value {
+    json!({
+        "id": d.id,
+        "event": d.event,
+        "identifier": d.identifier,
+        "entityType": d.entity_type,
+        "occurredAt": d.occurred_at,
+        "status": d.status,
+        "attempts": d.attempts,
+        "lastStatusCode": d.last_status_code,
+        "lastError": d.last_error,
+        "nextAttemptAt": d.next_attempt_at,
+        "replayOf": d.replay_of,
+        "createdAt": d.created_at,
+        "updatedAt": d.updated_at,
+        "attemptLog": d.attempt_log,
+    })
+}
+
+fn new_webhook_id() -> String {
+    format!("wh_{}", ulid::Ulid::new().to_string().to_ascii_lowercase())
+}
+
+const SECRET_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A signing secret: `whsec_` and 40 random characters (~238 bits).
+fn new_secret() -> String {
+    format!("whsec_{}", random_string(SECRET_ALPHABET, 40))
+}
+
+/// The `url` field, parsed, checked against the SSRF rules and resolved.
+async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
+    let policy = app.config.webhooks.policy;
+    let url = url_guard::parse(raw, policy).map_err(ApiError::bad_request)?;
+    url_guard::check_resolved(&url, policy)
+        .await
+        .map_err(ApiError::bad_request)?;
+    Ok(url.to_string())
+}
+
+/// The `topics` field: a non-empty array of distinct valid topics, order kept.
+fn topics_field(body: &JsonBody) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(items) = body.opt_array("topics")? else {
+        return Ok(None);
+    };
+    if items.is_empty() || items.len() > MAX_TOPICS {
+        return Err(ApiError::bad_request(format!(
+            "field 'topics' must list 1 to {MAX_TOPICS} topics"
+        )));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let topic = item.as_str().ok_or_else(|| {
+            ApiError::bad_request("field 'topics' must be an array of strings")
+        })?;
+        topics::validate(topic).map_err(ApiError::bad_request)?;
+        if !out.iter().any(|t| t == topic) {
+            out.push(topic.to_string());
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The `description` field: `Some(None)` when it is `null` (cleared).
+fn description_field(body: &JsonBody) -> Result<Option<Option<String>>, ApiError> {
+    match body.0.get("description") {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(s)) if s.chars().count() <= MAX_DESCRIPTION => {
+            Ok(Some(Some(s.clone())))
+        }
+        Some(_) => Err(ApiError::bad_request(format!(
+            "field 'description' must be a string of at most {MAX_DESCRIPTION} characters, or null"
+        ))),
+    }
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::entity_not_found("webhook", id)
+}
+
+async fn load(app: &App, call: &Call) -> Result<Subscription, ApiError> {
+    let id = call.route.identifier(0, "webhook id")?;
+    app.store
+        .get_subscription(call.org(), id)
+        .await?
+        .ok_or_else(|| not_found(id))
+}
+
+/// GET /webhooks: every subscription, oldest first.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let subs = app.store.list_subscriptions(call.org()).await?;
+    Ok(paging.envelope(&subs, |s| render(s, false)))
+}
+
+/// POST /webhooks: 201 with the signing secret, shown this once.
+async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(FIELDS)?;
+    let raw_url = body.req_str("url")?;
+    let topics = topics_field(&body)?
+        .ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
+    let description = description_field(&body)?.flatten();
+    let enabled = body.opt_bool("enabled")?.unwrap_or(true);
+    let url = checked_url(app, raw_url).await?;
+    if app.store.list_subscriptions(call.org()).await?.len() >= MAX_WEBHOOKS {
+        return Err(ApiError::conflict(format!(
+            "an organization may have at most {MAX_WEBHOOKS} webhooks; delete one first"
+        )));
+    }
+    let now = Timestamp::now();
+    let sub = Subscription {
+        id: new_webhook_id(),
+        url,
+        topics,
+        description,
+        enabled,
+        secret: new_secret(),
+        created_at: now,
+        updated_at: now,
+        ver: 1,
+    };
+    app.store.create_subscription(call.org(), &sub).await?;
+    Ok(ApiResponse::single(201, render(&sub, true)))
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Ok(ApiResponse::single(200, render(&load(app, call).await?, false)))
+}
+
+/// Applies `change` to the stored subscription under optimistic concurrency.
+async fn modify(
+    app: &App,
+    call: &Call,
+    change: impl Fn(&mut Subscription),
+) -> Result<Subscription, ApiError> {
+    let id = call.route.identifier(0, "webhook id")?;
+    with_retries(&format!("webhook '{id}'"), || async {
+        let mut sub = load(app, call).await?;
+        change(&mut sub);
+        sub.ver += 1;
+        sub.updated_at = Timestamp::next_after([sub.updated_at]);
+        app.store.save_subscription(call.org(), &sub).await?;
+        Ok::<_, Retry>(sub)
+    })
+    .await
+}
+
+/// PATCH /webhooks/{id}: omitted fields stay as they are; `description: null` clears it.
+async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(FIELDS)?;
+    let topics = topics_field(&body)?;
+    let description = description_field(&body)?;
+    let enabled = body.opt_bool("enabled")?;
+    let url = match body.opt_str("url")? {
+        Some(raw) => Some(checked_url(app, raw).await?),
+        None if body.has("url") => return Err(ApiError::bad_request("field 'url' must be a string")),
+        None => None,
+    };
+    let sub = modify(app, call, |sub| {
+        if let Some(u) = &url {
+            sub.url = u.clone();
+        }
+        if let Some(t) = &topics {
+            sub.topics = t.clone();
+        }
+        if let Some(d) = &description {
+            sub.description = d.clone();
+        }
+        if let Some(e) = enabled {
+            sub.enabled = e;
+        }
+    })
+    .await?;
+    Ok(ApiResponse::single(200, render(&sub, false)))
+}
+
+/// POST /webhooks/{id}/rotate-secret: a new secret, shown this once; the old one stops
+/// signing at once.
+async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let secret = new_secret();
+    let sub = modify(app, call, |sub| sub.secret = secret.clone()).await?;
+    Ok(ApiResponse::single(200, render(&sub, true)))
+}
+
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "webhook id")?;
+    if !app.store.delete_subscription(call.org(), id).await? {
+        return Err(not_found(id));
+    }
+    Ok(ApiResponse::single(
+        200,
+        json!({"identifier": id, "deleted": true}),
+    ))
+}
+
+/// GET /webhooks/{id}/deliveries: the delivery log, newest first.
+async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let sub = load(app, call).await?;
+    let log = app.store.list_deliveries(call.org(), &sub.id).await?;
+    Ok(paging.envelope(&log, render_delivery))
+}
+
+/// POST /webhooks/{id}/deliveries/{deliveryId}/replay: the same payload under a new
+/// delivery id, queued at once. 202: it is delivered asynchronously.
+async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let sub = load(app, call).await?;
+    let original_id = call.route.identifier(1, "delivery id")?;
+    let original = app
+        .store
+        .get_delivery(call.org(), &sub.id, original_id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("delivery", original_id))?;
+    if !sub.enabled {
+        return Err(ApiError::conflict(format!(
+            "webhook '{}' is disabled; enable it before replaying",
+            sub.id
+        )));
+    }
+    let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
+    let action = original
+        .event
+        .rsplit_once('.')
+        .and_then(|(_, a)| Action::parse(a))
+        .ok_or_else(ApiError::internal)?;
+    let now = Timestamp::now();
+    let retention = app.config.webhooks.log_retention;
+    let replay = Delivery {
+        id: new_delivery_id(),
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        last_status_code: None,
+        last_error: None,
+        created_at: now,
+        updated_at: now,
+        next_attempt_at: None,
+        replay_of: Some(original.id.clone()),
+        attempt_log: Vec::new(),
+        expires: now.millis() / 1000 + retention.as_secs() as i64,
+        ..original.clone()
+    };
+    app.store.create_delivery(call.org(), &replay).await?;
+    let message = QueueMessage {
+        org: call.org().to_string(),
+        webhook_id: sub.id.clone(),
+        delivery_id: replay.id.clone(),
+        entity_type: replay.entity_type.clone(),
+        action,
+        identifier: replay.identifier.clone(),
+    };
+    if let Err(e) = queue.send(&message, Duration::ZERO).await {
+        tracing::warn!(error = %e, "replay not queued");
+        // Best effort: a log entry without a message would stay pending forever.
+        let _ = app
+            .store
+            .delete_delivery(call.org(), &sub.id, &replay.id)
+            .await;
+        return Err(ApiError::unavailable());
+    }
+    Ok(ApiResponse::single(202, render_delivery(&replay)))
+}

@@ -1,0 +1,440 @@
+//! Webhook state in the table: subscriptions, the delivery log, and the open coalescing
+//! windows ("pending" items) that turn rapid changes to one entity into one delivery.
+//!
+//! A pending item exists while a delivery's window is open. The change feed creates or
+//! updates it (one UpdateItem per change); the delivery worker closes it by deleting it and
+//! writing the delivery log entry in one transaction, so a change lands either in the
+//! closing delivery or in a new one, never in neither.
+
+use super::keys::{deliveries_pk, pending_pk, webhooks_pk, PK, TTL};
+use super::ops::{item_key, Item};
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, ReturnValue, TransactWriteItem};
+use serde::{Deserialize, Serialize};
+
+/// A webhook subscription. `secret` signs deliveries; it is shown once (at creation and
+/// rotation) and never rendered otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    pub id: String,
+    pub url: String,
+    pub topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub secret: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Optimistic-concurrency version, incremented by every update.
+    pub ver: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SubscriptionItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(flatten)]
+    sub: Subscription,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    /// Queued, not attempted yet.
+    Pending,
+    /// Attempted and failed; another attempt is scheduled.
+    Retrying,
+    Succeeded,
+    /// Every attempt failed; the message went to the dead-letter queue.
+    Failed,
+    /// Not sent: the subscription was disabled or no longer covers the event.
+    Cancelled,
+}
+
+impl DeliveryStatus {
+    /// Whether no further attempt will be made.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One delivery attempt, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u16>,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A delivery and its log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub id: String,
+    pub webhook_id: String,
+    pub event: String,
+    pub entity_type: String,
+    pub identifier: String,
+    pub occurred_at: Timestamp,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status_code: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    #[serde(default)]
+    pub attempt_log: Vec<Attempt>,
+    /// Epoch seconds after which DynamoDB deletes the entry.
+    #[serde(rename = "ttl")]
+    pub expires: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DeliveryItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(flatten)]
+    delivery: Delivery,
+}
+
+/// An open coalescing window of one (subscription, entity, event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub delivery_id: String,
+    /// The latest change in the window.
+    pub occurred_at: Timestamp,
+    /// Set once the delivery's message is on the queue.
+    #[serde(default)]
+    pub queued: bool,
+}
+
+/// Where one pending window lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingKey<'a> {
+    pub org: &'a str,
+    pub webhook_id: &'a str,
+    /// `pending_sk(entity_type, action, identifier)`.
+    pub sk: &'a str,
+}
+
+impl PendingKey<'_> {
+    fn key(&self) -> Item {
+        item_key(pending_pk(self.org, self.webhook_id), self.sk)
+    }
+}
+
+/// What the delivery worker reads before an attempt, in one BatchGetItem.
+#[derive(Debug, Default)]
+pub struct DeliveryState {
+    pub subscription: Option<Subscription>,
+    pub delivery: Option<Delivery>,
+    pub pending: Option<Pending>,
+}
+
+/// A safety net only: a window is normally closed within seconds of its delay.
+const PENDING_TTL_SECS: i64 = 86_400;
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn decode<T: serde::de::DeserializeOwned>(item: Item, what: &str) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|e| StoreError::serde(what, e))
+}
+
+fn encode<T: Serialize>(value: &T, what: &str) -> Result<Item, StoreError> {
+    serde_dynamo::to_item(value).map_err(|e| StoreError::serde(what, e))
+}
+
+impl Store {
+    /// Creates a subscription (its id is new, so only a clash of ids could fail).
+    pub async fn create_subscription(&self, org: &str, sub: &Subscription) -> Result<(), StoreError> {
+        let item = SubscriptionItem {
+            pk: webhooks_pk(org),
+            sk: sub.id.clone(),
+            sub: sub.clone(),
+        };
+        self.put_new(&item, "webhook").await
+    }
+
+    pub async fn get_subscription(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<Option<Subscription>, StoreError> {
+        let item: Option<SubscriptionItem> = self
+            .get_item(item_key(webhooks_pk(org), id), "webhook")
+            .await?;
+        Ok(item.map(|i| i.sub))
+    }
+
+    /// Every subscription of the organization, oldest first: one Query.
+    pub async fn list_subscriptions(&self, org: &str) -> Result<Vec<Subscription>, StoreError> {
+        let items = self
+            .query_all(self.partition_query(webhooks_pk(org), None))
+            .await?;
+        items
+            .into_iter()
+            .map(|i| decode::<SubscriptionItem>(i, "webhook").map(|i| i.sub))
+            .collect()
+    }
+
+    /// Replaces a subscription read at version `sub.ver - 1`: `ConditionFailed` when another
+    /// write moved it or it was deleted.
+    pub async fn save_subscription(&self, org: &str, sub: &Subscription) -> Result<(), StoreError> {
+        let item = SubscriptionItem {
+            pk: webhooks_pk(org),
+            sk: sub.id.clone(),
+            sub: sub.clone(),
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(encode(&item, "webhook")?))
+            .condition_expression("ver = :prev")
+            .expression_attribute_values(":prev", AttributeValue::N((sub.ver - 1).to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    /// Deletes a subscription; `false` when there was none. Its delivery log expires by TTL.
+    pub async fn delete_subscription(&self, org: &str, id: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(webhooks_pk(org), id)))
+            .condition_expression("attribute_exists(PK)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("DeleteItem", e));
+        match out {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records a change in the (subscription, entity, event) window: opens it with
+    /// `new_delivery_id` when none is open, else moves its `occurredAt` to this change. One
+    /// UpdateItem; returns the window as it now stands.
+    pub async fn open_pending(
+        &self,
+        key: &PendingKey<'_>,
+        occurred_at: Timestamp,
+        new_delivery_id: &str,
+    ) -> Result<Pending, StoreError> {
+        let ttl = Timestamp::now().millis() / 1000 + PENDING_TTL_SECS;
+        for _ in 0..3 {
+            let out = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key.key()))
+                .update_expression(
+                    "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
+                     #ttl = if_not_exists(#ttl, :ttl)",
+                )
+                .condition_expression("attribute_not_exists(occurredAt) OR occurredAt <= :t")
+                .expression_attribute_names("#ttl", TTL)
+                .expression_attribute_values(":id", s(new_delivery_id))
+                .expression_attribute_values(":t", s(occurred_at.to_string()))
+                .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+            match out {
+                Ok(out) => return decode(out.attributes.unwrap_or_default(), "pending"),
+                // A later change is already recorded: the window stands as it is.
+                Err(StoreError::ConditionFailed) => {
+                    if let Some(p) = self.get_item(key.key(), "pending").await? {
+                        return Ok(p);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "pending window kept changing".into(),
+        ))
+    }
+
+    /// Notes that the window's message is on the queue (a no-op once the window closed).
+    pub async fn mark_queued(&self, key: &PendingKey<'_>, delivery_id: &str) -> Result<(), StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key.key()))
+            .update_expression("SET queued = :yes")
+            .condition_expression("deliveryId = :id")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":id", s(delivery_id))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+        match out {
+            Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The subscription, the delivery's log entry and its open window: one strongly
+    /// consistent BatchGetItem.
+    pub async fn delivery_state(
+        &self,
+        key: &PendingKey<'_>,
+        delivery_id: &str,
+    ) -> Result<DeliveryState, StoreError> {
+        let sub_key = item_key(webhooks_pk(key.org), key.webhook_id);
+        let delivery_key = item_key(deliveries_pk(key.org, key.webhook_id), delivery_id);
+        let items = self
+            .batch_get(vec![sub_key, delivery_key, key.key()])
+            .await?;
+        let mut state = DeliveryState::default();
+        let pk_of = |i: &Item| i.get(PK).and_then(|v| v.as_s().ok()).cloned();
+        for item in items {
+            let pk = pk_of(&item).unwrap_or_default();
+            if pk == webhooks_pk(key.org) {
+                state.subscription = Some(decode::<SubscriptionItem>(item, "webhook")?.sub);
+            } else if pk == deliveries_pk(key.org, key.webhook_id) {
+                state.delivery = Some(decode::<DeliveryItem>(item, "delivery")?.delivery);
+            } else {
+                state.pending = Some(decode(item, "pending")?);
+            }
+        }
+        Ok(state)
+    }
+
+    /// Closes the window and writes its delivery log entry, in one transaction:
+    /// `ConditionFailed` when a change moved the window since it was read.
+    pub async fn seal_delivery(
+        &self,
+        key: &PendingKey<'_>,
+        pending: &Pending,
+        delivery: &Delivery,
+    ) -> Result<(), StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key.key()))
+            .condition_expression("deliveryId = :id AND occurredAt = :t")
+            .expression_attribute_values(":id", s(&pending.delivery_id))
+            .expression_attribute_values(":t", s(pending.occurred_at.to_string()))
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))?;
+        let put = self.delivery_put(key.org, delivery)?;
+        self.client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete).build())
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
+        Ok(())
+    }
+
+    fn delivery_put(&self, org: &str, delivery: &Delivery) -> Result<Put, StoreError> {
+        let item = DeliveryItem {
+            pk: deliveries_pk(org, &delivery.webhook_id),
+            sk: delivery.id.clone(),
+            delivery: delivery.clone(),
+        };
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(encode(&item, "delivery")?))
+            .condition_expression("attribute_not_exists(PK)")
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))
+    }
+
+    /// Writes a new delivery log entry (a replay): `ConditionFailed` if its id exists.
+    pub async fn create_delivery(&self, org: &str, delivery: &Delivery) -> Result<(), StoreError> {
+        let item = DeliveryItem {
+            pk: deliveries_pk(org, &delivery.webhook_id),
+            sk: delivery.id.clone(),
+            delivery: delivery.clone(),
+        };
+        self.put_new(&item, "delivery").await
+    }
+
+    /// Replaces a delivery log entry after an attempt, unless another worker recorded an
+    /// attempt first (`ConditionFailed`).
+    pub async fn record_attempt(
+        &self,
+        org: &str,
+        delivery: &Delivery,
+        previous_attempts: u32,
+    ) -> Result<(), StoreError> {
+        let item = DeliveryItem {
+            pk: deliveries_pk(org, &delivery.webhook_id),
+            sk: delivery.id.clone(),
+            delivery: delivery.clone(),
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(encode(&item, "delivery")?))
+            .condition_expression("attempts = :prev")
+            .expression_attribute_values(":prev", AttributeValue::N(previous_attempts.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    /// Removes a delivery log entry (a replay whose message could not be queued).
+    pub async fn delete_delivery(&self, org: &str, webhook: &str, id: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(deliveries_pk(org, webhook), id)))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("DeleteItem", e))?;
+        Ok(())
+    }
+
+    pub async fn get_delivery(
+        &self,
+        org: &str,
+        webhook: &str,
+        id: &str,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let item: Option<DeliveryItem> = self
+            .get_item(item_key(deliveries_pk(org, webhook), id), "delivery")
+            .await?;
+        Ok(item.map(|i| i.delivery))
+    }
+
+    /// A subscription's delivery log, newest first: one Query per MB.
+    pub async fn list_deliveries(&self, org: &str, webhook: &str) -> Result<Vec<Delivery>, StoreError> {
+        let query = self
+            .partition_query(deliveries_pk(org, webhook), None)
+            .scan_index_forward(false);
+        self.query_all(query)
+            .await?
+            .into_iter()
+            .map(|i| decode::<DeliveryItem>(i, "delivery").map(|i| i.delivery))
+            .collect()
+    }
+}

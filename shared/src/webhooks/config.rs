@@ -1,0 +1,132 @@
+//! Webhook settings, read once at cold start: the queues, the coalescing window, the retry
+//! schedule and the delivery timeout. All are configuration so that tests run the whole
+//! schedule in seconds while production spreads it over more than a day.
+
+use super::url_guard::UrlPolicy;
+use std::time::Duration;
+
+/// SQS caps a message's delay at 15 minutes.
+pub const MAX_COALESCE_SECS: u64 = 900;
+/// SQS caps a visibility timeout at 12 hours from the receive; a step stays under it.
+pub const MAX_RETRY_STEP_SECS: u64 = 43_000;
+/// The production schedule: waits between attempts (8 attempts over about 29.5 hours).
+pub const DEFAULT_RETRY_SCHEDULE: &[u64] = &[60, 300, 1_800, 7_200, 18_000, 36_000, 43_000];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// The delivery queue (`CATALOG_DELIVERY_QUEUE_URL`); unset, nothing is queued.
+    pub queue_url: Option<String>,
+    /// Where deliveries go after their last attempt (`CATALOG_DEAD_LETTER_QUEUE_URL`).
+    pub dead_letter_queue_url: Option<String>,
+    /// Changes to one entity within this window become one delivery
+    /// (`CATALOG_WEBHOOK_COALESCE_SECONDS`, default 10, at most 900).
+    pub coalesce_window: Duration,
+    /// Waits before the 2nd, 3rd, ... attempt (`CATALOG_WEBHOOK_RETRY_SCHEDULE`, comma
+    /// separated seconds); the attempt count is one more than its length.
+    pub retry_schedule: Vec<Duration>,
+    /// A receiver must answer 2xx within this (`CATALOG_WEBHOOK_TIMEOUT_SECONDS`, default 15).
+    pub timeout: Duration,
+    /// How long delivery log entries are kept (`CATALOG_WEBHOOK_LOG_DAYS`, default 30).
+    pub log_retention: Duration,
+    /// Which addresses deliveries may reach: loopback over http only in local mode.
+    pub policy: UrlPolicy,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            queue_url: None,
+            dead_letter_queue_url: None,
+            coalesce_window: Duration::from_secs(10),
+            retry_schedule: secs(DEFAULT_RETRY_SCHEDULE),
+            timeout: Duration::from_secs(15),
+            log_retention: Duration::from_secs(30 * 86_400),
+            policy: UrlPolicy::default(),
+        }
+    }
+}
+
+fn secs(list: &[u64]) -> Vec<Duration> {
+    list.iter().copied().map(Duration::from_secs).collect()
+}
+
+impl WebhookConfig {
+    /// Reads the settings through `lookup`; a malformed value keeps its default.
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>, local_mode: bool) -> Self {
+        let d = Self::default();
+        let text = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let number = |name: &str| text(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let schedule = text("CATALOG_WEBHOOK_RETRY_SCHEDULE").and_then(|v| {
+            v.split(',')
+                .map(|s| s.trim().parse::<u64>().ok().filter(|n| *n <= MAX_RETRY_STEP_SECS))
+                .collect::<Option<Vec<u64>>>()
+        });
+        Self {
+            queue_url: text("CATALOG_DELIVERY_QUEUE_URL"),
+            dead_letter_queue_url: text("CATALOG_DEAD_LETTER_QUEUE_URL"),
+            coalesce_window: number("CATALOG_WEBHOOK_COALESCE_SECONDS")
+                .filter(|n| *n <= MAX_COALESCE_SECS)
+                .map(Duration::from_secs)
+                .unwrap_or(d.coalesce_window),
+            retry_schedule: schedule.map(|s| secs(&s)).unwrap_or(d.retry_schedule),
+            timeout: number("CATALOG_WEBHOOK_TIMEOUT_SECONDS")
+                .filter(|n| (1..=900).contains(n))
+                .map(Duration::from_secs)
+                .unwrap_or(d.timeout),
+            log_retention: number("CATALOG_WEBHOOK_LOG_DAYS")
+                .filter(|n| (1..=365).contains(n))
+                .map(|n| Duration::from_secs(n * 86_400))
+                .unwrap_or(d.log_retention),
+            policy: UrlPolicy {
+                allow_loopback: local_mode,
+            },
+        }
+    }
+
+    /// Attempts per delivery, the first included.
+    pub fn attempts(&self) -> u32 {
+        self.retry_schedule.len() as u32 + 1
+    }
+
+    /// The wait after failed attempt number `attempt` (1-based), `None` after the last.
+    pub fn wait_after(&self, attempt: u32) -> Option<Duration> {
+        self.retry_schedule.get(attempt as usize - 1).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_and_window_come_from_the_environment() {
+        let cfg = WebhookConfig::from_lookup(
+            &|name| match name {
+                "CATALOG_WEBHOOK_RETRY_SCHEDULE" => Some("1, 2,3".into()),
+                "CATALOG_WEBHOOK_COALESCE_SECONDS" => Some("2".into()),
+                "CATALOG_DELIVERY_QUEUE_URL" => Some("http://q".into()),
+                _ => None,
+            },
+            true,
+        );
+        assert_eq!(cfg.attempts(), 4);
+        assert_eq!(cfg.wait_after(1), Some(Duration::from_secs(1)));
+        assert_eq!(cfg.wait_after(3), Some(Duration::from_secs(3)));
+        assert_eq!(cfg.wait_after(4), None);
+        assert_eq!(cfg.coalesce_window, Duration::from_secs(2));
+        assert_eq!(cfg.queue_url.as_deref(), Some("http://q"));
+        assert!(cfg.policy.allow_loopback);
+    }
+
+    #[test]
+    fn the_default_schedule_spans_more_than_a_day_in_8_attempts() {
+        let cfg = WebhookConfig::from_lookup(
+            &|name| (name == "CATALOG_WEBHOOK_RETRY_SCHEDULE").then(|| "1,x".into()),
+            false,
+        );
+        assert_eq!(cfg.attempts(), 8);
+        let total: u64 = cfg.retry_schedule.iter().map(Duration::as_secs).sum();
+        assert!(total >= 86_400, "{total}");
+        assert!(!cfg.policy.allow_loopback);
+    }
+}

@@ -1,0 +1,311 @@
+//! The change feed: DynamoDB stream records of entity items become `<entity>.created`,
+//! `.updated` and `.deleted` events, coalesced per (subscription, entity, event) into
+//! pending deliveries. The first change of a window queues one message delayed by the
+//! window; later changes only move the window's `occurredAt`.
+
+use super::queue::QueueMessage;
+use super::topics::{self, Action, ENTITY_TYPES};
+use crate::app::App;
+use crate::domain::time::Timestamp;
+use crate::store::keys::{pending_sk, type_pk};
+use crate::store::webhooks::{PendingKey, Subscription};
+use crate::store::StoreError;
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures_util::future::join_all;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// One entity change, read off a stream record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub org: String,
+    pub entity_type: String,
+    pub identifier: String,
+    pub action: Action,
+    pub occurred_at: Timestamp,
+}
+
+/// The fields of an item image that tell whether it is an entity, and which.
+#[derive(Deserialize)]
+struct EntityImage {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "GSI1PK", default)]
+    gsi1pk: Option<String>,
+    kind: String,
+    id: String,
+    #[serde(default)]
+    su: Option<Timestamp>,
+    #[serde(default)]
+    tu: Option<Timestamp>,
+    #[serde(default)]
+    del: Option<bool>,
+}
+
+impl EntityImage {
+    /// The image's organization, when it is an entity item (not a tombstone, an identity
+    /// item, a setting or webhook state): every entity sits in its type's index partition.
+    fn org(&self) -> Option<&str> {
+        let org = self.pk.strip_prefix("O#")?.split('#').next()?;
+        let is_entity = ENTITY_TYPES.contains(&self.kind.as_str())
+            && self.del != Some(true)
+            && self.gsi1pk.as_deref() == Some(type_pk(org, &self.kind).as_str());
+        is_entity.then_some(org)
+    }
+}
+
+fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
+    if item.is_empty() {
+        return None;
+    }
+    serde_dynamo::from_item(item.clone()).ok()
+}
+
+/// The change a stream record stands for, if any: INSERT is `created`, REMOVE `deleted`,
+/// and MODIFY `updated` only when the entity itself changed (`su` moved); a MODIFY that
+/// only moved the tree timestamp `tu` (a child changed) is not an event of the parent.
+pub fn change_of(record: &EventRecord) -> Option<Change> {
+    let (action, entity) = match record.event_name.as_str() {
+        "INSERT" => (Action::Created, image(&record.change.new_image)?),
+        "MODIFY" => {
+            let new = image(&record.change.new_image)?;
+            let old = image(&record.change.old_image);
+            if old.is_some_and(|o| o.su == new.su) {
+                return None;
+            }
+            (Action::Updated, new)
+        }
+        "REMOVE" => (Action::Deleted, image(&record.change.old_image)?),
+        _ => return None,
+    };
+    let org = entity.org()?.to_string();
+    let recorded = Timestamp::from_millis(
+        record.change.approximate_creation_date_time.timestamp_millis(),
+    );
+    let occurred_at = match action {
+        Action::Deleted => entity.tu.map_or(recorded, |tu| tu.max(recorded)),
+        _ => entity.su.or(entity.tu).unwrap_or(recorded),
+    };
+    Some(Change {
+        org,
+        entity_type: entity.kind,
+        identifier: entity.id,
+        action,
+        occurred_at,
+    })
+}
+
+/// A delivery id: a ULID, so a subscription's log reads in time order.
+pub fn new_delivery_id() -> String {
+    format!("dlv_{}", ulid::Ulid::new().to_string().to_ascii_lowercase())
+}
+
+/// One (subscription, entity, event) window touched by a batch.
+#[derive(Debug)]
+struct Window<'a> {
+    change: &'a Change,
+    webhook_id: &'a str,
+    /// The first record of the batch that touched it (for partial-failure reporting).
+    first: usize,
+    occurred_at: Timestamp,
+}
+
+/// The change-feed Lambda's handler.
+pub struct ChangeFeed {
+    pub app: &'static App,
+}
+
+impl ChangeFeed {
+    /// Handles one batch of stream records. Records that are not entity changes are
+    /// skipped; when storage or the queue fails, the first record whose work failed is
+    /// reported, so the event source retries from it (coalescing makes the retry safe).
+    pub async fn handle(&self, event: Event) -> DynamoDbEventResponse {
+        let changes: Vec<(usize, Change)> = event
+            .records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| change_of(r).map(|c| (i, c)))
+            .collect();
+        let failed = self.process(&changes).await;
+        let mut response = DynamoDbEventResponse::default();
+        if let Some(i) = failed {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = event.records[i].change.sequence_number.clone();
+            response.batch_item_failures.push(failure);
+        }
+        response
+    }
+
+    /// Coalesces the batch's changes and opens their windows; the index of the first record
+    /// whose work failed, if any.
+    async fn process(&self, changes: &[(usize, Change)]) -> Option<usize> {
+        let mut orgs: Vec<&str> = changes.iter().map(|(_, c)| c.org.as_str()).collect();
+        orgs.sort_unstable();
+        orgs.dedup();
+        let lists = join_all(orgs.iter().map(|org| self.app.store.list_subscriptions(org))).await;
+        let subscriptions: HashMap<&str, Result<Vec<Subscription>, StoreError>> =
+            orgs.into_iter().zip(lists).collect();
+
+        let mut failed: Option<usize> = None;
+        let mut windows: BTreeMap<(&str, &str, &str, Action, &str), Window> = BTreeMap::new();
+        for (i, change) in changes {
+            let subs = match &subscriptions[change.org.as_str()] {
+                Ok(subs) => subs,
+                Err(e) => {
+                    tracing::warn!(error = %e, org = %change.org, "subscriptions unreadable");
+                    failed = Some(failed.map_or(*i, |f| f.min(*i)));
+                    continue;
+                }
+            };
+            for sub in subs.iter().filter(|s| {
+                s.enabled && topics::any_matches(&s.topics, &change.entity_type, change.action)
+            }) {
+                let key = (
+                    change.org.as_str(),
+                    sub.id.as_str(),
+                    change.entity_type.as_str(),
+                    change.action,
+                    change.identifier.as_str(),
+                );
+                let w = windows.entry(key).or_insert(Window {
+                    change,
+                    webhook_id: &sub.id,
+                    first: *i,
+                    occurred_at: change.occurred_at,
+                });
+                w.occurred_at = w.occurred_at.max(change.occurred_at);
+            }
+        }
+        let results = join_all(windows.values().map(|w| self.open(w))).await;
+        for (w, result) in windows.values().zip(results) {
+            if let Err(e) = result {
+                tracing::warn!(error = %e, webhook = w.webhook_id, "window not opened");
+                failed = Some(failed.map_or(w.first, |f| f.min(w.first)));
+            }
+        }
+        failed
+    }
+
+    /// Records the change in its window; queues the delivery when the window is new (or an
+    /// earlier try opened it but could not queue it).
+    async fn open(&self, w: &Window<'_>) -> Result<(), String> {
+        let c = w.change;
+        let sk = pending_sk(&c.entity_type, c.action.as_str(), &c.identifier);
+        let key = PendingKey {
+            org: &c.org,
+            webhook_id: w.webhook_id,
+            sk: &sk,
+        };
+        let store = &self.app.store;
+        let pending = store
+            .open_pending(&key, w.occurred_at, &new_delivery_id())
+            .await
+            .map_err(|e| e.to_string())?;
+        if pending.queued {
+            return Ok(());
+        }
+        let queue = self
+            .app
+            .queue
+            .as_ref()
+            .ok_or("no delivery queue is configured")?;
+        let message = QueueMessage {
+            org: c.org.clone(),
+            webhook_id: w.webhook_id.to_string(),
+            delivery_id: pending.delivery_id.clone(),
+            entity_type: c.entity_type.clone(),
+            action: c.action,
+            identifier: c.identifier.clone(),
+        };
+        queue
+            .send(&message, self.app.config.webhooks.coalesce_window)
+            .await
+            .map_err(|e| e.to_string())?;
+        store
+            .mark_queued(&key, &pending.delivery_id)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(name: &str, old: serde_json::Value, new: serde_json::Value) -> EventRecord {
+        serde_json::from_value(json!({
+            "eventID": "1", "eventName": name, "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1_700_000_000.0,
+                "Keys": {"PK": {"S": "x"}, "SK": {"S": "L1"}},
+                "OldImage": old, "NewImage": new,
+                "SequenceNumber": "100", "SizeBytes": 10,
+                "StreamViewType": "NEW_AND_OLD_IMAGES"
+            },
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/catalog/stream/x"
+        }))
+        .unwrap()
+    }
+
+    fn product(su: &str, tu: &str) -> serde_json::Value {
+        json!({
+            "PK": {"S": "O#abc123#P#chair"}, "SK": {"S": "L1"},
+            "GSI1PK": {"S": "O#abc123#T#product"}, "GSI2SK": {"S": format!("{tu}#chair")},
+            "kind": {"S": "product"}, "id": {"S": "chair"}, "name": {"S": "Chair"},
+            "su": {"S": su}, "tu": {"S": tu}, "ver": {"N": "2"}
+        })
+    }
+
+    const T1: &str = "2026-11-21T10:00:00.000Z";
+    const T2: &str = "2026-11-21T10:00:05.000Z";
+
+    #[test]
+    fn inserts_modifies_and_removes_become_events() {
+        let created = change_of(&record("INSERT", json!(null), product(T1, T1))).unwrap();
+        assert_eq!(
+            created,
+            Change {
+                org: "abc123".into(),
+                entity_type: "product".into(),
+                identifier: "chair".into(),
+                action: Action::Created,
+                occurred_at: Timestamp::parse(T1).unwrap(),
+            }
+        );
+        let updated = change_of(&record("MODIFY", product(T1, T1), product(T2, T2))).unwrap();
+        assert_eq!(updated.action, Action::Updated);
+        assert_eq!(updated.occurred_at, Timestamp::parse(T2).unwrap());
+        let deleted = change_of(&record("REMOVE", product(T1, T2), json!(null))).unwrap();
+        assert_eq!(deleted.action, Action::Deleted);
+        // the record's time is earlier than the image's tu: the later one wins
+        assert_eq!(deleted.occurred_at, Timestamp::parse(T2).unwrap());
+    }
+
+    #[test]
+    fn a_child_change_is_not_an_update_of_the_parent() {
+        assert_eq!(change_of(&record("MODIFY", product(T1, T1), product(T1, T2))), None);
+    }
+
+    #[test]
+    fn non_entity_items_are_ignored() {
+        let tombstone = json!({
+            "PK": {"S": "O#abc123#X#product#chair"}, "SK": {"S": "DEL"},
+            "GSI1PK": {"S": "O#abc123#T#product"}, "kind": {"S": "product"},
+            "id": {"S": "chair"}, "del": {"BOOL": true}
+        });
+        assert_eq!(change_of(&record("INSERT", json!(null), tombstone)), None);
+        let pending = json!({
+            "PK": {"S": "O#abc123#W#wh_1#Q"}, "SK": {"S": "product/updated/chair"},
+            "deliveryId": {"S": "dlv_1"}, "occurredAt": {"S": T1}
+        });
+        assert_eq!(change_of(&record("INSERT", json!(null), pending)), None);
+        let foreign = json!({
+            "PK": {"S": "O#abc123#P#chair"}, "GSI1PK": {"S": "O#other1#T#product"},
+            "kind": {"S": "product"}, "id": {"S": "chair"}
+        });
+        assert_eq!(change_of(&record("INSERT", json!(null), foreign)), None);
+    }
+}

@@ -1,0 +1,173 @@
+//! Webhook signatures (decisions.md): `X-Catalog-Signature: t=<unix seconds>,v1=<hex>` where
+//! `v1 = HMAC-SHA256(secret, "<t>.<raw body>")`. Signing for the delivery function, and
+//! [`verify`], the helper consumers can copy: timestamp tolerance, constant-time comparison.
+
+use hmac::{KeyInit, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = hmac::Hmac<Sha256>;
+
+/// The header that carries the signature.
+pub const HEADER: &str = "X-Catalog-Signature";
+/// The header that carries the delivery id.
+pub const ID_HEADER: &str = "X-Catalog-Webhook-Id";
+/// How far a signature's timestamp may be from the receiver's clock by default.
+pub const DEFAULT_TOLERANCE_SECS: i64 = 300;
+
+/// Why a signature does not verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    #[error("signature header is missing or malformed")]
+    Malformed,
+    #[error("signature timestamp is outside the tolerance")]
+    Expired,
+    #[error("signature does not match")]
+    Mismatch,
+}
+
+fn mac(secret: &str, timestamp: i64, body: &[u8]) -> HmacSha256 {
+    let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    mac
+}
+
+/// The header value for `body` signed at `timestamp` (unix seconds).
+pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    let digest = mac(secret, timestamp, body).finalize().into_bytes();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("t={timestamp},v1={hex}")
+}
+
+/// Verifies `header` (the `X-Catalog-Signature` value) for the raw `body` with `secret`:
+/// the timestamp must be within `tolerance_secs` of `now` (unix seconds) and one `v1`
+/// must equal the HMAC, compared in constant time. Unknown `key=value` parts are ignored,
+/// so new signature schemes can be added without breaking receivers.
+pub fn verify(
+    secret: &str,
+    header: &str,
+    body: &[u8],
+    now: i64,
+    tolerance_secs: i64,
+) -> Result<(), VerifyError> {
+    let mut timestamp = None;
+    let mut candidates = Vec::new();
+    for part in header.split(',') {
+        let (key, value) = part.trim().split_once('=').ok_or(VerifyError::Malformed)?;
+        match key {
+            "t" => {
+                let valid = !value.is_empty() && value.len() <= 12;
+                if !valid || !value.bytes().all(|b| b.is_ascii_digit()) || timestamp.is_some() {
+                    return Err(VerifyError::Malformed);
+                }
+                timestamp = value.parse::<i64>().ok();
+            }
+            "v1" => candidates.push(decode_hex(value).ok_or(VerifyError::Malformed)?),
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or(VerifyError::Malformed)?;
+    if candidates.is_empty() {
+        return Err(VerifyError::Malformed);
+    }
+    if (now - timestamp).abs() > tolerance_secs {
+        return Err(VerifyError::Expired);
+    }
+    let expected = mac(secret, timestamp, body);
+    if candidates
+        .iter()
+        .any(|c| expected.clone().verify_slice(c).is_ok())
+    {
+        Ok(())
+    } else {
+        Err(VerifyError::Mismatch)
+    }
+}
+
+/// A 32-byte digest from 64 hex digits.
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() != 64 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "whsec_test";
+    const BODY: &[u8] = br#"{"id":"d1","event":"product.updated"}"#;
+
+    #[test]
+    fn known_vector() {
+        // python3 -c 'import hmac,hashlib;print(hmac.new(b"whsec_test",
+        //   b"1700000000.{\"id\":\"d1\",\"event\":\"product.updated\"}",hashlib.sha256).hexdigest())'
+        assert_eq!(
+            sign(SECRET, 1_700_000_000, BODY),
+            "t=1700000000,v1=0133333033ad765cce6f241881b63d8f6835b3fa28d62257c87fef69feb87b87"
+        );
+    }
+
+    #[test]
+    fn a_signature_verifies_within_tolerance() {
+        let header = sign(SECRET, 1_700_000_000, BODY);
+        assert_eq!(verify(SECRET, &header, BODY, 1_700_000_100, 300), Ok(()));
+        assert_eq!(verify(SECRET, &header, BODY, 1_699_999_900, 300), Ok(()));
+        // extra parts and a second v1 (as during a secret rotation) are fine
+        let two = format!("{header},v1={},v0=abc", "0".repeat(64));
+        assert_eq!(verify(SECRET, &two, BODY, 1_700_000_000, 300), Ok(()));
+    }
+
+    #[test]
+    fn tampering_old_timestamps_and_wrong_secrets_fail() {
+        let header = sign(SECRET, 1_700_000_000, BODY);
+        let tampered = br#"{"id":"d1","event":"product.deleted"}"#;
+        assert_eq!(
+            verify(SECRET, &header, tampered, 1_700_000_000, 300),
+            Err(VerifyError::Mismatch)
+        );
+        assert_eq!(
+            verify("whsec_other", &header, BODY, 1_700_000_000, 300),
+            Err(VerifyError::Mismatch)
+        );
+        assert_eq!(
+            verify(SECRET, &header, BODY, 1_700_000_301, 300),
+            Err(VerifyError::Expired)
+        );
+        // the timestamp is signed: moving it breaks the signature
+        let moved = header.replace("t=1700000000", "t=1700000100");
+        assert_eq!(
+            verify(SECRET, &moved, BODY, 1_700_000_100, 300),
+            Err(VerifyError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn empty_truncated_and_malformed_headers_never_verify() {
+        let header = sign(SECRET, 1_700_000_000, BODY);
+        let now = 1_700_000_000;
+        for bad in [
+            "".to_string(),
+            "t=1700000000".to_string(),
+            header[..header.len() - 1].to_string(),
+            header[..20].to_string(),
+            "v1=".to_string(),
+            format!("t=,{}", &header[13..]),
+            format!("t=-5,{}", &header[13..]),
+            format!("t=1700000000,t=1700000000,{}", &header[13..]),
+            header.replace("v1=", "v1=zz"),
+            "garbage".to_string(),
+        ] {
+            assert_eq!(
+                verify(SECRET, &bad, BODY, now, 300),
+                Err(VerifyError::Malformed),
+                "{bad:?}"
+            );
+        }
+    }
+}
