@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole service locally, one command (make dev): installs what is missing, starts
-# DynamoDB Local (data kept in .local/dynamodb), creates the table and a dev organization and
-# key, and runs every function under `cargo lambda watch` behind its router on port 9000.
-# Prints the base URL and key (also in .local/env). Ctrl-C stops everything it started.
+# DynamoDB Local (data kept in .local/dynamodb) and the SQS emulator (moto), creates the
+# table, the delivery queues and a dev organization and key, runs every function under
+# `cargo lambda watch` behind its router on port 9000, and the local event source mappings
+# (stream -> change-feed, queue -> webhook-delivery). Prints the base URL and key (also in
+# .local/env). Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 DDB_PORT="${CATALOG_DDB_PORT:-8000}"
 API_PORT="${CATALOG_API_PORT:-9000}"
+SQS_PORT="${CATALOG_SQS_PORT:-9324}"
 
 scripts/tools.sh --dev
 export PATH="$ROOT/.tools/venv/bin:$PATH"
@@ -31,13 +34,26 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 
+echo "[dev] starting the SQS emulator (moto) on 127.0.0.1:$SQS_PORT"
+moto_server -H 127.0.0.1 -p "$SQS_PORT" >.local/sqs.log 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do
+  (echo >"/dev/tcp/127.0.0.1/$SQS_PORT") 2>/dev/null && break
+  sleep 0.1
+done
+
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"
+export AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$AWS_ENDPOINT_URL_DYNAMODB"
+export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$SQS_PORT"
 export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export CATALOG_TABLE=catalog CATALOG_LOCAL_MODE=1 CATALOG_DEBUG_HEADERS=1
 
 echo "[dev] building"
 cargo build --workspace --bins
 target/debug/catalog-admin dev-setup --env-file .local/env --base-url "http://127.0.0.1:$API_PORT/v1" >/dev/null
+target/debug/local-poller queues > .local/queues.env
+# shellcheck disable=SC1091
+source .local/queues.env
 
 cat > .local/functions.env <<ENV
 AWS_ENDPOINT_URL_DYNAMODB=$AWS_ENDPOINT_URL_DYNAMODB
@@ -47,6 +63,11 @@ AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
 CATALOG_TABLE=$CATALOG_TABLE
 CATALOG_LOCAL_MODE=1
 CATALOG_DEBUG_HEADERS=1
+AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS
+CATALOG_DELIVERY_QUEUE_URL=$CATALOG_DELIVERY_QUEUE_URL
+CATALOG_DEAD_LETTER_QUEUE_URL=$CATALOG_DEAD_LETTER_QUEUE_URL
+CATALOG_WEBHOOK_COALESCE_SECONDS=${CATALOG_WEBHOOK_COALESCE_SECONDS:-2}
+CATALOG_WEBHOOK_RETRY_SCHEDULE=${CATALOG_WEBHOOK_RETRY_SCHEDULE:-5,10,30,60,120,300,600}
 ENV
 
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
@@ -57,6 +78,11 @@ for _ in $(seq 1 600); do
   (echo >"/dev/tcp/127.0.0.1/$API_PORT") 2>/dev/null && break
   sleep 0.1
 done
+
+echo "[dev] starting the local event source mappings (stream -> change-feed, queue -> webhook-delivery)"
+CATALOG_INVOKE_URL="http://127.0.0.1:$API_PORT" CATALOG_DELIVERY_QUEUE_URL="$CATALOG_DELIVERY_QUEUE_URL" \
+  target/debug/local-poller run >.local/poller.log 2>&1 &
+pids+=($!)
 
 # shellcheck disable=SC1091
 source .local/env
@@ -71,7 +97,11 @@ Try:
        -H "Content-Type: application/json" -d '{"name":"Chair"}'
   curl -s "$CATALOG_BASE_URL/products/p1" -H "Authorization: Bearer $CATALOG_API_KEY"
 
-Logs: .local/watch.log, .local/dynamodb.log. Press Ctrl-C to stop.
+Webhooks (deliveries are real POSTs; loopback http is allowed in local mode):
+  curl -s -X POST "$CATALOG_BASE_URL/webhooks" -H "Authorization: Bearer $CATALOG_API_KEY" \
+       -H "Content-Type: application/json" -d '{"url":"http://127.0.0.1:8080/hook","topics":["*"]}'
+
+Logs: .local/watch.log, .local/poller.log, .local/dynamodb.log, .local/sqs.log. Press Ctrl-C to stop.
 MSG
 echo "[dev] ready"
 wait -n "${pids[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the local stack and the tests need, into git-ignored folders, only when
 # missing: a Java runtime (apt), DynamoDB Local (npm package amplify-dynamodb-simulator,
-# checked against pinned checksums) and, with --dev, cargo-lambda (PyPI, in a venv).
+# checked against pinned checksums), moto's SQS server (PyPI, in .tools/venv) and, with
+# --dev, cargo-lambda (PyPI, same venv).
 # Usage: scripts/tools.sh [--dev]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ DDB_PKG_VERSION="2.9.30"
 DDB_UPSTREAM_SHA256="55b425a9a42cfc728436eaf0e4ae64d688b64d177c99c4f4c4d7e3dbb3ac6c09"
 DDB_JAR_SHA256="454305e9bc3e6ebcca5b62569869e31563b8d7e346474e94557b2600702146c7"
 CARGO_LAMBDA_VERSION="1.9.2"
+MOTO_VERSION="5.2.5"
 
 say() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -50,15 +52,28 @@ ensure_dynamodb_local() {
   rm -rf "$tmp"
 }
 
+VENV="$TOOLS/venv"
+ensure_venv() {
+  [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
+}
+
+# The SQS emulator the webhook tests and `make dev` run (moto_server).
+ensure_moto() {
+  if [ -x "$VENV/bin/moto_server" ]; then return; fi
+  ensure_venv
+  say "installing moto[server] $MOTO_VERSION from PyPI into .tools/venv"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+}
+
 ensure_cargo_lambda() {
-  local venv="$TOOLS/venv"
-  if [ -x "$venv/bin/cargo-lambda" ]; then return; fi
+  if [ -x "$VENV/bin/cargo-lambda" ]; then return; fi
+  ensure_venv
   say "installing cargo-lambda $CARGO_LAMBDA_VERSION from PyPI into .tools/venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
 }
 
 ensure_java
 ensure_dynamodb_local
+ensure_moto
 if [ "${1:-}" = "--dev" ]; then ensure_cargo_lambda; fi
 say "ready"

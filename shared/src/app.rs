@@ -58,7 +58,10 @@ impl App {
     pub async fn from_env() -> &'static App {
         let config = Config::from_env();
         let shared = aws_config::load_from_env().await;
-        let store = Store::new(Store::client_from_config(&shared), config.table_name.clone());
+        let store = Store::new(
+            Store::client_from_config(&shared),
+            config.table_name.clone(),
+        );
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(&shared), &config.webhooks);
         let mut app = Self::new(config, store);
         app.queue = queue;

@@ -6,7 +6,9 @@
 //! child processes get `PR_SET_PDEATHSIG`, so they die with the test process.
 
 pub mod ddb;
+pub mod local;
 pub mod runtime;
+pub mod webhooks;
 
 use catalog::auth::Scope;
 use catalog::store::Store;
@@ -112,6 +114,11 @@ async fn start_stack() -> Stack {
 /// Invokes `function` with a raw Lambda event (e.g. a fixture from `events/`).
 pub async fn invoke(function: &str, event: Value) -> Value {
     stack().await.runtime.invoke(function, event).await
+}
+
+/// Sends `req` to a named function process: `webhooks@strict` runs outside local mode.
+pub async fn send_to(function: &str, req: Request) -> Response {
+    stack().await.runtime.http_on(function, req).await
 }
 
 /// An HTTP response from a function.

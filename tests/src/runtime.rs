@@ -34,8 +34,8 @@ struct Queue {
 }
 
 pub struct Emulator {
-    handle: tokio::runtime::Handle,
-    env: Vec<(&'static str, String)>,
+    pub(crate) handle: tokio::runtime::Handle,
+    env: Mutex<Vec<(&'static str, String)>>,
     functions: Mutex<HashMap<String, Arc<Queue>>>,
     next_id: AtomicU64,
 }
@@ -54,10 +54,21 @@ impl Emulator {
         });
         Self {
             handle: rx.recv().expect("emulator runtime"),
-            env,
+            env: Mutex::new(env),
             functions: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         }
+    }
+
+    /// Adds environment for the function processes; only before the first one starts, so
+    /// that every process of the stack sees the same settings.
+    pub fn extend_env(&self, extra: Vec<(&'static str, String)>) {
+        let launched = !self.functions.lock().expect("lock").is_empty();
+        assert!(
+            !launched,
+            "a function started before the webhook stack: call `webhooks().await` first in the test"
+        );
+        self.env.lock().expect("lock").extend(extra);
     }
 
     /// The function serving `method path`, from the library's route tables.
@@ -88,10 +99,13 @@ impl Emulator {
         queue
     }
 
-    /// Starts the Runtime API for `function` and one process of its binary.
+    /// Starts the Runtime API for `function` and one process of its binary. A name
+    /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
+    /// mode, `@noqueue` with an unreachable queue endpoint.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let port = free_port();
-        let binary = crate::binary(function);
+        let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
+        let binary = crate::binary(binary_name);
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
             .route(
@@ -101,7 +115,12 @@ impl Emulator {
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .with_state(queue);
-        let env = self.env.clone();
+        let mut env = self.env.lock().expect("lock").clone();
+        match variant {
+            "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
+            "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
+            _ => {}
+        }
         let name = function.to_string();
         self.handle.spawn(async move {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -137,24 +156,47 @@ impl Emulator {
 
     /// Invokes `function` under request id `id` (the runtime's `lambda-runtime-aws-request-id`).
     async fn invoke_as(&self, function: &str, id: String, event: Value) -> Value {
+        self.try_invoke_as(function, id, event)
+            .await
+            .unwrap_or_else(|e| panic!("{function}: {e}"))
+    }
+
+    /// Invokes `function`; `Err` for an invocation error or no answer within 60 s.
+    pub async fn try_invoke(&self, function: &str, event: Value) -> Result<Value, String> {
+        self.try_invoke_as(function, self.next_request_id(), event)
+            .await
+    }
+
+    async fn try_invoke_as(
+        &self,
+        function: &str,
+        id: String,
+        event: Value,
+    ) -> Result<Value, String> {
         let queue = self.queue(function);
         let (reply, answer) = oneshot::channel();
         queue
             .tx
             .send(Invocation { id, event, reply })
             .await
-            .expect("queue open");
+            .map_err(|_| "invocation queue closed".to_string())?;
         tokio::time::timeout(Duration::from_secs(60), answer)
             .await
-            .unwrap_or_else(|_| panic!("{function} did not answer within 60 s"))
-            .expect("reply sent")
-            .unwrap_or_else(|e| panic!("{function} returned an invocation error: {e}"))
+            .map_err(|_| "no answer within 60 s".to_string())?
+            .map_err(|_| "no reply".to_string())?
+            .map_err(|e| format!("invocation error: {e}"))
     }
 
     /// Invokes the function serving `req` with a v2 event and decodes its v2 response.
     pub async fn http(&self, req: Request) -> Response {
-        let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
+        let (path, _) = req.path.split_once('?').unwrap_or((&req.path, ""));
         let function = Self::function_for(&req.method, path);
+        self.http_on(function, req).await
+    }
+
+    /// Sends `req` to the function process named `function` (e.g. `webhooks@strict`).
+    pub async fn http_on(&self, function: &str, req: Request) -> Response {
+        let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
         let id = self.next_request_id();
         let headers: serde_json::Map<String, Value> = req
             .headers

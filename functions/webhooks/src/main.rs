@@ -6,5 +6,8 @@ use lambda_http::{run, service_fn, Error};
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let app = catalog::App::from_env().await;
-    run(service_fn(|req| app.serve(&catalog::api::webhooks::API, req))).await
+    run(service_fn(|req| {
+        app.serve(&catalog::api::webhooks::API, req)
+    }))
+    .await
 }

@@ -23,7 +23,11 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET", "/webhooks/{id}", Scope::SettingsManage),
     Route::new("PATCH", "/webhooks/{id}", Scope::SettingsManage),
     Route::new("DELETE", "/webhooks/{id}", Scope::SettingsManage),
-    Route::new("POST", "/webhooks/{id}/rotate-secret", Scope::SettingsManage),
+    Route::new(
+        "POST",
+        "/webhooks/{id}/rotate-secret",
+        Scope::SettingsManage,
+    ),
     Route::new("GET", "/webhooks/{id}/deliveries", Scope::SettingsManage),
     Route::new(
         "POST",
@@ -130,9 +134,9 @@ fn topics_field(body: &JsonBody) -> Result<Option<Vec<String>>, ApiError> {
     }
     let mut out: Vec<String> = Vec::new();
     for item in items {
-        let topic = item.as_str().ok_or_else(|| {
-            ApiError::bad_request("field 'topics' must be an array of strings")
-        })?;
+        let topic = item
+            .as_str()
+            .ok_or_else(|| ApiError::bad_request("field 'topics' must be an array of strings"))?;
         topics::validate(topic).map_err(ApiError::bad_request)?;
         if !out.iter().any(|t| t == topic) {
             out.push(topic.to_string());
@@ -146,9 +150,7 @@ fn description_field(body: &JsonBody) -> Result<Option<Option<String>>, ApiError
     match body.0.get("description") {
         None => Ok(None),
         Some(Value::Null) => Ok(Some(None)),
-        Some(Value::String(s)) if s.chars().count() <= MAX_DESCRIPTION => {
-            Ok(Some(Some(s.clone())))
-        }
+        Some(Value::String(s)) if s.chars().count() <= MAX_DESCRIPTION => Ok(Some(Some(s.clone()))),
         Some(_) => Err(ApiError::bad_request(format!(
             "field 'description' must be a string of at most {MAX_DESCRIPTION} characters, or null"
         ))),
@@ -180,8 +182,8 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(FIELDS)?;
     let raw_url = body.req_str("url")?;
-    let topics = topics_field(&body)?
-        .ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
+    let topics =
+        topics_field(&body)?.ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
     let description = description_field(&body)?.flatten();
     let enabled = body.opt_bool("enabled")?.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
@@ -207,7 +209,10 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Ok(ApiResponse::single(200, render(&load(app, call).await?, false)))
+    Ok(ApiResponse::single(
+        200,
+        render(&load(app, call).await?, false),
+    ))
 }
 
 /// Applies `change` to the stored subscription under optimistic concurrency.
@@ -237,7 +242,9 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let enabled = body.opt_bool("enabled")?;
     let url = match body.opt_str("url")? {
         Some(raw) => Some(checked_url(app, raw).await?),
-        None if body.has("url") => return Err(ApiError::bad_request("field 'url' must be a string")),
+        None if body.has("url") => {
+            return Err(ApiError::bad_request("field 'url' must be a string"))
+        }
         None => None,
     };
     let sub = modify(app, call, |sub| {

@@ -165,7 +165,11 @@ fn encode<T: Serialize>(value: &T, what: &str) -> Result<Item, StoreError> {
 
 impl Store {
     /// Creates a subscription (its id is new, so only a clash of ids could fail).
-    pub async fn create_subscription(&self, org: &str, sub: &Subscription) -> Result<(), StoreError> {
+    pub async fn create_subscription(
+        &self,
+        org: &str,
+        sub: &Subscription,
+    ) -> Result<(), StoreError> {
         let item = SubscriptionItem {
             pk: webhooks_pk(org),
             sk: sub.id.clone(),
@@ -280,7 +284,11 @@ impl Store {
     }
 
     /// Notes that the window's message is on the queue (a no-op once the window closed).
-    pub async fn mark_queued(&self, key: &PendingKey<'_>, delivery_id: &str) -> Result<(), StoreError> {
+    pub async fn mark_queued(
+        &self,
+        key: &PendingKey<'_>,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
         let out = self
             .client
             .update_item()
@@ -403,7 +411,12 @@ impl Store {
     }
 
     /// Removes a delivery log entry (a replay whose message could not be queued).
-    pub async fn delete_delivery(&self, org: &str, webhook: &str, id: &str) -> Result<(), StoreError> {
+    pub async fn delete_delivery(
+        &self,
+        org: &str,
+        webhook: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
         self.client
             .delete_item()
             .table_name(&self.table)
@@ -427,7 +440,11 @@ impl Store {
     }
 
     /// A subscription's delivery log, newest first: one Query per MB.
-    pub async fn list_deliveries(&self, org: &str, webhook: &str) -> Result<Vec<Delivery>, StoreError> {
+    pub async fn list_deliveries(
+        &self,
+        org: &str,
+        webhook: &str,
+    ) -> Result<Vec<Delivery>, StoreError> {
         let query = self
             .partition_query(deliveries_pk(org, webhook), None)
             .scan_index_forward(false);

@@ -58,7 +58,12 @@ impl WebhookConfig {
         let number = |name: &str| text(name).and_then(|v| v.trim().parse::<u64>().ok());
         let schedule = text("CATALOG_WEBHOOK_RETRY_SCHEDULE").and_then(|v| {
             v.split(',')
-                .map(|s| s.trim().parse::<u64>().ok().filter(|n| *n <= MAX_RETRY_STEP_SECS))
+                .map(|s| {
+                    s.trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| *n <= MAX_RETRY_STEP_SECS)
+                })
                 .collect::<Option<Vec<u64>>>()
         });
         Self {

@@ -113,7 +113,10 @@ impl Deliverer {
     async fn process(&self, m: &SqsMessage) -> Outcome {
         let body = m.body.as_deref().unwrap_or_default();
         let Ok(message) = serde_json::from_str::<QueueMessage>(body) else {
-            tracing::error!(body, "undecodable delivery message: moved to the dead-letter queue");
+            tracing::error!(
+                body,
+                "undecodable delivery message: moved to the dead-letter queue"
+            );
             return self.dead_letter(body).await;
         };
         let receipt = m.receipt_handle.as_deref().unwrap_or_default();
@@ -183,7 +186,10 @@ impl Deliverer {
                 "the subscription is disabled".into()
             });
             delivery.updated_at = Timestamp::now();
-            return self.record(m, &delivery, previous).await.map(|_| Outcome::Done);
+            return self
+                .record(m, &delivery, previous)
+                .await
+                .map(|_| Outcome::Done);
         }
 
         let attempt = self.send(&sub, &delivery).await;
@@ -230,7 +236,12 @@ impl Deliverer {
         delivery: &Delivery,
         previous: u32,
     ) -> Result<bool, StoreError> {
-        match self.app.store.record_attempt(&m.org, delivery, previous).await {
+        match self
+            .app
+            .store
+            .record_attempt(&m.org, delivery, previous)
+            .await
+        {
             Ok(()) => Ok(true),
             Err(StoreError::ConditionFailed) => Ok(false),
             Err(e) => Err(e),

@@ -81,7 +81,10 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
     };
     let org = entity.org()?.to_string();
     let recorded = Timestamp::from_millis(
-        record.change.approximate_creation_date_time.timestamp_millis(),
+        record
+            .change
+            .approximate_creation_date_time
+            .timestamp_millis(),
     );
     let occurred_at = match action {
         Action::Deleted => entity.tu.map_or(recorded, |tu| tu.max(recorded)),
@@ -143,7 +146,11 @@ impl ChangeFeed {
         let mut orgs: Vec<&str> = changes.iter().map(|(_, c)| c.org.as_str()).collect();
         orgs.sort_unstable();
         orgs.dedup();
-        let lists = join_all(orgs.iter().map(|org| self.app.store.list_subscriptions(org))).await;
+        let lists = join_all(
+            orgs.iter()
+                .map(|org| self.app.store.list_subscriptions(org)),
+        )
+        .await;
         let subscriptions: HashMap<&str, Result<Vec<Subscription>, StoreError>> =
             orgs.into_iter().zip(lists).collect();
 
@@ -286,7 +293,10 @@ mod tests {
 
     #[test]
     fn a_child_change_is_not_an_update_of_the_parent() {
-        assert_eq!(change_of(&record("MODIFY", product(T1, T1), product(T1, T2))), None);
+        assert_eq!(
+            change_of(&record("MODIFY", product(T1, T1), product(T1, T2))),
+            None
+        );
     }
 
     #[test]

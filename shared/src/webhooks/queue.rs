@@ -69,7 +69,11 @@ impl DeliveryQueue {
     }
 
     /// Makes a received message visible again after `after` (the next retry step).
-    pub async fn retry_after(&self, receipt_handle: &str, after: Duration) -> Result<(), QueueError> {
+    pub async fn retry_after(
+        &self,
+        receipt_handle: &str,
+        after: Duration,
+    ) -> Result<(), QueueError> {
         self.client
             .change_message_visibility()
             .queue_url(&self.url)

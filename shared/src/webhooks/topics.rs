@@ -93,15 +93,25 @@ mod tests {
 
     #[test]
     fn valid_and_invalid_topics() {
-        for ok in ["*", "product.*", "sku.deleted", "asset.created", "category.updated"] {
+        for ok in [
+            "*",
+            "product.*",
+            "sku.deleted",
+            "asset.created",
+            "category.updated",
+        ] {
             assert_eq!(validate(ok), Ok(()), "{ok}");
         }
         assert_eq!(
             validate("product"),
             Err("topic 'product' must be '<entity>.<action>', '<entity>.*' or '*'".into())
         );
-        assert!(validate("widget.created").unwrap_err().contains("unknown entity 'widget'"));
-        assert!(validate("product.renamed").unwrap_err().contains("unknown action 'renamed'"));
+        assert!(validate("widget.created")
+            .unwrap_err()
+            .contains("unknown entity 'widget'"));
+        assert!(validate("product.renamed")
+            .unwrap_err()
+            .contains("unknown action 'renamed'"));
         assert!(validate("*.created").is_err());
         assert!(validate("").is_err());
     }

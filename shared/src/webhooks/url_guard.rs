@@ -67,9 +67,11 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     if s[0] & 0xe000 != 0x2000 {
         return false;
     }
-    let refused = (s[0] == 0x2001 && s[1] < 0x0200) // 2001::/23 IETF (Teredo, benchmarking, ...)
-        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-        || (s[0] == 0x3fff && s[1] < 0x1000); // documentation 3fff::/20
+    // 2001::/23 IETF assignments (Teredo, benchmarking, ...) and 2001:db8::/32 documentation
+    let ietf = s[0] == 0x2001 && (s[1] < 0x0200 || s[1] == 0x0db8);
+    // 3fff::/20 documentation
+    let documentation = s[0] == 0x3fff && s[1] < 0x1000;
+    let refused = ietf || documentation;
     !refused
 }
 
@@ -101,7 +103,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     }
 }
 
@@ -203,14 +207,44 @@ mod tests {
     #[test]
     fn non_public_addresses_are_refused() {
         for s in [
-            "0.0.0.0", "10.1.2.3", "127.0.0.1", "127.255.0.9", "100.64.0.1", "100.127.255.255",
-            "169.254.169.254", "172.16.0.1", "172.31.255.255", "192.0.0.8", "192.0.2.1",
-            "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.19.255.1", "198.51.100.7",
-            "203.0.113.9", "224.0.0.1", "239.1.1.1", "240.0.0.1", "255.255.255.255", "::",
-            "::1", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "2001:db8::1",
-            "2001::1", "3fff::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-            "::ffff:10.0.0.1", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::",
-            "2002:c0a8:101::1", "64:ff9b:1::1",
+            "0.0.0.0",
+            "10.1.2.3",
+            "127.0.0.1",
+            "127.255.0.9",
+            "100.64.0.1",
+            "100.127.255.255",
+            "169.254.169.254",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.0.0.8",
+            "192.0.2.1",
+            "192.88.99.1",
+            "192.168.1.1",
+            "198.18.0.1",
+            "198.19.255.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "224.0.0.1",
+            "239.1.1.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "fe80::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001::1",
+            "3fff::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+            "64:ff9b:1::1",
         ] {
             assert!(!is_public(ip(s)), "{s} must be refused");
         }
@@ -219,9 +253,19 @@ mod tests {
     #[test]
     fn public_addresses_pass() {
         for s in [
-            "1.1.1.1", "8.8.8.8", "93.184.215.14", "100.63.255.255", "100.128.0.1",
-            "172.15.0.1", "172.32.0.1", "198.20.0.1", "2606:4700::1111",
-            "2a00:1450:4001::200e", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
+            "1.1.1.1",
+            "8.8.8.8",
+            "93.184.215.14",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.15.0.1",
+            "172.32.0.1",
+            "198.20.0.1",
+            "2606:4700::1111",
+            "2a00:1450:4001::200e",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
         ] {
             assert!(is_public(ip(s)), "{s} must pass");
         }
@@ -232,7 +276,12 @@ mod tests {
         for s in ["127.0.0.1", "::1", "::ffff:127.0.0.1"] {
             assert!(LOCAL.allows(ip(s)) && !STRICT.allows(ip(s)), "{s}");
         }
-        for s in ["169.254.169.254", "10.0.0.1", "::ffff:169.254.169.254", "fe80::1"] {
+        for s in [
+            "169.254.169.254",
+            "10.0.0.1",
+            "::ffff:169.254.169.254",
+            "fe80::1",
+        ] {
             assert!(!LOCAL.allows(ip(s)), "{s}");
         }
     }
@@ -241,9 +290,17 @@ mod tests {
     fn urls_are_parsed_and_checked() {
         assert!(parse("https://hooks.example.com/catalog?x=1", STRICT).is_ok());
         assert!(parse("https://93.184.215.14/hook", STRICT).is_ok());
-        assert_eq!(parse("http://hooks.example.com/", STRICT).unwrap_err(), "url must use https");
-        assert_eq!(parse("ftp://example.com/", LOCAL).unwrap_err(), "url must use https");
-        assert!(parse("hooks.example.com/x", STRICT).unwrap_err().starts_with("url is not a valid"));
+        assert_eq!(
+            parse("http://hooks.example.com/", STRICT).unwrap_err(),
+            "url must use https"
+        );
+        assert_eq!(
+            parse("ftp://example.com/", LOCAL).unwrap_err(),
+            "url must use https"
+        );
+        assert!(parse("hooks.example.com/x", STRICT)
+            .unwrap_err()
+            .starts_with("url is not a valid"));
         assert_eq!(
             parse("https://u:p@example.com/", STRICT).unwrap_err(),
             "url must not contain credentials"
@@ -259,19 +316,29 @@ mod tests {
             "https://10.0.0.1:8443/",
         ] {
             let err = parse(bad, STRICT).unwrap_err();
-            assert!(err.starts_with("url must point to a public address"), "{bad}: {err}");
+            assert!(
+                err.starts_with("url must point to a public address"),
+                "{bad}: {err}"
+            );
         }
         assert!(parse("http://127.0.0.1:9999/hook", LOCAL).is_ok());
         assert!(parse("http://[::ffff:127.0.0.1]/", LOCAL).is_ok());
         assert!(parse("http://169.254.169.254/", LOCAL).is_err());
-        assert!(parse(&format!("https://e.com/{}", "a".repeat(MAX_URL_LEN)), STRICT).is_err());
+        assert!(parse(
+            &format!("https://e.com/{}", "a".repeat(MAX_URL_LEN)),
+            STRICT
+        )
+        .is_err());
     }
 
     #[tokio::test]
     async fn names_resolving_to_private_addresses_are_refused() {
         let url = parse("https://localhost/hook", STRICT).unwrap();
         let err = check_resolved(&url, STRICT).await.unwrap_err();
-        assert!(err.starts_with("url host 'localhost' resolves to "), "{err}");
+        assert!(
+            err.starts_with("url host 'localhost' resolves to "),
+            "{err}"
+        );
         let url = parse("http://localhost:9/hook", LOCAL).unwrap();
         assert_eq!(check_resolved(&url, LOCAL).await, Ok(()));
         let url = parse("https://name.invalid/hook", STRICT).unwrap();
@@ -291,7 +358,11 @@ mod tests {
         };
         assert!(err.contains("not a public address"), "{err}");
         let local = GuardedResolver(LOCAL);
-        let addrs: Vec<_> = local.resolve("localhost".parse().unwrap()).await.unwrap().collect();
+        let addrs: Vec<_> = local
+            .resolve("localhost".parse().unwrap())
+            .await
+            .unwrap()
+            .collect();
         assert!(addrs.iter().all(|a| a.ip().is_loopback()));
     }
 }

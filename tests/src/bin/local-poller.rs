@@ -1,0 +1,81 @@
+//! `make dev`'s event source mappings: reads DynamoDB Local's stream and the SQS emulator's
+//! delivery queue the way Lambda does and invokes the functions running under
+//! `cargo lambda watch` (POST `/2015-03-31/functions/<name>/invocations`).
+//!
+//! Usage:
+//!   local-poller queues              creates the queues, prints their URLs as env lines
+//!   local-poller run                 polls until stopped
+//! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, CATALOG_TABLE,
+//! CATALOG_DELIVERY_QUEUE_URL (run), CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
+
+use catalog_e2e::local::{create_delivery_queues, run_queue, run_stream, Invoker, Start};
+use std::sync::Arc;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+#[tokio::main]
+async fn main() {
+    let shared = aws_config::load_from_env().await;
+    let sqs = aws_sdk_sqs::Client::new(&shared);
+    match std::env::args().nth(1).as_deref() {
+        Some("queues") => {
+            let (queue, dlq) = create_delivery_queues(&sqs).await.expect("queues created");
+            println!("CATALOG_DELIVERY_QUEUE_URL={queue}");
+            println!("CATALOG_DEAD_LETTER_QUEUE_URL={dlq}");
+        }
+        Some("run") => {
+            let ddb = aws_sdk_dynamodb::Client::new(&shared);
+            let stream_arn = ddb
+                .describe_table()
+                .table_name(env("CATALOG_TABLE"))
+                .send()
+                .await
+                .expect("table described")
+                .table
+                .and_then(|t| t.latest_stream_arn)
+                .expect("the table has a stream");
+            let base = env("CATALOG_INVOKE_URL");
+            let http = reqwest::Client::new();
+            let invoke: Invoker = Arc::new(move |function, event| {
+                let url = format!("{base}/2015-03-31/functions/{function}/invocations");
+                let http = http.clone();
+                Box::pin(async move {
+                    let r = http
+                        .post(url)
+                        .body(event.to_string())
+                        .send()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let status = r.status();
+                    let text = r.text().await.map_err(|e| e.to_string())?;
+                    if !status.is_success() {
+                        return Err(format!("{status}: {text}"));
+                    }
+                    serde_json::from_str(&text).map_err(|e| e.to_string())
+                })
+            });
+            let streams = aws_sdk_dynamodbstreams::Client::new(&shared);
+            let feed = tokio::spawn(run_stream(
+                streams,
+                stream_arn,
+                "change-feed".into(),
+                invoke.clone(),
+                Start::Latest,
+            ));
+            let deliver = tokio::spawn(run_queue(
+                sqs,
+                env("CATALOG_DELIVERY_QUEUE_URL"),
+                "webhook-delivery".into(),
+                invoke,
+            ));
+            eprintln!("[local-poller] stream -> change-feed, queue -> webhook-delivery");
+            let _ = tokio::join!(feed, deliver);
+        }
+        _ => {
+            eprintln!("usage: local-poller queues|run");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Local event source mappings: what Lambda does between DynamoDB Streams or SQS and a
+//! function, for DynamoDB Local and the SQS emulator. The stream poller reads every shard in
+//! order, hands batches to the change-feed function and, on a reported batch item failure,
+//! retries from that record (the batch before it is done). The queue poller receives
+//! batches of up to 10 messages, hands them to the delivery function, deletes the ones that
+//! succeeded and leaves the reported failures to their visibility timeout, as the SQS event
+//! source mapping does. The tests and `make dev` both run them.
+
+use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Invokes a function by name with a raw event and returns its raw response.
+pub type Invoker =
+    Arc<dyn Fn(String, Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+
+/// Where a newly found shard is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Every record the stream still holds (tests: the table is new).
+    Oldest,
+    /// Only records written from now on, for the shards open at startup (`make dev`).
+    Latest,
+}
+
+/// Retries of one failing stream batch before its first record is skipped (Lambda's
+/// `MaximumRetryAttempts`).
+const STREAM_RETRIES: u32 = 20;
+const IDLE: Duration = Duration::from_millis(100);
+
+/// Polls the table's stream forever, feeding `function`.
+pub async fn run_stream(
+    client: aws_sdk_dynamodbstreams::Client,
+    stream_arn: String,
+    function: String,
+    invoke: Invoker,
+    start: Start,
+) {
+    // shard id -> next iterator (None once the shard is closed and drained)
+    let mut shards: HashMap<String, Option<String>> = HashMap::new();
+    let mut first_pass = true;
+    loop {
+        if let Ok(desc) = client
+            .describe_stream()
+            .stream_arn(&stream_arn)
+            .send()
+            .await
+        {
+            let found = desc
+                .stream_description
+                .and_then(|d| d.shards)
+                .unwrap_or_default();
+            for shard in found {
+                let Some(id) = shard.shard_id else { continue };
+                if shards.contains_key(&id) {
+                    continue;
+                }
+                let kind = if start == Start::Latest && first_pass {
+                    ShardIteratorType::Latest
+                } else {
+                    ShardIteratorType::TrimHorizon
+                };
+                let iterator = iterator(&client, &stream_arn, &id, kind, None).await;
+                shards.insert(id, iterator);
+            }
+        }
+        first_pass = false;
+        let mut busy = false;
+        for (id, next) in shards.iter_mut() {
+            let Some(it) = next.clone() else { continue };
+            let Ok(out) = client
+                .get_records()
+                .shard_iterator(&it)
+                .limit(100)
+                .send()
+                .await
+            else {
+                // expired or unreadable iterator: start the shard over from its oldest record
+                *next = iterator(
+                    &client,
+                    &stream_arn,
+                    id,
+                    ShardIteratorType::TrimHorizon,
+                    None,
+                )
+                .await;
+                continue;
+            };
+            let records = out.records.unwrap_or_default();
+            *next = out.next_shard_iterator;
+            if records.is_empty() {
+                continue;
+            }
+            busy = true;
+            let mut batch = records;
+            let mut tries = 0;
+            while !batch.is_empty() {
+                let event = stream_event(&batch, &stream_arn);
+                let failed_at = match invoke(function.clone(), event).await {
+                    Ok(resp) => first_failure(&resp).and_then(|seq| {
+                        batch.iter().position(|r| sequence(r) == Some(seq.as_str()))
+                    }),
+                    Err(e) => {
+                        eprintln!("[local] {function} failed: {e}");
+                        Some(0)
+                    }
+                };
+                let Some(i) = failed_at else { break };
+                tries += 1;
+                if tries > STREAM_RETRIES {
+                    eprintln!("[local] skipping a stream record after {STREAM_RETRIES} retries");
+                    batch.drain(..=i);
+                    tries = 0;
+                } else {
+                    batch.drain(..i);
+                    tokio::time::sleep(IDLE).await;
+                }
+            }
+        }
+        if !busy {
+            tokio::time::sleep(IDLE).await;
+        }
+    }
+}
+
+async fn iterator(
+    client: &aws_sdk_dynamodbstreams::Client,
+    arn: &str,
+    shard: &str,
+    kind: ShardIteratorType,
+    sequence: Option<&str>,
+) -> Option<String> {
+    client
+        .get_shard_iterator()
+        .stream_arn(arn)
+        .shard_id(shard)
+        .shard_iterator_type(kind)
+        .set_sequence_number(sequence.map(str::to_string))
+        .send()
+        .await
+        .ok()
+        .and_then(|o| o.shard_iterator)
+}
+
+fn sequence(r: &Record) -> Option<&str> {
+    r.dynamodb.as_ref()?.sequence_number.as_deref()
+}
+
+/// The `itemIdentifier` of the first reported failure.
+fn first_failure(response: &Value) -> Option<String> {
+    response["batchItemFailures"]
+        .as_array()?
+        .first()?
+        .get("itemIdentifier")?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn image(image: &Option<HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>) -> Value {
+    match image {
+        Some(i) => serde_json::to_value(serde_dynamo::Item::from(i.clone())).unwrap_or(Value::Null),
+        None => Value::Null,
+    }
+}
+
+/// The Lambda event for a batch of stream records, as the DynamoDB event source sends it.
+pub fn stream_event(records: &[Record], stream_arn: &str) -> Value {
+    let records: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            let d = r.dynamodb.as_ref();
+            json!({
+                "eventID": r.event_id,
+                "eventName": r.event_name.as_ref().map(|n| n.as_str()),
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": r.aws_region.as_deref().unwrap_or("us-east-1"),
+                "dynamodb": {
+                    "ApproximateCreationDateTime": d
+                        .and_then(|d| d.approximate_creation_date_time)
+                        .map(|t| t.as_secs_f64())
+                        .unwrap_or_default(),
+                    "Keys": image(&d.and_then(|d| d.keys.clone())),
+                    "NewImage": image(&d.and_then(|d| d.new_image.clone())),
+                    "OldImage": image(&d.and_then(|d| d.old_image.clone())),
+                    "SequenceNumber": d.and_then(|d| d.sequence_number.clone()),
+                    "SizeBytes": d.and_then(|d| d.size_bytes).unwrap_or_default(),
+                    "StreamViewType": "NEW_AND_OLD_IMAGES"
+                },
+                "eventSourceARN": stream_arn
+            })
+        })
+        .collect();
+    json!({ "Records": records })
+}
+
+/// Creates (or finds) the delivery queue and its dead-letter queue, shaped like the
+/// template's: a redrive policy as a safety net, a 30 s visibility timeout. Returns their URLs.
+pub async fn create_delivery_queues(sqs: &aws_sdk_sqs::Client) -> Result<(String, String), String> {
+    let create = |name: &'static str, attributes: Vec<(QueueAttributeName, String)>| {
+        let mut req = sqs.create_queue().queue_name(name);
+        for (k, v) in attributes {
+            req = req.attributes(k, v);
+        }
+        async move {
+            req.send()
+                .await
+                .map_err(|e| format!("CreateQueue {name}: {e:?}"))?
+                .queue_url
+                .ok_or_else(|| format!("CreateQueue {name}: no url"))
+        }
+    };
+    let dead_letter_url = create("deliveries-dlq", vec![]).await?;
+    let dlq_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&dead_letter_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| format!("GetQueueAttributes: {e:?}"))?
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .ok_or("the dead-letter queue has no ARN")?;
+    let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"20"}}"#);
+    let queue_url = create(
+        "deliveries",
+        vec![
+            (QueueAttributeName::VisibilityTimeout, "30".into()),
+            (QueueAttributeName::RedrivePolicy, redrive),
+        ],
+    )
+    .await?;
+    Ok((queue_url, dead_letter_url))
+}
+
+/// Polls a queue forever, feeding `function` batches of up to 10 messages.
+pub async fn run_queue(
+    client: aws_sdk_sqs::Client,
+    queue_url: String,
+    function: String,
+    invoke: Invoker,
+) {
+    let arn = client
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .ok()
+        .and_then(|o| o.attributes)
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .unwrap_or_default();
+    loop {
+        let received = client
+            .receive_message()
+            .queue_url(&queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await;
+        let messages = match received {
+            Ok(out) => out.messages.unwrap_or_default(),
+            Err(_) => {
+                tokio::time::sleep(IDLE).await;
+                continue;
+            }
+        };
+        if messages.is_empty() {
+            continue;
+        }
+        let records: Vec<Value> = messages
+            .iter()
+            .map(|m| {
+                let attributes: HashMap<String, String> = m
+                    .attributes
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k.as_str().to_string(), v))
+                    .collect();
+                json!({
+                    "messageId": m.message_id,
+                    "receiptHandle": m.receipt_handle,
+                    "body": m.body,
+                    "attributes": attributes,
+                    "messageAttributes": {},
+                    "md5OfBody": m.md5_of_body,
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": arn,
+                    "awsRegion": "us-east-1"
+                })
+            })
+            .collect();
+        let failed: Vec<String> =
+            match invoke(function.clone(), json!({ "Records": records })).await {
+                Ok(resp) => resp["batchItemFailures"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                Err(e) => {
+                    // the whole batch returns after the queue's visibility timeout
+                    eprintln!("[local] {function} failed: {e}");
+                    continue;
+                }
+            };
+        for m in &messages {
+            if failed
+                .iter()
+                .any(|f| Some(f.as_str()) == m.message_id.as_deref())
+            {
+                continue;
+            }
+            if let Some(handle) = &m.receipt_handle {
+                let _ = client
+                    .delete_message()
+                    .queue_url(&queue_url)
+                    .receipt_handle(handle)
+                    .send()
+                    .await;
+            }
+        }
+    }
+}

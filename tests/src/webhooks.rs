@@ -1,0 +1,304 @@
+//! The webhook side of the local stack for e2e tests: the SQS emulator (moto's server,
+//! installed by `scripts/tools.sh`), the delivery queue and its dead-letter queue, the two
+//! local event source mappings (`local.rs`) feeding the real change-feed and delivery
+//! binaries, and receivers: real HTTP servers on loopback that record every request.
+//!
+//! Call `webhooks().await` first in every webhook test: the functions must start with the
+//! queue settings in their environment.
+
+use crate::ddb::{die_with_parent, free_port, keep};
+use crate::local::{create_delivery_queues, run_queue, run_stream, Invoker, Start};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::Router;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Settings the functions run with in the webhook tests: a 3 s coalescing window and eight
+/// attempts one second apart, so a whole retry schedule takes seconds.
+pub const COALESCE_SECONDS: u64 = 3;
+pub const ATTEMPTS: u32 = 8;
+
+pub struct Hooks {
+    pub sqs_endpoint: String,
+    pub queue_url: String,
+    pub dead_letter_url: String,
+}
+
+static HOOKS: tokio::sync::OnceCell<Hooks> = tokio::sync::OnceCell::const_new();
+
+/// Starts (once) the SQS emulator, the queues and the pollers.
+pub async fn webhooks() -> &'static Hooks {
+    HOOKS.get_or_init(start).await
+}
+
+/// An SQS client for the emulator, bound to the calling runtime.
+pub fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "local", "local", None, None, "e2e",
+        ))
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}
+
+fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    use aws_sdk_dynamodbstreams::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new("local", "local", None, None, "e2e"))
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
+}
+
+/// Starts moto's server on a free port; it dies with the test process.
+fn start_moto() -> String {
+    let bin = crate::repo_root().join(".tools/venv/bin/moto_server");
+    assert!(
+        bin.exists(),
+        "moto_server is not installed at {}: run scripts/tools.sh (make test does)",
+        bin.display()
+    );
+    let port = free_port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let child = die_with_parent(
+            Command::new(&bin)
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .spawn();
+        let _ = tx.send(child.map(keep).map_err(|e| e.to_string()));
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv().expect("spawner").expect("moto_server starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "moto_server did not listen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    format!("http://127.0.0.1:{port}")
+}
+
+async fn start() -> Hooks {
+    let stack = crate::stack().await;
+    let endpoint = start_moto();
+    let sqs = sqs_client(&endpoint);
+    let (queue_url, dead_letter_url) = create_delivery_queues(&sqs).await.expect("queues created");
+    stack.runtime.extend_env(vec![
+        ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
+        ("CATALOG_DELIVERY_QUEUE_URL", queue_url.clone()),
+        ("CATALOG_DEAD_LETTER_QUEUE_URL", dead_letter_url.clone()),
+        (
+            "CATALOG_WEBHOOK_COALESCE_SECONDS",
+            COALESCE_SECONDS.to_string(),
+        ),
+        (
+            "CATALOG_WEBHOOK_RETRY_SCHEDULE",
+            vec!["1"; ATTEMPTS as usize - 1].join(","),
+        ),
+        ("CATALOG_WEBHOOK_TIMEOUT_SECONDS", "5".into()),
+    ]);
+    let stream_arn = stack
+        .store()
+        .client()
+        .describe_table()
+        .table_name(crate::TABLE)
+        .send()
+        .await
+        .expect("table described")
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .expect("the table has a stream");
+    let invoke: Invoker = Arc::new(|function, event| {
+        Box::pin(async move {
+            crate::stack()
+                .await
+                .runtime
+                .try_invoke(&function, event)
+                .await
+        })
+    });
+    let (ddb, sqs_endpoint, queue) = (
+        stack.ddb_endpoint.clone(),
+        endpoint.clone(),
+        queue_url.clone(),
+    );
+    let invoke_queue = invoke.clone();
+    // Clients are built inside the emulator's runtime, which lives as long as the process.
+    stack.runtime.handle.spawn(async move {
+        run_stream(
+            streams_client(&ddb),
+            stream_arn,
+            "change-feed".into(),
+            invoke,
+            Start::Oldest,
+        )
+        .await
+    });
+    stack.runtime.handle.spawn(async move {
+        run_queue(
+            sqs_client(&sqs_endpoint),
+            queue,
+            "webhook-delivery".into(),
+            invoke_queue,
+        )
+        .await
+    });
+    Hooks {
+        sqs_endpoint: endpoint,
+        queue_url,
+        dead_letter_url,
+    }
+}
+
+/// One request a receiver got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+    pub json: Value,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct ReceiverState {
+    received: Vec<Received>,
+    /// Requests answered 500 before the receiver starts answering 204.
+    fail_first: usize,
+    answered: usize,
+}
+
+/// A webhook receiver on loopback.
+#[derive(Clone)]
+pub struct Receiver {
+    pub port: u16,
+    state: Arc<Mutex<ReceiverState>>,
+}
+
+impl Receiver {
+    /// A receiver listening now, failing its first `fail_first` requests with 500.
+    pub async fn start(fail_first: usize) -> Self {
+        let r = Self::reserve(fail_first);
+        r.listen().await;
+        r
+    }
+
+    /// A receiver whose port is chosen but not listening yet (connections are refused).
+    pub fn reserve(fail_first: usize) -> Self {
+        Self {
+            port: free_port(),
+            state: Arc::new(Mutex::new(ReceiverState {
+                fail_first,
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// Starts listening (on the calling test's runtime).
+    pub async fn listen(&self) {
+        let app = Router::new()
+            .route("/hook", post(receive))
+            .with_state(self.state.clone());
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .expect("receiver port");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().expect("lock").received.clone()
+    }
+
+    /// The requests once there are at least `n`; panics after `within`.
+    pub async fn wait_for(&self, n: usize, within: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "receiver got {} of {n} requests within {within:?}: {:?}",
+                got.len(),
+                got.iter().map(|r| &r.json).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Requests answered 2xx (the deliveries that succeeded).
+    pub fn delivered(&self) -> Vec<Received> {
+        let s = self.state.lock().expect("lock");
+        s.received.iter().skip(s.fail_first).cloned().collect()
+    }
+}
+
+async fn receive(
+    State(state): State<Arc<Mutex<ReceiverState>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let mut s = state.lock().expect("lock");
+    s.received.push(Received {
+        headers: headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    v.to_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect(),
+        json: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body: body.to_vec(),
+        at: Instant::now(),
+    });
+    s.answered += 1;
+    if s.answered <= s.fail_first {
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::NO_CONTENT
+    }
+}
+
+/// Polls `probe` until it returns `Some`, or panics with `what` after `within`.
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,516 @@
+//! Webhooks end to end: the real `webhooks`, `change-feed` and `webhook-delivery` binaries,
+//! DynamoDB Local's stream and moto's SQS, read by the local event source mappings, and
+//! real HTTP receivers on loopback. Every test calls `webhooks().await` first.
+
+use catalog::webhooks::signature::{self, VerifyError};
+use catalog_e2e::webhooks::{eventually, sqs_client, webhooks, Receiver, ATTEMPTS};
+use catalog_e2e::{Org, Request};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Long enough for a window (3 s), the stream and queue polls, and slow CI.
+const DELIVERY: Duration = Duration::from_secs(30);
+
+async fn subscribe(org: &Org, url: &str, topics: &[&str]) -> (String, String) {
+    let r = org
+        .post("/v1/webhooks", json!({"url": url, "topics": topics}))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    (
+        r.body["result"]["id"].as_str().unwrap().to_string(),
+        r.body["result"]["secret"].as_str().unwrap().to_string(),
+    )
+}
+
+async fn deliveries(org: &Org, webhook: &str) -> Vec<Value> {
+    let r = org.get(&format!("/v1/webhooks/{webhook}/deliveries")).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    r.body["result"].as_array().unwrap().clone()
+}
+
+async fn put_product(org: &Org, id: &str, body: Value) {
+    let r = org.patch(&format!("/v1/products/{id}"), body).await;
+    assert!(r.status == 200 || r.status == 201, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn subscriptions_are_managed_with_the_settings_scope() {
+    webhooks().await;
+    let org = Org::new().await;
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://127.0.0.1:9/hook", "topics": ["product.*", "sku.deleted", "product.*"],
+                   "description": "ERP sync"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let created = r.body["result"].clone();
+    let id = created["id"].as_str().unwrap().to_string();
+    let secret = created["secret"].as_str().unwrap().to_string();
+    assert!(id.starts_with("wh_") && secret.starts_with("whsec_") && secret.len() == 46);
+    assert_eq!(created["topics"], json!(["product.*", "sku.deleted"]));
+    assert_eq!(created["enabled"], json!(true));
+    assert_eq!(created["url"], json!("http://127.0.0.1:9/hook"));
+
+    // the secret is shown once
+    let got = org.get(&format!("/v1/webhooks/{id}")).await;
+    assert_eq!(got.status, 200);
+    assert!(got.body["result"].get("secret").is_none());
+    assert_eq!(got.body["result"]["description"], json!("ERP sync"));
+    let list = org.get("/v1/webhooks").await;
+    assert_eq!(list.status, 200);
+    assert_eq!(list.body["result"].as_array().unwrap().len(), 1);
+    assert_eq!(list.body["pagination"]["totalResults"], json!(1));
+    assert!(list.body["result"][0].get("secret").is_none());
+
+    // PATCH changes only what it names; null clears the description
+    let r = org
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            json!({"topics": ["*"], "description": null}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["result"]["topics"], json!(["*"]));
+    assert_eq!(r.body["result"]["description"], Value::Null);
+    assert_eq!(r.body["result"]["url"], json!("http://127.0.0.1:9/hook"));
+    assert_eq!(r.body["result"]["enabled"], json!(true));
+
+    let rotated = org
+        .post(&format!("/v1/webhooks/{id}/rotate-secret"), json!({}))
+        .await;
+    assert_eq!(rotated.status, 200);
+    let new_secret = rotated.body["result"]["secret"].as_str().unwrap();
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+
+    // bad input names the problem
+    for (body, error) in [
+        (json!({"topics": ["*"]}), "field 'url' is required"),
+        (json!({"url": "http://127.0.0.1:9/"}), "field 'topics' is required"),
+        (json!({"url": "http://127.0.0.1:9/", "topics": []}), "field 'topics' must list 1 to 50 topics"),
+        (
+            json!({"url": "http://127.0.0.1:9/", "topics": ["product.renamed"]}),
+            "topic 'product.renamed' names unknown action 'renamed'; actions are created, updated, deleted or *",
+        ),
+        (json!({"url": "http://127.0.0.1:9/", "topics": [1]}), "field 'topics' must be an array of strings"),
+        (json!({"url": "not a url", "topics": ["*"]}), "url is not a valid absolute URL (relative URL without a base)"),
+        (json!({"url": "http://127.0.0.1:9/", "topics": ["*"], "secret": "x"}),
+         "unknown field 'secret' (allowed: url, topics, description, enabled)"),
+    ] {
+        let r = org.post("/v1/webhooks", body.clone()).await;
+        assert_eq!((r.status, r.body.clone()), (400, json!({"error": error})), "{body}");
+    }
+
+    // settings:manage only
+    let reader = org
+        .key_with(&[
+            catalog::auth::Scope::CatalogRead,
+            catalog::auth::Scope::CatalogWrite,
+        ])
+        .await;
+    let r = Request::new("GET", "/v1/webhooks")
+        .bearer(&reader)
+        .send()
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.body,
+        json!({"error": "this API key lacks the 'settings:manage' scope"})
+    );
+
+    // another organization cannot see it
+    let other = Org::new().await;
+    let r = other.get(&format!("/v1/webhooks/{id}")).await;
+    assert_eq!(
+        (r.status, r.body),
+        (404, json!({"error": format!("webhook '{id}' not found")}))
+    );
+
+    let r = org.delete(&format!("/v1/webhooks/{id}")).await;
+    assert_eq!(
+        (r.status, r.body),
+        (200, json!({"result": {"identifier": id, "deleted": true}}))
+    );
+    assert_eq!(org.get(&format!("/v1/webhooks/{id}")).await.status, 404);
+    assert_eq!(org.delete(&format!("/v1/webhooks/{id}")).await.status, 404);
+}
+
+#[tokio::test]
+async fn private_addresses_are_refused_outside_local_mode() {
+    webhooks().await;
+    let org = Org::new().await;
+    let strict = |body: Value| {
+        let req = Request::new("POST", "/v1/webhooks")
+            .bearer(&org.key)
+            .json(body);
+        async move { catalog_e2e::send_to("webhooks@strict", req).await }
+    };
+    for (url, error) in [
+        ("http://169.254.169.254/", "url must use https"),
+        ("http://[::ffff:127.0.0.1]/", "url must use https"),
+        ("https://169.254.169.254/latest/meta-data", "url must point to a public address; 169.254.169.254 is private, loopback, link-local or reserved"),
+        ("https://[::ffff:127.0.0.1]/", "url must point to a public address; ::ffff:127.0.0.1 is private, loopback, link-local or reserved"),
+        ("https://[::ffff:a9fe:a9fe]/", "url must point to a public address; ::ffff:169.254.169.254 is private, loopback, link-local or reserved"),
+        ("https://100.64.0.1/", "url must point to a public address; 100.64.0.1 is private, loopback, link-local or reserved"),
+        ("https://localhost/hook", "url host 'localhost' resolves to 127.0.0.1, which is not a public address"),
+    ] {
+        let r = strict(json!({"url": url, "topics": ["*"]})).await;
+        assert_eq!((r.status, r.body.clone()), (400, json!({"error": error})), "{url}");
+    }
+    // a public literal address passes outside local mode
+    let r = strict(json!({"url": "https://93.184.215.14/hook", "topics": ["*"]})).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    // local mode relaxes loopback over http only
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://169.254.169.254/", "topics": ["*"]}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://[::ffff:127.0.0.1]:9/", "topics": ["*"]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn rapid_updates_coalesce_into_one_signed_delivery() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, secret) = subscribe(&org, &receiver.url(), &["product.updated"]).await;
+    put_product(&org, "lamp", json!({"name": "Lamp"})).await;
+    for i in 0..20 {
+        put_product(&org, "lamp", json!({"name": format!("Lamp {i}")})).await;
+    }
+    let got = receiver.wait_for(1, DELIVERY).await;
+    // nothing else arrives for two more windows
+    let quiet = std::time::Instant::now() + Duration::from_secs(7);
+    while std::time::Instant::now() < quiet {
+        assert_eq!(receiver.received().len(), 1, "a second delivery arrived");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let d = &got[0];
+    let product = org.get("/v1/products/lamp").await.body["result"].clone();
+    assert_eq!(product["name"], json!("Lamp 19"));
+    let id = d.json["id"].as_str().unwrap();
+    assert_eq!(
+        d.json,
+        json!({"id": id, "event": "product.updated", "identifier": "lamp",
+               "entity_type": "product", "occurred_at": product["selfUpdatedAt"]})
+    );
+    assert_eq!(d.headers["content-type"], "application/json");
+    assert_eq!(d.headers["user-agent"], "Catalog-Webhooks/1.0");
+    assert_eq!(d.headers["x-catalog-webhook-id"], id);
+
+    // the signature verifies with the helper; tampering and old timestamps do not
+    let header = &d.headers["x-catalog-signature"];
+    let now = chrono::Utc::now().timestamp();
+    assert_eq!(
+        signature::verify(&secret, header, &d.body, now, 300),
+        Ok(())
+    );
+    let mut tampered = d.body.clone();
+    tampered[2] ^= 1;
+    assert_eq!(
+        signature::verify(&secret, header, &tampered, now, 300),
+        Err(VerifyError::Mismatch)
+    );
+    assert_eq!(
+        signature::verify(&secret, header, &d.body, now + 301, 300),
+        Err(VerifyError::Expired)
+    );
+    assert_eq!(
+        signature::verify("whsec_wrong", header, &d.body, now, 300),
+        Err(VerifyError::Mismatch)
+    );
+    for bad in [
+        "",
+        &header[..header.len() - 2],
+        &header[..header.find(',').unwrap()],
+    ] {
+        assert_eq!(
+            signature::verify(&secret, bad, &d.body, now, 300),
+            Err(VerifyError::Malformed),
+            "{bad:?}"
+        );
+    }
+
+    // the log shows one successful delivery of one attempt
+    let log = deliveries(&org, &hook).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["id"], json!(id));
+    assert_eq!(log[0]["status"], json!("succeeded"));
+    assert_eq!(log[0]["attempts"], json!(1));
+    assert_eq!(log[0]["lastStatusCode"], json!(204));
+}
+
+#[tokio::test]
+async fn a_failing_receiver_gets_retries_with_the_same_id() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(3).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.created"]).await;
+    put_product(&org, "desk", json!({"name": "Desk"})).await;
+    let got = receiver.wait_for(4, DELIVERY).await;
+    let ids: BTreeSet<&str> = got.iter().map(|r| r.json["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 1, "every retry carries the same id");
+    let id = *ids.iter().next().unwrap();
+    let log = eventually("the 4th attempt logged", DELIVERY, || async {
+        let log = deliveries(&org, &hook).await;
+        (log.len() == 1 && log[0]["status"] == json!("succeeded")).then_some(log)
+    })
+    .await;
+    assert_eq!(log[0]["id"], json!(id));
+    assert_eq!(log[0]["attempts"], json!(4));
+    let codes: Vec<&Value> = log[0]["attemptLog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["statusCode"])
+        .collect();
+    assert_eq!(codes, [&json!(500), &json!(500), &json!(500), &json!(204)]);
+    assert_eq!(
+        log[0]["attemptLog"][0]["error"],
+        json!("receiver answered 500")
+    );
+    assert_eq!(receiver.received().len(), 4);
+}
+
+#[tokio::test]
+async fn no_delivery_is_lost_while_the_receiver_is_down() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::reserve(0);
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.*"]).await;
+    put_product(&org, "sofa", json!({"name": "Sofa"})).await;
+    // several attempts fail to connect
+    let log = eventually("three failed attempts", DELIVERY, || async {
+        let log = deliveries(&org, &hook).await;
+        (log.len() == 1 && log[0]["attempts"].as_u64() >= Some(3)).then_some(log)
+    })
+    .await;
+    assert_eq!(log[0]["status"], json!("retrying"));
+    assert_eq!(log[0]["lastStatusCode"], Value::Null);
+    let error = log[0]["lastError"].as_str().unwrap();
+    assert!(error.starts_with("could not connect"), "{error}");
+    receiver.listen().await;
+    let got = receiver.wait_for(1, DELIVERY).await;
+    assert_eq!(got[0].json["id"], log[0]["id"]);
+    assert_eq!(got[0].json["event"], json!("product.created"));
+}
+
+#[tokio::test]
+async fn deleting_a_product_announces_every_removed_entity() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    subscribe(
+        &org,
+        &receiver.url(),
+        &["product.deleted", "variant.deleted", "sku.deleted"],
+    )
+    .await;
+    put_product(
+        &org,
+        "bed",
+        json!({"name": "Bed", "variants": [
+            {"identifier": "bed-oak", "skus": [{"identifier": "bed-oak-s"}, {"identifier": "bed-oak-l"}]},
+            {"identifier": "bed-ash", "skus": [{"identifier": "bed-ash-s"}, {"identifier": "bed-ash-l"}]}
+        ]}),
+    )
+    .await;
+    assert_eq!(org.delete("/v1/products/bed").await.status, 200);
+    let got = receiver.wait_for(7, DELIVERY).await;
+    let events: BTreeSet<(String, String, String)> = got
+        .iter()
+        .map(|r| {
+            let s = |f: &str| r.json[f].as_str().unwrap().to_string();
+            (s("event"), s("entity_type"), s("identifier"))
+        })
+        .collect();
+    let expected: BTreeSet<(String, String, String)> = [
+        ("product", "bed"),
+        ("variant", "bed-oak"),
+        ("variant", "bed-ash"),
+        ("sku", "bed-oak-s"),
+        ("sku", "bed-oak-l"),
+        ("sku", "bed-ash-s"),
+        ("sku", "bed-ash-l"),
+    ]
+    .into_iter()
+    .map(|(t, i)| (format!("{t}.deleted"), t.to_string(), i.to_string()))
+    .collect();
+    assert_eq!(events, expected);
+    assert_eq!(got.len(), 7);
+    for (_, entity, id) in &events {
+        let r = org.get(&format!("/v1/{entity}s/{id}")).await;
+        assert_eq!(r.status, 404, "{entity} {id}");
+    }
+}
+
+#[tokio::test]
+async fn a_replay_sends_the_same_payload_under_a_new_id() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, secret) = subscribe(&org, &receiver.url(), &["product.created"]).await;
+    put_product(&org, "stool", json!({"name": "Stool"})).await;
+    let first = receiver.wait_for(1, DELIVERY).await[0].clone();
+    let original = first.json["id"].as_str().unwrap();
+    let r = org
+        .post(
+            &format!("/v1/webhooks/{hook}/deliveries/{original}/replay"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let replay_id = r.body["result"]["id"].as_str().unwrap().to_string();
+    assert_ne!(replay_id, original);
+    assert_eq!(r.body["result"]["replayOf"], json!(original));
+    assert_eq!(r.body["result"]["status"], json!("pending"));
+    let second = receiver.wait_for(2, DELIVERY).await[1].clone();
+    let mut expected = first.json.clone();
+    expected["id"] = json!(replay_id);
+    assert_eq!(second.json, expected);
+    assert_eq!(second.headers["x-catalog-webhook-id"], replay_id);
+    let now = chrono::Utc::now().timestamp();
+    assert_eq!(
+        signature::verify(
+            &secret,
+            &second.headers["x-catalog-signature"],
+            &second.body,
+            now,
+            300
+        ),
+        Ok(())
+    );
+
+    let r = org
+        .post(
+            &format!("/v1/webhooks/{hook}/deliveries/dlv_nope/replay"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (404, json!({"error": "delivery 'dlv_nope' not found"}))
+    );
+}
+
+#[tokio::test]
+async fn the_last_failed_attempt_goes_to_the_dead_letter_queue() {
+    let hooks = webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(usize::MAX).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.created"]).await;
+    put_product(&org, "shelf", json!({"name": "Shelf"})).await;
+    receiver.wait_for(ATTEMPTS as usize, DELIVERY).await;
+    let log = eventually("the delivery marked failed", DELIVERY, || async {
+        let log = deliveries(&org, &hook).await;
+        (log.len() == 1 && log[0]["status"] == json!("failed")).then_some(log)
+    })
+    .await;
+    assert_eq!(log[0]["attempts"], json!(ATTEMPTS));
+    assert_eq!(log[0]["nextAttemptAt"], Value::Null);
+    let id = log[0]["id"].as_str().unwrap().to_string();
+    let sqs = sqs_client(&hooks.sqs_endpoint);
+    let body = eventually("the message in the dead-letter queue", DELIVERY, || async {
+        let out = sqs
+            .receive_message()
+            .queue_url(&hooks.dead_letter_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+        out.messages
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.body)
+            .find(|b| b.contains(&id))
+    })
+    .await;
+    let message: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(message["deliveryId"], json!(id));
+    assert_eq!(message["identifier"], json!("shelf"));
+    // no attempt after the last one
+    assert_eq!(receiver.received().len(), ATTEMPTS as usize);
+}
+
+#[tokio::test]
+async fn disabled_subscriptions_receive_nothing() {
+    webhooks().await;
+    let org = Org::new().await;
+    let off = Receiver::start(0).await;
+    let on = Receiver::start(0).await;
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": off.url(), "topics": ["*"], "enabled": false}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(r.body["result"]["enabled"], json!(false));
+    let off_id = r.body["result"]["id"].as_str().unwrap().to_string();
+    subscribe(&org, &on.url(), &["*"]).await;
+    put_product(&org, "rug", json!({"name": "Rug"})).await;
+    on.wait_for(1, DELIVERY).await;
+    let quiet = std::time::Instant::now() + Duration::from_secs(2);
+    while std::time::Instant::now() < quiet {
+        assert!(off.received().is_empty());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(deliveries(&org, &off_id).await.is_empty());
+    let r = org
+        .post(
+            &format!("/v1/webhooks/{off_id}/deliveries/dlv_x/replay"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
+    webhooks().await;
+    let org = Org::new().await;
+    subscribe(&org, "http://127.0.0.1:9/hook", &["*"]).await;
+    let record = |seq: &str, image: Value| {
+        json!({
+            "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+            "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
+                         "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
+        })
+    };
+    let entity = |id: &str| {
+        json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
+               "GSI1PK": {"S": format!("O#{}#T#product", org.id)},
+               "kind": {"S": "product"}, "id": {"S": id}, "su": {"S": "2026-11-21T00:00:00.000Z"}})
+    };
+    let event = |a: &str, b: &str| {
+        json!({"Records": [
+            record("1", json!({"PK": {"S": "garbage"}})),
+            record("2", entity(a)),
+            record("3", json!({"kind": {"N": "5"}})),
+            record("4", entity(b)),
+        ]})
+    };
+    // with its queue, the batch succeeds whole: bad records are skipped, not failed
+    let ok = catalog_e2e::invoke("change-feed", event("feed-a", "feed-b")).await;
+    assert_eq!(ok, json!({"batchItemFailures": []}));
+    // with an unreachable queue, the first record whose work failed is reported
+    let failed = catalog_e2e::invoke("change-feed@noqueue", event("feed-c", "feed-d")).await;
+    assert_eq!(
+        failed,
+        json!({"batchItemFailures": [{"itemIdentifier": "2"}]})
+    );
+}
