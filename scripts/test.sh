@@ -12,6 +12,8 @@ echo "[test] cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
+echo "[test] webhook verification snippets in docs/webhooks.md (python3, node)"
+scripts/check-snippets.sh
 echo "[test] cargo test"
 mkdir -p target
 cargo test --workspace --locked 2>&1 | tee target/test.log

@@ -20,8 +20,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Settings the functions run with in the webhook tests: a 3 s coalescing window and eight
-/// attempts one second apart, so a whole retry schedule takes seconds.
+/// Settings the functions run with in the webhook tests: a 3 s coalescing window, eight
+/// attempts one second apart and a 2 s answer timeout, so a whole schedule takes seconds.
 pub const COALESCE_SECONDS: u64 = 3;
 pub const ATTEMPTS: u32 = 8;
 
@@ -114,7 +114,7 @@ async fn start() -> Hooks {
             "CATALOG_WEBHOOK_RETRY_SCHEDULE",
             vec!["1"; ATTEMPTS as usize - 1].join(","),
         ),
-        ("CATALOG_WEBHOOK_TIMEOUT_SECONDS", "5".into()),
+        ("CATALOG_WEBHOOK_TIMEOUT_SECONDS", "2".into()),
     ]);
     let stream_arn = stack
         .store()
@@ -181,8 +181,11 @@ pub struct Received {
 #[derive(Default)]
 struct ReceiverState {
     received: Vec<Received>,
-    /// Requests answered 500 before the receiver starts answering 204.
+    /// Requests answered `fail_status` (500 by default) before it starts answering 204.
     fail_first: usize,
+    fail_status: u16,
+    /// How long it waits before answering.
+    delay: Duration,
     answered: usize,
 }
 
@@ -207,9 +210,22 @@ impl Receiver {
             port: free_port(),
             state: Arc::new(Mutex::new(ReceiverState {
                 fail_first,
+                fail_status: 500,
                 ..Default::default()
             })),
         }
+    }
+
+    /// A receiver that always answers `status` after `delay`.
+    pub async fn answering(status: u16, delay: Duration) -> Self {
+        let r = Self::reserve(usize::MAX);
+        {
+            let mut s = r.state.lock().expect("lock");
+            s.fail_status = status;
+            s.delay = delay;
+        }
+        r.listen().await;
+        r
     }
 
     /// Starts listening (on the calling test's runtime).
@@ -261,6 +277,8 @@ async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> StatusCode {
+    let delay = state.lock().expect("lock").delay;
+    tokio::time::sleep(delay).await;
     let mut s = state.lock().expect("lock");
     s.received.push(Received {
         headers: headers
@@ -278,7 +296,7 @@ async fn receive(
     });
     s.answered += 1;
     if s.answered <= s.fail_first {
-        StatusCode::INTERNAL_SERVER_ERROR
+        StatusCode::from_u16(s.fail_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     } else {
         StatusCode::NO_CONTENT
     }

@@ -2,7 +2,11 @@
 //! DynamoDB Local's stream and moto's SQS, read by the local event source mappings, and
 //! real HTTP receivers on loopback. Every test calls `webhooks().await` first.
 
+use catalog::domain::time::Timestamp;
+use catalog::webhooks::deliver::new_delivery;
+use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::signature::{self, VerifyError};
+use catalog::webhooks::topics::Action;
 use catalog_e2e::webhooks::{eventually, sqs_client, webhooks, Receiver, ATTEMPTS};
 use catalog_e2e::{Org, Request};
 use serde_json::{json, Value};
@@ -10,7 +14,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Long enough for a window (3 s), the stream and queue polls, and slow CI.
-const DELIVERY: Duration = Duration::from_secs(30);
+const DELIVERY: Duration = Duration::from_secs(60);
 
 async fn subscribe(org: &Org, url: &str, topics: &[&str]) -> (String, String) {
     let r = org
@@ -190,6 +194,8 @@ async fn rapid_updates_coalesce_into_one_signed_delivery() {
         put_product(&org, "lamp", json!({"name": format!("Lamp {i}")})).await;
     }
     let got = receiver.wait_for(1, DELIVERY).await;
+    // a write that changes nothing is no event
+    put_product(&org, "lamp", json!({"name": "Lamp 19"})).await;
     // nothing else arrives for two more windows
     let quiet = std::time::Instant::now() + Duration::from_secs(7);
     while std::time::Instant::now() < quiet {
@@ -513,4 +519,82 @@ async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
         failed,
         json!({"batchItemFailures": [{"itemIdentifier": "2"}]})
     );
+}
+
+#[tokio::test]
+async fn redirects_and_slow_answers_are_failures() {
+    webhooks().await;
+    let org = Org::new().await;
+    let redirect = Receiver::answering(302, Duration::ZERO).await;
+    let slow = Receiver::answering(204, Duration::from_secs(3)).await;
+    let (redirect_hook, _) = subscribe(&org, &redirect.url(), &["product.created"]).await;
+    let (slow_hook, _) = subscribe(&org, &slow.url(), &["product.created"]).await;
+    put_product(&org, "vase", json!({"name": "Vase"})).await;
+    for (hook, code, error) in [
+        (
+            &redirect_hook,
+            json!(302),
+            "redirects are not followed; answer 2xx at the registered URL",
+        ),
+        (&slow_hook, Value::Null, "no response within 2 s"),
+    ] {
+        let log = eventually("a failed first attempt", DELIVERY, || async {
+            let log = deliveries(&org, hook).await;
+            (log.len() == 1 && log[0]["attempts"].as_u64() >= Some(1)).then_some(log)
+        })
+        .await;
+        let first = &log[0]["attemptLog"][0];
+        assert_eq!(first["statusCode"], code, "{log:?}");
+        assert_eq!(first["error"], json!(error));
+        assert!(first["durationMs"].as_u64().is_some());
+        assert_ne!(log[0]["status"], json!("succeeded"));
+        // no more attempts: a slow receiver holds the local delivery process
+        let r = org
+            .patch(&format!("/v1/webhooks/{hook}"), json!({"enabled": false}))
+            .await;
+        assert_eq!(r.status, 200);
+    }
+}
+
+#[tokio::test]
+async fn the_connect_time_check_refuses_what_only_local_mode_allowed() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    // local mode accepts a name on loopback; nothing fires this topic here
+    let url = format!("https://localhost:{}/hook", receiver.port);
+    let (hook, _) = subscribe(&org, &url, &["asset.created"]).await;
+    // a delivery as the change feed queues it, handed to a delivery process outside local mode
+    let message = QueueMessage {
+        org: org.id.clone(),
+        webhook_id: hook.clone(),
+        delivery_id: "dlv_connect_check".into(),
+        entity_type: "asset".into(),
+        action: Action::Created,
+        identifier: "photo".into(),
+    };
+    let delivery = new_delivery(&message, Timestamp::now(), Duration::from_secs(3600));
+    let store = catalog_e2e::stack().await.store();
+    store.create_delivery(&org.id, &delivery).await.unwrap();
+    let event = json!({"Records": [{
+        "messageId": "m-1", "receiptHandle": "not-a-real-handle",
+        "body": serde_json::to_string(&message).unwrap(),
+        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
+    }]});
+    let out = catalog_e2e::invoke("webhook-delivery@strict", event).await;
+    assert_eq!(
+        out,
+        json!({"batchItemFailures": [{"itemIdentifier": "m-1"}]})
+    );
+    let log = deliveries(&org, &hook).await;
+    assert_eq!(log[0]["status"], json!("retrying"));
+    assert_eq!(log[0]["attempts"], json!(1));
+    let error = log[0]["lastError"].as_str().unwrap();
+    assert!(
+        error.starts_with("could not connect: url host 'localhost' resolves to ")
+            && error.ends_with(", which is not a public address"),
+        "{error}"
+    );
+    assert!(receiver.received().is_empty());
 }

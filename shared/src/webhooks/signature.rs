@@ -44,6 +44,30 @@ pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
 /// the timestamp must be within `tolerance_secs` of `now` (unix seconds) and one `v1`
 /// must equal the HMAC, compared in constant time. Unknown `key=value` parts are ignored,
 /// so new signature schemes can be added without breaking receivers.
+///
+/// The receiver side, as in docs/webhooks.md:
+///
+/// ```
+/// use catalog::webhooks::signature::{self, VerifyError, DEFAULT_TOLERANCE_SECS};
+/// use std::time::{SystemTime, UNIX_EPOCH};
+///
+/// /// `header` is the X-Catalog-Signature value, `body` the raw request body.
+/// fn verify_request(secret: &str, header: Option<&str>, body: &[u8]) -> Result<(), VerifyError> {
+///     let header = header.ok_or(VerifyError::Malformed)?;
+///     let now = SystemTime::now()
+///         .duration_since(UNIX_EPOCH)
+///         .map_err(|_| VerifyError::Expired)?
+///         .as_secs() as i64;
+///     // Err(Malformed | Expired | Mismatch): answer 400 and drop the request.
+///     signature::verify(secret, header, body, now, DEFAULT_TOLERANCE_SECS)
+/// }
+///
+/// let body = br#"{"id":"d1","event":"product.updated"}"#;
+/// let header = "t=1700000000,v1=0133333033ad765cce6f241881b63d8f6835b3fa28d62257c87fef69feb87b87";
+/// assert_eq!(signature::verify("whsec_test", header, body, 1_700_000_000, 300), Ok(()));
+/// assert_eq!(verify_request("whsec_test", Some(header), body), Err(VerifyError::Expired));
+/// assert_eq!(verify_request("whsec_test", None, body), Err(VerifyError::Malformed));
+/// ```
 pub fn verify(
     secret: &str,
     header: &str,
@@ -87,7 +111,7 @@ pub fn verify(
 
 /// A 32-byte digest from 64 hex digits.
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() != 64 {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len())
@@ -161,6 +185,7 @@ mod tests {
             format!("t=-5,{}", &header[13..]),
             format!("t=1700000000,t=1700000000,{}", &header[13..]),
             header.replace("v1=", "v1=zz"),
+            format!("t=1700000000,v1=+{}", &header[17..header.len() - 1]),
             "garbage".to_string(),
         ] {
             assert_eq!(
