@@ -1,11 +1,17 @@
 # The two commands of the README.
-.PHONY: dev test bench build-tools
+.PHONY: dev test bench build lint-template build-tools
 
 dev: ## start the whole service locally (API on http://127.0.0.1:9000/v1)
 	./scripts/dev.sh
 
 test: ## the full test suite, as CI runs it
 	./scripts/test.sh
+
+build: ## every function for arm64 (release, zipped for infra/template.yaml), with zip sizes
+	./scripts/build.sh
+
+lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
+	./scripts/lint-template.sh
 
 bench: ## list latency at 10,000 products / 30,000 SKUs (optimized build); see docs/performance.md
 	./scripts/bench.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite (make test), exactly what CI runs: installs what is missing, checks
-# formatting and lints, builds every binary once, then runs unit and end-to-end tests (the
-# e2e tests start their own DynamoDB Local and function processes and stop them).
+# formatting and lints, lints the SAM template, builds every binary once, runs unit and
+# end-to-end tests (the e2e tests start their own DynamoDB Local, SQS emulator and function
+# processes and stop them), a benchmark smoke run, and the arm64 release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,8 @@ echo "[test] cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
+echo "[test] infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
+scripts/lint-template.sh
 echo "[test] webhook verification snippets in docs/webhooks.md (python3, node)"
 scripts/check-snippets.sh
 echo "[test] cargo test"
@@ -19,5 +22,7 @@ mkdir -p target
 cargo test --workspace --locked 2>&1 | tee target/test.log
 echo "[test] benchmark smoke run (make bench at 200 products, on the test build)"
 BENCH_PROFILE=debug scripts/bench.sh --products 200 --samples 3
+echo "[test] arm64 release build of every function (make build), with zip sizes"
+scripts/build.sh
 # One closing line for the whole run (cargo prints one per test binary, the last often "0 passed").
 awk '/^test result:/ {p += $4; f += $6} END {printf "summary: %d passed, %d failed\n", p, f}' target/test.log

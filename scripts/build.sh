@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make build: every Lambda for arm64 (provided.al2023), release profile, zipped where the
+# template's CodeUri points (target/lambda/<function>/bootstrap.zip), with each zip's size.
+# Installs what is missing: cargo-lambda and zig (PyPI, .tools/venv) and the Rust standard
+# library for aarch64-unknown-linux-gnu (rustup).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/tools.sh --dev
+export PATH="$PWD/.tools/venv/bin:$PATH"
+if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "[build] adding the aarch64-unknown-linux-gnu target (rustup)"
+  rustup target add aarch64-unknown-linux-gnu
+fi
+packages=()
+for dir in functions/*/; do
+  packages+=(--package "$(basename "$dir")")
+done
+echo "[build] cargo lambda build --release --arm64 --output-format zip ${packages[*]}"
+cargo lambda build --release --arm64 --output-format zip "${packages[@]}"
+echo "[build] zips (template CodeUri):"
+for dir in functions/*/; do
+  name="$(basename "$dir")"
+  zip="target/lambda/$name/bootstrap.zip"
+  [ -f "$zip" ] || { echo "[build] missing $zip" >&2; exit 1; }
+  printf '  %-18s %8s KiB  %s\n' "$name" "$(( $(stat -c %s "$zip") / 1024 ))" "$zip"
+done
