@@ -42,6 +42,8 @@ pub async fn run_stream(
 ) {
     // shard id -> next iterator (None once the shard is closed and drained)
     let mut shards: HashMap<String, Option<String>> = HashMap::new();
+    // shard id -> sequence number of the last record handed to the function
+    let mut done: HashMap<String, String> = HashMap::new();
     let mut first_pass = true;
     loop {
         if let Ok(desc) = client
@@ -67,8 +69,8 @@ pub async fn run_stream(
                 let iterator = iterator(&client, &stream_arn, &id, kind, None).await;
                 shards.insert(id, iterator);
             }
+            first_pass = false;
         }
-        first_pass = false;
         let mut busy = false;
         for (id, next) in shards.iter_mut() {
             let Some(it) = next.clone() else { continue };
@@ -79,15 +81,17 @@ pub async fn run_stream(
                 .send()
                 .await
             else {
-                // expired or unreadable iterator: start the shard over from its oldest record
-                *next = iterator(
-                    &client,
-                    &stream_arn,
-                    id,
-                    ShardIteratorType::TrimHorizon,
-                    None,
-                )
-                .await;
+                // expired or unreadable iterator: resume after the last record handed over
+                *next = match done.get(id) {
+                    Some(seq) => {
+                        let after = ShardIteratorType::AfterSequenceNumber;
+                        iterator(&client, &stream_arn, id, after, Some(seq)).await
+                    }
+                    None => {
+                        let oldest = ShardIteratorType::TrimHorizon;
+                        iterator(&client, &stream_arn, id, oldest, None).await
+                    }
+                };
                 continue;
             };
             let records = out.records.unwrap_or_default();
@@ -96,6 +100,9 @@ pub async fn run_stream(
                 continue;
             }
             busy = true;
+            if let Some(seq) = records.last().and_then(sequence) {
+                done.insert(id.clone(), seq.to_string());
+            }
             let mut batch = records;
             let mut tries = 0;
             while !batch.is_empty() {

@@ -598,3 +598,41 @@ async fn the_connect_time_check_refuses_what_only_local_mode_allowed() {
     );
     assert!(receiver.received().is_empty());
 }
+
+#[tokio::test]
+async fn an_early_copy_of_a_message_waits_for_the_next_step() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["asset.updated"]).await;
+    let message = QueueMessage {
+        org: org.id.clone(),
+        webhook_id: hook.clone(),
+        delivery_id: "dlv_early_copy".into(),
+        entity_type: "asset".into(),
+        action: Action::Updated,
+        identifier: "photo".into(),
+    };
+    // attempt 1 failed; attempt 2 is due in a minute
+    let mut delivery = new_delivery(&message, Timestamp::now(), Duration::from_secs(3600));
+    delivery.status = catalog::store::webhooks::DeliveryStatus::Retrying;
+    delivery.attempts = 1;
+    delivery.next_attempt_at = Some(Timestamp::from_millis(Timestamp::now().millis() + 60_000));
+    let store = catalog_e2e::stack().await.store();
+    store.create_delivery(&org.id, &delivery).await.unwrap();
+    let event = json!({"Records": [{
+        "messageId": "m-early", "receiptHandle": "not-a-real-handle",
+        "body": serde_json::to_string(&message).unwrap(),
+        "attributes": {"ApproximateReceiveCount": "2"}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
+    }]});
+    let out = catalog_e2e::invoke("webhook-delivery", event).await;
+    assert_eq!(
+        out,
+        json!({"batchItemFailures": [{"itemIdentifier": "m-early"}]})
+    );
+    let log = deliveries(&org, &hook).await;
+    assert_eq!(log[0]["attempts"], json!(1));
+    assert_eq!(log[0]["status"], json!("retrying"));
+    assert!(receiver.received().is_empty());
+}

@@ -3,7 +3,7 @@
 
 use super::tree_patch::{with_retries, Retry};
 use crate::app::{Api, App, Call};
-use crate::auth::apikey::random_string;
+use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
@@ -101,15 +101,9 @@ pub fn render_delivery(d: &Delivery) -> Value {
     })
 }
 
-fn new_webhook_id() -> String {
-    format!("wh_{}", ulid::Ulid::new().to_string().to_ascii_lowercase())
-}
-
-const SECRET_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-
-/// A signing secret: `whsec_` and 40 random characters (~238 bits).
+/// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
 fn new_secret() -> String {
-    format!("whsec_{}", random_string(SECRET_ALPHABET, 40))
+    format!("whsec_{}", random_string(SECRET_ALPHABET, SECRET_LEN))
 }
 
 /// The `url` field, parsed, checked against the SSRF rules and resolved.
@@ -194,7 +188,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     }
     let now = Timestamp::now();
     let sub = Subscription {
-        id: new_webhook_id(),
+        id: prefixed_ulid("wh_"),
         url,
         topics,
         description,

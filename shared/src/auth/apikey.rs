@@ -13,7 +13,8 @@ pub const KEY_ID_LEN: usize = 12;
 pub const SECRET_LEN: usize = 40;
 
 const ID_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-const SECRET_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub const SECRET_ALPHABET: &[u8] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /// Random characters from `alphabet`, by rejection sampling (no modulo bias).
 pub fn random_string(alphabet: &[u8], len: usize) -> String {
@@ -101,8 +102,20 @@ pub fn from_authorization(header: &str) -> Option<ParsedKey> {
 }
 
 pub fn hash_secret(secret: &str) -> String {
-    let digest = Sha256::digest(secret.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    to_hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// Lowercase hexadecimal of `bytes`.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new time-ordered id: `prefix` and a lowercase ULID (`wh_01m7…`, `dlv_01m7…`).
+pub fn prefixed_ulid(prefix: &str) -> String {
+    format!(
+        "{prefix}{}",
+        ulid::Ulid::new().to_string().to_ascii_lowercase()
+    )
 }
 
 /// Whether `secret` hashes to `stored_hash`, compared in constant time.

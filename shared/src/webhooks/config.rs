@@ -9,6 +9,9 @@ use std::time::Duration;
 pub const MAX_COALESCE_SECS: u64 = 900;
 /// SQS caps a visibility timeout at 12 hours from the receive; a step stays under it.
 pub const MAX_RETRY_STEP_SECS: u64 = 43_000;
+/// Most waits in a schedule: the queue's redrive (maxReceiveCount 20 in the template) must
+/// never take a delivery before its last attempt.
+pub const MAX_RETRY_STEPS: usize = 18;
 /// The production schedule: waits between attempts (8 attempts over about 29.5 hours).
 pub const DEFAULT_RETRY_SCHEDULE: &[u64] = &[60, 300, 1_800, 7_200, 18_000, 36_000, 43_000];
 
@@ -65,6 +68,7 @@ impl WebhookConfig {
                         .filter(|n| *n <= MAX_RETRY_STEP_SECS)
                 })
                 .collect::<Option<Vec<u64>>>()
+                .filter(|s| s.len() <= MAX_RETRY_STEPS)
         });
         Self {
             queue_url: text("CATALOG_DELIVERY_QUEUE_URL"),

@@ -20,6 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const USER_AGENT: &str = "Catalog-Webhooks/1.0";
+/// How early a message may come back for its next step and still be attempted.
+const EARLY_SLACK_MS: i64 = 2_000;
 /// Attempts kept in one delivery's log (the schedule is shorter; replays are new deliveries).
 const MAX_LOGGED_ATTEMPTS: usize = 20;
 
@@ -90,6 +92,8 @@ impl Deliverer {
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve the name itself, past the guarded resolver.
+            .no_proxy()
             .dns_resolver(Arc::new(GuardedResolver(cfg.policy)))
             .https_only(!cfg.policy.allow_loopback)
             .user_agent(USER_AGENT)
@@ -158,6 +162,10 @@ impl Deliverer {
             sk: &sk,
         };
         let state = store.delivery_state(&key, &m.delivery_id).await?;
+        let Some(sub) = state.subscription else {
+            // The subscription was deleted: nothing to send; its state expires by TTL.
+            return Ok(Outcome::Done);
+        };
         let mut delivery = match state.delivery {
             Some(d) => d,
             None => match self.seal(&key, m, state.pending).await? {
@@ -174,9 +182,20 @@ impl Deliverer {
             s if s.is_final() => return Ok(Outcome::Done),
             _ => {}
         }
-        let Some(sub) = state.subscription else {
-            return Ok(Outcome::Done); // the subscription was deleted
-        };
+        // A copy that comes before the next step (a duplicate message, or a visibility
+        // change that did not go through) waits for it instead of sending early.
+        if let Some(next) = delivery.next_attempt_at {
+            let early_ms = next.millis() - Timestamp::now().millis();
+            if early_ms > EARLY_SLACK_MS {
+                if let Some(queue) = &self.app.queue {
+                    let wait = Duration::from_millis(early_ms as u64 + 999);
+                    if let Err(e) = queue.retry_after(receipt, wait).await {
+                        tracing::warn!(error = %e, "visibility not changed; the queue's timeout applies");
+                    }
+                }
+                return Ok(Outcome::Again);
+            }
+        }
         let previous = delivery.attempts;
         if !sub.enabled || !topics::any_matches(&sub.topics, &delivery.entity_type, m.action) {
             delivery.status = DeliveryStatus::Cancelled;
@@ -248,8 +267,8 @@ impl Deliverer {
         }
     }
 
-    /// Closes the delivery's window and writes its log entry; `None` when the message has
-    /// neither (its subscription's state was removed).
+    /// Closes the delivery's window and writes its log entry; `None` when there is nothing
+    /// for this message to attempt (no window, or another copy closed it).
     async fn seal(
         &self,
         key: &PendingKey<'_>,
@@ -264,11 +283,12 @@ impl Deliverer {
             let delivery = new_delivery(m, p.occurred_at, self.app.config.webhooks.log_retention);
             match store.seal_delivery(key, &p, &delivery).await {
                 Ok(()) => return Ok(Some(delivery)),
-                // A change moved the window (or another worker sealed it): read it again.
+                // A change moved the window (read it again), or another copy of this
+                // message closed it first and makes the attempt (drop this copy).
                 Err(StoreError::ConditionFailed) => {
                     let state = store.delivery_state(key, &m.delivery_id).await?;
                     if state.delivery.is_some() {
-                        return Ok(state.delivery);
+                        return Ok(None);
                     }
                     pending = state.pending;
                 }

@@ -56,7 +56,8 @@ impl EntityImage {
 }
 
 fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
-    if item.is_empty() {
+    // Most records without a `kind` are webhook state and tombstones: skip them unread.
+    if !item.contains_key("kind") {
         return None;
     }
     serde_dynamo::from_item(item.clone()).ok()
@@ -101,7 +102,7 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
 
 /// A delivery id: a ULID, so a subscription's log reads in time order.
 pub fn new_delivery_id() -> String {
-    format!("dlv_{}", ulid::Ulid::new().to_string().to_ascii_lowercase())
+    crate::auth::apikey::prefixed_ulid("dlv_")
 }
 
 /// One (subscription, entity, event) window touched by a batch.

@@ -36,8 +36,7 @@ fn mac(secret: &str, timestamp: i64, body: &[u8]) -> HmacSha256 {
 /// The header value for `body` signed at `timestamp` (unix seconds).
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
     let digest = mac(secret, timestamp, body).finalize().into_bytes();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("t={timestamp},v1={hex}")
+    format!("t={timestamp},v1={}", crate::auth::apikey::to_hex(&digest))
 }
 
 /// Verifies `header` (the `X-Catalog-Signature` value) for the raw `body` with `secret`:
