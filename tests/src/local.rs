@@ -32,6 +32,18 @@ pub enum Start {
 const STREAM_RETRIES: u32 = 20;
 const IDLE: Duration = Duration::from_millis(100);
 
+/// The table's stream ARN.
+pub async fn stream_arn(ddb: &aws_sdk_dynamodb::Client, table: &str) -> String {
+    ddb.describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .expect("table described")
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .expect("the table has a stream")
+}
+
 /// Polls the table's stream forever, feeding `function`.
 pub async fn run_stream(
     client: aws_sdk_dynamodbstreams::Client,

@@ -7,7 +7,7 @@
 //! queue settings in their environment.
 
 use crate::ddb::{die_with_parent, free_port, keep};
-use crate::local::{create_delivery_queues, run_queue, run_stream, Invoker, Start};
+use crate::local::{create_delivery_queues, run_queue, run_stream, stream_arn, Invoker, Start};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -116,17 +116,7 @@ async fn start() -> Hooks {
         ),
         ("CATALOG_WEBHOOK_TIMEOUT_SECONDS", "2".into()),
     ]);
-    let stream_arn = stack
-        .store()
-        .client()
-        .describe_table()
-        .table_name(crate::TABLE)
-        .send()
-        .await
-        .expect("table described")
-        .table
-        .and_then(|t| t.latest_stream_arn)
-        .expect("the table has a stream");
+    let stream_arn = stream_arn(stack.store().client(), crate::TABLE).await;
     let invoke: Invoker = Arc::new(|function, event| {
         Box::pin(async move {
             crate::stack()

@@ -8,7 +8,8 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
-use crate::store::webhooks::{Delivery, DeliveryStatus, Subscription};
+use crate::store::webhooks::{Delivery, Subscription};
+use crate::webhooks::deliver::new_delivery;
 use crate::webhooks::feed::new_delivery_id;
 use crate::webhooks::queue::QueueMessage;
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
@@ -309,31 +310,18 @@ async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .rsplit_once('.')
         .and_then(|(_, a)| Action::parse(a))
         .ok_or_else(ApiError::internal)?;
-    let now = Timestamp::now();
-    let retention = app.config.webhooks.log_retention;
-    let replay = Delivery {
-        id: new_delivery_id(),
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        last_status_code: None,
-        last_error: None,
-        created_at: now,
-        updated_at: now,
-        next_attempt_at: None,
-        replay_of: Some(original.id.clone()),
-        attempt_log: Vec::new(),
-        expires: now.millis() / 1000 + retention.as_secs() as i64,
-        ..original.clone()
-    };
-    app.store.create_delivery(call.org(), &replay).await?;
     let message = QueueMessage {
         org: call.org().to_string(),
         webhook_id: sub.id.clone(),
-        delivery_id: replay.id.clone(),
-        entity_type: replay.entity_type.clone(),
+        delivery_id: new_delivery_id(),
+        entity_type: original.entity_type.clone(),
         action,
-        identifier: replay.identifier.clone(),
+        identifier: original.identifier.clone(),
     };
+    let retention = app.config.webhooks.log_retention;
+    let mut replay = new_delivery(&message, original.occurred_at, retention);
+    replay.replay_of = Some(original.id.clone());
+    app.store.create_delivery(call.org(), &replay).await?;
     if let Err(e) = queue.send(&message, Duration::ZERO).await {
         tracing::warn!(error = %e, "replay not queued");
         // Best effort: a log entry without a message would stay pending forever.

@@ -113,6 +113,16 @@ struct DeliveryItem {
     delivery: Delivery,
 }
 
+impl DeliveryItem {
+    fn new(org: &str, delivery: &Delivery) -> Self {
+        Self {
+            pk: deliveries_pk(org, &delivery.webhook_id),
+            sk: delivery.id.clone(),
+            delivery: delivery.clone(),
+        }
+    }
+}
+
 /// An open coalescing window of one (subscription, entity, event).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -362,11 +372,7 @@ impl Store {
     }
 
     fn delivery_put(&self, org: &str, delivery: &Delivery) -> Result<Put, StoreError> {
-        let item = DeliveryItem {
-            pk: deliveries_pk(org, &delivery.webhook_id),
-            sk: delivery.id.clone(),
-            delivery: delivery.clone(),
-        };
+        let item = DeliveryItem::new(org, delivery);
         Put::builder()
             .table_name(&self.table)
             .set_item(Some(encode(&item, "delivery")?))
@@ -377,11 +383,7 @@ impl Store {
 
     /// Writes a new delivery log entry (a replay): `ConditionFailed` if its id exists.
     pub async fn create_delivery(&self, org: &str, delivery: &Delivery) -> Result<(), StoreError> {
-        let item = DeliveryItem {
-            pk: deliveries_pk(org, &delivery.webhook_id),
-            sk: delivery.id.clone(),
-            delivery: delivery.clone(),
-        };
+        let item = DeliveryItem::new(org, delivery);
         self.put_new(&item, "delivery").await
     }
 
@@ -393,11 +395,7 @@ impl Store {
         delivery: &Delivery,
         previous_attempts: u32,
     ) -> Result<(), StoreError> {
-        let item = DeliveryItem {
-            pk: deliveries_pk(org, &delivery.webhook_id),
-            sk: delivery.id.clone(),
-            delivery: delivery.clone(),
-        };
+        let item = DeliveryItem::new(org, delivery);
         self.client
             .put_item()
             .table_name(&self.table)

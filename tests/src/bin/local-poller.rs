@@ -8,7 +8,9 @@
 //! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, CATALOG_TABLE,
 //! CATALOG_DELIVERY_QUEUE_URL (run), CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
 
-use catalog_e2e::local::{create_delivery_queues, run_queue, run_stream, Invoker, Start};
+use catalog_e2e::local::{
+    create_delivery_queues, run_queue, run_stream, stream_arn, Invoker, Start,
+};
 use std::sync::Arc;
 
 fn env(name: &str) -> String {
@@ -27,15 +29,7 @@ async fn main() {
         }
         Some("run") => {
             let ddb = aws_sdk_dynamodb::Client::new(&shared);
-            let stream_arn = ddb
-                .describe_table()
-                .table_name(env("CATALOG_TABLE"))
-                .send()
-                .await
-                .expect("table described")
-                .table
-                .and_then(|t| t.latest_stream_arn)
-                .expect("the table has a stream");
+            let stream_arn = stream_arn(&ddb, &env("CATALOG_TABLE")).await;
             let base = env("CATALOG_INVOKE_URL");
             let http = reqwest::Client::new();
             let invoke: Invoker = Arc::new(move |function, event| {
