@@ -248,6 +248,32 @@ impl Org {
         Request::new("DELETE", path).bearer(&self.key).send().await
     }
 
+    pub async fn put(&self, path: &str, body: Value) -> Response {
+        Request::new("PUT", path)
+            .bearer(&self.key)
+            .json(body)
+            .send()
+            .await
+    }
+
+    /// Creates metaobject definition `name` with `fields`, and the metaobjects `ids` of it
+    /// (no values), through the API; panics on any other status than 201.
+    pub async fn metaobjects(&self, name: &str, fields: Value, ids: &[&str]) {
+        let r = self
+            .post(
+                "/v1/metaobject-definitions",
+                serde_json::json!({"name": name, "fields": fields}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+        for id in ids {
+            let r = self
+                .put(&format!("/v1/metaobjects/{name}/{id}"), serde_json::json!({}))
+                .await;
+            assert_eq!(r.status, 201, "{:?}", r.body);
+        }
+    }
+
     /// Creates an attribute definition through the API; panics unless 201.
     pub async fn define(&self, body: Value) {
         let r = self.post("/v1/attributes", body).await;

@@ -106,7 +106,7 @@ async fn list_with_filter_and_pagination() {
         ),
         (
             "targetEntity=order",
-            "query parameter 'targetEntity': 'order' is not one of product, variant, sku, bundle",
+            "query parameter 'targetEntity': 'order' is not one of product, variant, sku, bundle, asset",
         ),
     ] {
         let r = org.get(&format!("/v1/attributes?{q}")).await;
@@ -202,6 +202,7 @@ async fn every_type_validates_and_renders_its_typed_data() {
             json!({"metaobjectDefinition": "material"}),
         ),
     ];
+    org.metaobjects("material", json!([]), &["oak"]).await;
     for (key, t, extra) in &types {
         let mut body =
             json!({"displayName": key, "key": key, "targetEntity": "product", "type": t});

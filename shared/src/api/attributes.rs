@@ -106,7 +106,8 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
     let target = body.req_str("targetEntity")?;
     let target_entity = TargetEntity::parse(target).ok_or_else(|| {
         bad(format!(
-            "field 'targetEntity': '{target}' is not one of product, variant, sku, bundle"
+            "field 'targetEntity': '{target}' is not one of {}",
+            TargetEntity::names()
         ))
     })?;
     let type_name = body.req_str("type")?;
@@ -188,6 +189,18 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     let def = parse_definition(&body)?;
+    if let Some(name) = &def.metaobject_definition {
+        if app
+            .store
+            .get_metaobject_definition(call.org(), name)
+            .await?
+            .is_none()
+        {
+            return Err(ApiError::bad_request(format!(
+                "field 'metaobjectDefinition': metaobject definition '{name}' does not exist"
+            )));
+        }
+    }
     match app.store.put_definition(call.org(), &def).await {
         Ok(()) => Ok(ApiResponse::single(201, render(&def))),
         Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
@@ -263,7 +276,8 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         None => None,
         Some(t) => Some(TargetEntity::parse(t).ok_or_else(|| {
             ApiError::bad_request(format!(
-                "query parameter 'targetEntity': '{t}' is not one of product, variant, sku, bundle"
+                "query parameter 'targetEntity': '{t}' is not one of {}",
+                TargetEntity::names()
             ))
         })?),
     };
@@ -308,7 +322,7 @@ mod tests {
             ),
             (
                 json!({"displayName": "A", "key": "a", "targetEntity": "order", "type": "text"}),
-                "field 'targetEntity': 'order' is not one of product, variant, sku, bundle",
+                "field 'targetEntity': 'order' is not one of product, variant, sku, bundle, asset",
             ),
             (
                 json!({"displayName": "A", "key": "a", "targetEntity": "product", "type": "metaobject"}),

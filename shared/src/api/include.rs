@@ -2,7 +2,7 @@
 
 use crate::domain::selection::Selection;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, Query};
+use crate::http::Query;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Include {
@@ -45,14 +45,6 @@ pub fn detail_query(
     let include = Include::parse(query.list("include"), allowed)?;
     let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
     Ok((include, selection))
-}
-
-/// Adds the `included` array when `metaobjects` was asked for.
-pub fn with_included(mut response: ApiResponse, metaobjects: bool) -> ApiResponse {
-    if metaobjects {
-        response.body["included"] = serde_json::json!([]);
-    }
-    response
 }
 
 #[cfg(test)]

@@ -248,7 +248,7 @@ fn completeness(
                 TargetEntity::Product => EntityKind::Product,
                 TargetEntity::Variant => EntityKind::Variant,
                 TargetEntity::Sku => EntityKind::Sku,
-                TargetEntity::Bundle => return None,
+                TargetEntity::Bundle | TargetEntity::Asset => return None,
             };
             Some(Requirement {
                 level,

@@ -1,9 +1,15 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
+pub mod assets;
 pub mod attributes;
+pub mod bundles;
+pub mod categories;
 pub mod include;
+pub mod links;
 pub mod lists;
+pub mod metaobjects;
 pub mod products;
+pub mod references;
 pub mod render;
 pub mod settings;
 pub mod skus;
@@ -20,6 +26,10 @@ pub const FUNCTIONS: &[&Api] = &[
     &skus::API,
     &attributes::API,
     &webhooks::API,
+    &assets::API,
+    &categories::API,
+    &bundles::API,
+    &metaobjects::API,
 ];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit

@@ -1,7 +1,9 @@
 //! `/products` routes.
 
-use super::include::{self, with_included, Include};
+use super::include::{self, Include};
+use super::links;
 use super::lists;
+use super::references::with_included;
 use super::render::{self, Embed};
 use super::tree_patch::{self, Retry};
 use crate::app::{Api, App, Call};
@@ -9,6 +11,7 @@ use crate::auth::Scope;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
+use crate::store::metrics::in_parallel;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
 use lambda_http::BoxFuture;
@@ -50,10 +53,13 @@ async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .await?
         .ok_or_else(|| ApiError::entity_not_found("product", id))?;
     let result = render::product(&tree, embed(include), &selection);
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         ApiResponse::single(200, result),
         include.metaobjects,
-    ))
+    )
+    .await
 }
 
 fn depth(include: Include) -> TreeDepth {
@@ -85,10 +91,13 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         .iter()
         .map(|t| render::product(t, embed(req.include), &req.selection))
         .collect();
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         req.paging.page_response(result, total),
         req.include.metaobjects,
-    ))
+    )
+    .await
 }
 
 const PATCH_FIELDS: &[&str] = &[
@@ -106,13 +115,6 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(PATCH_FIELDS)?;
-    for later in ["assets", "categories"] {
-        if body.has(later) {
-            return Err(ApiError::bad_request(format!(
-                "field '{later}' is not supported yet by this deployment"
-            )));
-        }
-    }
     let patch = &tree_patch::parse_product_patch(app, call, id, &body).await?;
     let depth = if patch.variants.iter().any(|v| !v.skus.is_empty()) {
         TreeDepth::Skus
@@ -123,10 +125,21 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     };
     let org = call.org();
     tree_patch::with_retries(&format!("product '{id}'"), move || async move {
-        let tree = app.store.get_product_tree(org, id, depth).await?;
-        let plan = tree_patch::plan(org, id, tree, patch, true)?;
-        if !plan.write.is_empty() {
-            app.store.commit(&plan.write).await?;
+        let (tree, targets) = in_parallel(async {
+            futures_util::try_join!(
+                app.store.get_product_tree(org, id, depth),
+                links::targets(&app.store, org, patch)
+            )
+        })
+        .await?;
+        let old = tree.as_ref().map(|t| t.product.clone());
+        let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
+        // links added before the product write, the tree, links dropped after it
+        let mut write = links::product_link_writes(org, id, patch, &targets, old.as_ref())?;
+        write.append(std::mem::take(&mut plan.write));
+        links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
+        if !write.is_empty() {
+            app.store.commit(&write).await?;
         }
         Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
     })
@@ -151,6 +164,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
             write.delete(org, item).map_err(Retry::from)?;
         }
         write.delete(org, &tree.product).map_err(Retry::from)?;
+        links::unlink_dropped(&mut write, org, Some(&tree.product), None)?;
         app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })

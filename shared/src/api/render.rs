@@ -19,6 +19,11 @@ pub fn attributes(entity: &str, vals: &StoredValues, sel: &Selection) -> Map<Str
         .collect()
 }
 
+/// Every attribute of a resource (asset, bundle, metaobject): no selection applies.
+pub fn all_attributes(entity: &str, vals: &StoredValues) -> Map<String, Value> {
+    attributes(entity, vals, &Selection::default())
+}
+
 fn entity_object(
     item: &EntityItem,
     attrs: Map<String, Value>,
@@ -75,6 +80,9 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
     let p = &tree.product;
     let mut obj = entity_object(p, attributes("product", &p.vals, sel), p.tu);
     obj.insert("familyId".into(), json!(p.family_id));
+    if let Some(categories) = &p.categories {
+        obj.insert("categories".into(), json!(categories));
+    }
     if embed.variants {
         let variants: Vec<Value> = tree
             .variants

@@ -13,7 +13,8 @@ use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
 use lambda_http::BoxFuture;
 
-use super::include::{self, with_included};
+use super::include;
+use super::references::with_included;
 
 pub const ROUTES: &[Route] = &[
     Route::new("GET", "/skus", Scope::CatalogRead),
@@ -47,10 +48,13 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
     let (include, selection) = include::detail_query(&call.request.query, SKU_INCLUDES)?;
     let tree = sku_path(app, call.org(), id).await?;
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         ApiResponse::single(200, render::sku(&tree, &selection)),
         include.metaobjects,
-    ))
+    )
+    .await
 }
 
 /// The SKU with its variant and product, or 404.
@@ -82,10 +86,13 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .iter()
         .map(|t| render::sku(t, &req.selection))
         .collect();
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         req.paging.page_response(result, total),
         req.include.metaobjects,
-    ))
+    )
+    .await
 }
 
 /// PATCH /skus/{identifier}: `name` and `values` of an existing SKU (404 otherwise); the

@@ -2,7 +2,9 @@
 //! body is parsed and validated whole before anything is read or written, then each attempt
 //! plans the conditional writes against a fresh read of the tree and commits them.
 
-use super::render;
+use super::assets::{raw_asset, AssetInput, RawAsset};
+use super::links::MAX_LINKS;
+use super::{references, render};
 use crate::app::{App, Call};
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
@@ -41,6 +43,10 @@ pub struct ProductPatch {
     /// `Some(None)` removes the family.
     pub family: Option<Option<i64>>,
     pub variants: Vec<VariantPatch>,
+    /// The complete set of linked assets, in order, each created or updated as given.
+    pub assets: Option<Vec<AssetInput>>,
+    /// The complete set of categories.
+    pub categories: Option<Vec<String>>,
 }
 
 /// An entity of the body before its values are validated against the definitions.
@@ -193,6 +199,14 @@ pub async fn parse_product_patch(
         })?)),
     };
     let variants = raw_variants(body.opt_array("variants")?.map_or(&[], Vec::as_slice))?;
+    let assets = body
+        .opt_array("assets")?
+        .map(|l| raw_assets(l))
+        .transpose()?;
+    let categories = body
+        .opt_array("categories")?
+        .map(|l| distinct_ids(l, "categories", "category"))
+        .transpose()?;
     let product_raw = RawEntity {
         at: String::new(),
         id,
@@ -206,6 +220,9 @@ pub async fn parse_product_patch(
         for s in skus {
             wanted.extend(wanted_keys(TargetEntity::Sku, s.values));
         }
+    }
+    for a in assets.iter().flatten() {
+        wanted.extend(a.wanted());
     }
     let family_id = family.flatten();
     let ctx = if wanted.is_empty() && family_id.is_none() {
@@ -226,6 +243,14 @@ pub async fn parse_product_patch(
         entity: entity_patch(&product_raw, TargetEntity::Product, &ctx)?,
         family,
         variants: Vec::new(),
+        assets: assets
+            .map(|list| {
+                list.iter()
+                    .map(|a| a.validate(a.identifier.unwrap_or_default(), &ctx))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?,
+        categories,
     };
     for (v, skus) in &variants {
         patch.variants.push(VariantPatch {
@@ -236,7 +261,72 @@ pub async fn parse_product_patch(
                 .collect::<Result<_, _>>()?,
         });
     }
+    let mut changes = vec![(String::new(), patch.entity.values.as_slice())];
+    for (i, v) in patch.variants.iter().enumerate() {
+        changes.push((format!("variants[{i}]."), v.entity.values.as_slice()));
+        for (j, s) in v.skus.iter().enumerate() {
+            changes.push((format!("variants[{i}].skus[{j}]."), s.values.as_slice()));
+        }
+    }
+    for (i, a) in patch.assets.iter().flatten().enumerate() {
+        changes.push((format!("assets[{i}]."), a.values.as_slice()));
+    }
+    references::check_exist(&app.store, call.org(), &changes).await?;
     Ok(patch)
+}
+
+const ASSET_ITEM_FIELDS: &[&str] = &["identifier", "url", "name", "mimeType", "values"];
+
+/// The `assets` array of a PATCH /products body: asset objects with distinct identifiers.
+fn raw_assets(list: &[Value]) -> Result<Vec<RawAsset<'_>>, ApiError> {
+    if list.len() > MAX_LINKS {
+        return Err(ApiError::bad_request(format!(
+            "field 'assets': a product links at most {MAX_LINKS} assets"
+        )));
+    }
+    let mut out: Vec<RawAsset<'_>> = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let obj = v.as_object().ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "assets[{i}]: expected an object with an 'identifier'"
+            ))
+        })?;
+        let raw = raw_asset(format!("assets[{i}]: "), obj, ASSET_ITEM_FIELDS)?;
+        let id = raw.identifier.ok_or_else(|| {
+            ApiError::bad_request(format!("assets[{i}]: field 'identifier' is required"))
+        })?;
+        if out.iter().any(|a| a.identifier == Some(id)) {
+            return Err(ApiError::bad_request(format!(
+                "assets[{i}]: asset '{id}' is given twice"
+            )));
+        }
+        out.push(raw);
+    }
+    Ok(out)
+}
+
+/// A body array of distinct identifiers of `what` (at most `MAX_LINKS`).
+pub fn distinct_ids(list: &[Value], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+    if list.len() > MAX_LINKS {
+        return Err(ApiError::bad_request(format!(
+            "field '{field}': at most {MAX_LINKS} {what} identifiers"
+        )));
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for v in list {
+        let id = v.as_str().ok_or_else(|| {
+            ApiError::bad_request(format!("field '{field}': {v} is not a {what} identifier"))
+        })?;
+        identifier::validate(what, id)
+            .map_err(|e| ApiError::bad_request(format!("field '{field}': {}", e.message)))?;
+        if ids.iter().any(|x| x == id) {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': {what} '{id}' is given twice"
+            )));
+        }
+        ids.push(id.to_string());
+    }
+    Ok(ids)
 }
 
 /// Parses and validates a PATCH /skus body (`name`, `values`).
@@ -258,7 +348,9 @@ pub async fn parse_sku_patch(
     } else {
         app.store.write_context(call.org(), &wanted, None).await?
     };
-    entity_patch(&raw, TargetEntity::Sku, &ctx)
+    let patch = entity_patch(&raw, TargetEntity::Sku, &ctx)?;
+    references::check_exist(&app.store, call.org(), &[(String::new(), &patch.values)]).await?;
+    Ok(patch)
 }
 
 /// The writes of one attempt.
@@ -368,6 +460,19 @@ pub fn plan(
     if let Some(family) = patch.family {
         if product.item.family_id != family {
             product.item.family_id = family;
+            product.changed_self = true;
+        }
+    }
+    if let Some(assets) = &patch.assets {
+        let ids: Vec<String> = assets.iter().map(|a| a.identifier.clone()).collect();
+        if product.item.assets != ids {
+            product.item.assets = ids;
+            product.changed_self = true;
+        }
+    }
+    if let Some(categories) = &patch.categories {
+        if product.item.categories.as_ref() != Some(categories) {
+            product.item.categories = Some(categories.clone());
             product.changed_self = true;
         }
     }

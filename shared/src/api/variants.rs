@@ -14,7 +14,8 @@ use crate::store::products::TreeDepth;
 use crate::store::writes::{Expect, TreeWrite};
 use lambda_http::BoxFuture;
 
-use super::include::{self, with_included};
+use super::include;
+use super::references::with_included;
 
 pub const ROUTES: &[Route] = &[
     Route::new("GET", "/variants", Scope::CatalogRead),
@@ -58,10 +59,13 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .await?
         .ok_or_else(not_found)?;
     let result = render::variant(&tree, include.skus, &selection);
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         ApiResponse::single(200, result),
         include.metaobjects,
-    ))
+    )
+    .await
 }
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
@@ -77,10 +81,13 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .iter()
         .map(|t| render::variant(t, req.include.skus, &req.selection))
         .collect();
-    Ok(with_included(
+    with_included(
+        &app.store,
+        call.org(),
         req.paging.page_response(result, total),
         req.include.metaobjects,
-    ))
+    )
+    .await
 }
 
 /// DELETE /variants/{identifier}: the variant and its SKUs; the product's `updatedAt`

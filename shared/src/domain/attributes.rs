@@ -58,7 +58,8 @@ impl AttributeType {
     }
 }
 
-/// The entities an attribute can target.
+/// The entities an attribute can target: the spec's four, plus `asset` (assets carry
+/// attributes of the same shape, validated against `asset.*` definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TargetEntity {
@@ -66,10 +67,17 @@ pub enum TargetEntity {
     Variant,
     Sku,
     Bundle,
+    Asset,
 }
 
 impl TargetEntity {
-    pub const ALL: [TargetEntity; 4] = [Self::Product, Self::Variant, Self::Sku, Self::Bundle];
+    pub const ALL: [TargetEntity; 5] = [
+        Self::Product,
+        Self::Variant,
+        Self::Sku,
+        Self::Bundle,
+        Self::Asset,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -77,11 +85,18 @@ impl TargetEntity {
             Self::Variant => "variant",
             Self::Sku => "sku",
             Self::Bundle => "bundle",
+            Self::Asset => "asset",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// `product, variant, sku, bundle, asset`: for error messages.
+    pub fn names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|t| t.as_str()).collect();
+        names.join(", ")
     }
 }
 

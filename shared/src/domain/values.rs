@@ -406,6 +406,42 @@ pub fn apply(values: &mut StoredValues, changes: &[ValueChange]) -> bool {
     *values != before
 }
 
+/// The identifiers a stored metaobject attribute references (none for other types).
+pub fn referenced_identifiers(attr: &StoredAttribute) -> Vec<String> {
+    if attr.attr_type != AttributeType::Metaobject {
+        return Vec::new();
+    }
+    attr.entries
+        .iter()
+        .flat_map(|e| raw_identifiers(attr.is_multi, &e.value))
+        .collect()
+}
+
+fn raw_identifiers(is_multi: bool, raw: &str) -> Vec<String> {
+    if is_multi {
+        serde_json::from_str(raw).unwrap_or_default()
+    } else {
+        vec![raw.to_string()]
+    }
+}
+
+impl ValueChange {
+    /// For a change that sets a metaobject value: the attribute key, the definition and the
+    /// identifiers it names.
+    pub fn metaobject_refs(&self) -> Option<(&str, &str, Vec<String>)> {
+        match self {
+            ValueChange::Set {
+                key, raw, shape, ..
+            } if shape.attr_type == AttributeType::Metaobject => Some((
+                key.as_str(),
+                shape.metaobject_definition.as_deref()?,
+                raw_identifiers(shape.is_multi, raw),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// The typed `data` of one raw scalar.
 fn data_of(t: AttributeType, raw: &str) -> Value {
     match t {

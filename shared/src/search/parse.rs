@@ -158,7 +158,8 @@ impl RawSearch {
 
 fn split_key(key: &str) -> Option<(TargetEntity, &str)> {
     let (entity, k) = key.split_once('.')?;
-    let entity = TargetEntity::parse(entity).filter(|e| *e != TargetEntity::Bundle)?;
+    let entity = TargetEntity::parse(entity)
+        .filter(|e| !matches!(e, TargetEntity::Bundle | TargetEntity::Asset))?;
     Some((entity, k))
 }
 

@@ -84,7 +84,7 @@ fn kind_of(entity: TargetEntity) -> Option<EntityKind> {
         TargetEntity::Product => Some(EntityKind::Product),
         TargetEntity::Variant => Some(EntityKind::Variant),
         TargetEntity::Sku => Some(EntityKind::Sku),
-        TargetEntity::Bundle => None,
+        TargetEntity::Bundle | TargetEntity::Asset => None,
     }
 }
 

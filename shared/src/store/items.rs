@@ -58,6 +58,12 @@ pub struct EntityItem {
     /// "does any entity use this attribute?" never reads whole items.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ak: Vec<String>,
+    /// A product's linked assets, in order (each asset lists the product in `linkedBy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assets: Vec<String>,
+    /// A product's categories, once set through PATCH /products (`None` before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Vec<String>>,
 }
 
 /// An organization's settings item.

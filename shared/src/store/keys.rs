@@ -115,6 +115,20 @@ pub fn pending_sk(entity_type: &str, action: &str, identifier: &str) -> String {
     format!("{entity_type}/{action}/{identifier}")
 }
 
+/// Assets, categories and bundles: one partition per organization and type, sort key the
+/// identifier, so a list reads in identifier order and a uniqueness check is a conditional put.
+pub fn resource_pk(org: &str, kind: &str) -> String {
+    format!("O#{org}#R#{kind}")
+}
+/// Metaobjects: one partition per definition (identifiers are unique only within it).
+pub fn metaobjects_pk(org: &str, definition: &str) -> String {
+    format!("O#{org}#R#metaobject#{definition}")
+}
+/// Metaobject definitions: one partition per organization, sort key the name.
+pub fn metaobject_defs_pk(org: &str) -> String {
+    format!("O#{org}#MD")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +148,9 @@ mod tests {
             webhooks_pk("abc123"),
             deliveries_pk("abc123", "wh_1"),
             pending_pk("abc123", "wh_1"),
+            resource_pk("abc123", "asset"),
+            metaobjects_pk("abc123", "color"),
+            metaobject_defs_pk("abc123"),
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");
         }

@@ -109,6 +109,22 @@ impl Store {
             .collect())
     }
 
+    /// The partition keys of those of `keys` whose items exist.
+    pub(crate) async fn existing_keys(
+        &self,
+        keys: Vec<Item>,
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Default::default());
+        }
+        Ok(self
+            .batch_get(keys)
+            .await?
+            .into_iter()
+            .filter_map(|i| i.get(PK).and_then(|v| v.as_s().ok()).cloned())
+            .collect())
+    }
+
     async fn batch_get_chunk(&self, chunk: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         let mut found = Vec::with_capacity(chunk.len());
         let mut pending = Some(

@@ -65,6 +65,8 @@ impl EntityItem {
             ver: 1,
             family_id: None,
             ak,
+            assets: Vec::new(),
+            categories: None,
         }
     }
 

@@ -9,11 +9,14 @@ use super::keys::{
     TOMBSTONE_SK, TTL,
 };
 use super::ops::{item_key, Item};
+use super::resources::ResourceItem;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
 use std::collections::HashMap;
 
 /// TransactWriteItems takes at most 100 actions.
@@ -35,6 +38,8 @@ enum Target {
     /// The identity item (its partition key) of a new variant or SKU: taken means the
     /// identifier is used elsewhere in the organization.
     Identity(EntityKind, String, String),
+    /// The identity item of a SKU being deleted: it fails while a bundle holds the SKU.
+    InBundle(String),
 }
 
 /// An ordered set of conditional writes to one organization's product trees. Actions come
@@ -67,13 +72,55 @@ impl TreeWrite {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
+        self.len() == 0
+    }
+
+    /// Starts a new group: actions pushed until the next group commit in one transaction.
+    pub fn start_group(&mut self) {
+        self.groups.push(Vec::new());
+    }
+
+    /// Appends `action` to the current group (a group of its own when there is none).
+    pub fn push(&mut self, action: TransactWriteItem) {
+        if self.groups.is_empty() {
+            self.start_group();
+        }
+        let group = self.groups.last_mut().expect("a group exists");
+        group.push((action, Target::Entity));
+    }
+
+    /// Appends the groups of `other`, in order.
+    pub fn append(&mut self, other: TreeWrite) {
+        self.groups.extend(other.groups);
+    }
+
+    /// Writes a resource as a whole in a new group: created when `expect` is `Absent`,
+    /// else only if its version is still the one read.
+    pub fn put_resource(&mut self, item: &ResourceItem, expect: Expect) -> Result<(), StoreError> {
+        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?;
+        self.start_group();
+        self.push(put_action(av, expect)?);
+        Ok(())
+    }
+
+    /// Deletes a resource in a new group, if it is still at the version read.
+    pub fn delete_resource(&mut self, item: &ResourceItem) -> Result<(), StoreError> {
+        let del = Delete::builder()
+            .table_name("")
+            .set_key(Some(item.key()))
+            .condition_expression("ver = :v")
+            .expression_attribute_values(":v", AttributeValue::N(item.ver.to_string()))
+            .build()
+            .map_err(build_err)?;
+        self.start_group();
+        self.push(TransactWriteItem::builder().delete(del).build());
+        Ok(())
     }
 
     /// The groups packed into transactions of at most 100 actions, in order.
     fn transactions(&self) -> Vec<Vec<&(TransactWriteItem, Target)>> {
         let mut out: Vec<Vec<&(TransactWriteItem, Target)>> = Vec::new();
-        for group in &self.groups {
+        for group in self.groups.iter().filter(|g| !g.is_empty()) {
             match out.last_mut() {
                 Some(last) if last.len() + group.len() <= TRANSACTION_LIMIT => last.extend(group),
                 _ => out.push(group.iter().collect()),
@@ -89,7 +136,7 @@ impl TreeWrite {
             .flatten()
             .filter_map(|(_, t)| match t {
                 Target::Identity(kind, id, pk) => Some((pk.as_str(), (*kind, id.as_str()))),
-                Target::Entity => None,
+                Target::Entity | Target::InBundle(_) => None,
             })
             .collect()
     }
@@ -97,17 +144,7 @@ impl TreeWrite {
     /// Writes `item` as a whole; a new variant or SKU also claims its identity item.
     pub fn put(&mut self, org: &str, item: &EntityItem, expect: Expect) -> Result<(), StoreError> {
         let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?;
-        let put = Put::builder().table_name("").set_item(Some(av));
-        let put = match expect {
-            Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
-            Expect::Version(v) => put
-                .condition_expression("ver = :v")
-                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-        };
-        let action = TransactWriteItem::builder()
-            .put(put.build().map_err(build_err)?)
-            .build();
-        let mut group = vec![(action, Target::Entity)];
+        let mut group = vec![(put_action(av, expect)?, Target::Entity)];
         if expect == Expect::Absent {
             if let Some(pk) = identity_pk(org, item) {
                 let mut r = item_key(pk.clone(), REF_SK);
@@ -147,14 +184,21 @@ impl TreeWrite {
             Target::Entity,
         )];
         if let Some(pk) = identity_pk(org, item) {
-            let del = Delete::builder()
+            let mut del = Delete::builder()
                 .table_name("")
-                .set_key(Some(item_key(pk, REF_SK)))
-                .build()
-                .map_err(build_err)?;
+                .set_key(Some(item_key(pk, REF_SK)));
+            let mut target = Target::Entity;
+            if item.kind == EntityKind::Sku {
+                // a SKU leaves no bundle pointing at nothing: bundles hold it by this item
+                del = del.condition_expression("attribute_not_exists(#b)");
+                del = del.expression_attribute_names("#b", BUNDLES_SET);
+                target = Target::InBundle(item.id.clone());
+            }
             group.push((
-                TransactWriteItem::builder().delete(del).build(),
-                Target::Entity,
+                TransactWriteItem::builder()
+                    .delete(del.build().map_err(build_err)?)
+                    .build(),
+                target,
             ));
         }
         let put = Put::builder()
@@ -169,6 +213,78 @@ impl TreeWrite {
         self.groups.push(group);
         Ok(())
     }
+}
+
+/// A conditional put of a whole item: it must not exist yet, or still be at the version read.
+fn put_action(av: Item, expect: Expect) -> Result<TransactWriteItem, StoreError> {
+    let put = Put::builder().table_name("").set_item(Some(av));
+    let put = match expect {
+        Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
+        Expect::Version(v) => put
+            .condition_expression("ver = :v")
+            .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
+    };
+    Ok(TransactWriteItem::builder()
+        .put(put.build().map_err(build_err)?)
+        .build())
+}
+
+/// The string set on a SKU's identity item naming the bundles that hold the SKU.
+pub const BUNDLES_SET: &str = "bundles";
+/// The string set on an asset or category naming the products that link it.
+pub const LINKED_BY_SET: &str = "linkedBy";
+
+/// Adds (`add`) or removes `member` in the string set `set` of the item at `key`, which must
+/// exist; the item's version moves, so a delete that read the set notices.
+pub fn set_member(
+    key: Item,
+    set: &str,
+    member: &str,
+    add: bool,
+) -> Result<TransactWriteItem, StoreError> {
+    let expression = if add {
+        "ADD #s :m, ver :one"
+    } else {
+        "DELETE #s :m ADD ver :one"
+    };
+    let update = Update::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .update_expression(expression)
+        .condition_expression("attribute_exists(PK)")
+        .expression_attribute_names("#s", set)
+        .expression_attribute_values(":m", AttributeValue::Ss(vec![member.to_string()]))
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
+
+/// Holds only if the item at `key` is still at version `ver`.
+pub fn version_check(key: Item, ver: u64) -> Result<TransactWriteItem, StoreError> {
+    let check = ConditionCheck::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .condition_expression("ver = :v")
+        .expression_attribute_values(":v", AttributeValue::N(ver.to_string()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
+}
+
+/// Moves the version of the item at `key`, if it is still at version `ver`: a write that read
+/// the item at `ver` then fails its condition and reads again.
+pub fn version_bump(key: Item, ver: u64) -> Result<TransactWriteItem, StoreError> {
+    let update = Update::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .update_expression("ADD ver :one")
+        .condition_expression("ver = :v")
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .expression_attribute_values(":v", AttributeValue::N(ver.to_string()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().update(update).build())
 }
 
 /// How long a tombstone stays: list snapshots older than this reload in full.
@@ -200,6 +316,12 @@ fn with_table(action: &TransactWriteItem, table: &str) -> TransactWriteItem {
     }
     if let Some(d) = a.delete.as_mut() {
         d.table_name = table.to_string();
+    }
+    if let Some(u) = a.update.as_mut() {
+        u.table_name = table.to_string();
+    }
+    if let Some(c) = a.condition_check.as_mut() {
+        c.table_name = table.to_string();
     }
     a
 }
@@ -277,9 +399,16 @@ fn explain<R: std::fmt::Debug>(
                 .filter(|(r, _)| r.code() == Some("ConditionalCheckFailed"))
                 .map(|(_, (_, t))| t)
                 .collect();
+            if let Some(Target::InBundle(id)) =
+                failed.iter().find(|t| matches!(t, Target::InBundle(_)))
+            {
+                return StoreError::Taken(format!(
+                    "sku '{id}' is part of a bundle; remove it from its bundles before deleting it"
+                ));
+            }
             let taken = failed.iter().find_map(|t| match t {
                 Target::Identity(kind, id, _) => Some((*kind, id.clone())),
-                Target::Entity => None,
+                _ => None,
             });
             if let Some((kind, id)) = taken {
                 if failed.iter().all(|t| matches!(t, Target::Identity(..))) {

@@ -35,6 +35,9 @@ struct EntityImage {
     gsi1pk: Option<String>,
     kind: String,
     id: String,
+    /// A metaobject's definition: its REST identifier is `<definition>/<identifier>`.
+    #[serde(default)]
+    def: Option<String>,
     #[serde(default)]
     su: Option<Timestamp>,
     #[serde(default)]
@@ -91,10 +94,14 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
         Action::Deleted => entity.tu.map_or(recorded, |tu| tu.max(recorded)),
         _ => entity.su.or(entity.tu).unwrap_or(recorded),
     };
+    let identifier = match entity.def {
+        Some(def) => format!("{def}/{}", entity.id),
+        None => entity.id,
+    };
     Some(Change {
         org,
         entity_type: entity.kind,
-        identifier: entity.id,
+        identifier,
         action,
         occurred_at,
     })

@@ -1,0 +1,513 @@
+//! `/assets` routes, and the asset links of products (`/products/{identifier}/assets`) and
+//! variants (`/variants/{identifier}/assets`, the assets of the variant's product).
+
+use super::links::{self, MAX_LINKS};
+use super::references;
+use super::tree_patch::{with_retries, Retry};
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::attributes::TargetEntity;
+use crate::domain::identifier;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{self, ScopeRules, ValueChange};
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::items::EntityKind;
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::settings::WriteContext;
+use crate::store::writes::{Expect, TreeWrite};
+use crate::store::StoreError;
+use lambda_http::BoxFuture;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/assets", Scope::CatalogRead),
+    Route::new("POST", "/assets", Scope::CatalogWrite),
+    Route::new("GET", "/assets/{identifier}", Scope::CatalogRead),
+    Route::new("PATCH", "/assets/{identifier}", Scope::CatalogWrite),
+    Route::new("DELETE", "/assets/{identifier}", Scope::CatalogWrite),
+    Route::new("GET", "/products/{identifier}/assets", Scope::CatalogRead),
+    Route::new("PUT", "/products/{identifier}/assets", Scope::CatalogWrite),
+    Route::new("POST", "/products/{identifier}/assets", Scope::CatalogWrite),
+    Route::new("GET", "/variants/{identifier}/assets", Scope::CatalogRead),
+];
+
+pub const API: Api = Api {
+    function: "assets",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/assets") => list(app, &call).await,
+            ("POST", "/assets") => create(app, &call).await,
+            ("GET", "/assets/{identifier}") => get(app, &call).await,
+            ("PATCH", "/assets/{identifier}") => patch(app, &call).await,
+            ("DELETE", "/assets/{identifier}") => delete(app, &call).await,
+            ("GET", "/products/{identifier}/assets") => product_assets(app, &call).await,
+            ("PUT", "/products/{identifier}/assets") => relink(app, &call, true).await,
+            ("POST", "/products/{identifier}/assets") => relink(app, &call, false).await,
+            ("GET", "/variants/{identifier}/assets") => variant_assets(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// The media type an asset URL suggests by its extension, when none was given.
+fn mime_from_url(url: &str) -> &'static str {
+    let path = url::Url::parse(url)
+        .map(|u| u.path().to_ascii_lowercase())
+        .unwrap_or_default();
+    let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or_default();
+    match ext {
+        "jpg" | "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "avif" => "image/avif",
+        "svg" => "image/svg+xml",
+        "pdf" => "application/pdf",
+        "mp4" => "video/mp4",
+        "webm" => "video/webm",
+        "txt" => "text/plain",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "zip" => "application/zip",
+        _ => "application/octet-stream",
+    }
+}
+
+/// An asset as served.
+pub fn render(a: &ResourceItem) -> Value {
+    let url = a.url.clone().unwrap_or_default();
+    let mime = a
+        .mime_type
+        .clone()
+        .unwrap_or_else(|| mime_from_url(&url).to_string());
+    json!({
+        "identifier": a.id,
+        "name": a.name,
+        "url": url,
+        "mimeType": mime,
+        "attributes": super::render::all_attributes("asset", &a.vals),
+        "updatedAt": a.su,
+    })
+}
+
+/// An asset's fields from a request body, shape-checked; values not yet validated.
+pub struct RawAsset<'a> {
+    /// Where the object is in the body, for errors (`""` or `"assets[2]."`).
+    pub at: String,
+    pub identifier: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub url: Option<&'a str>,
+    pub mime_type: Option<&'a str>,
+    pub values: Option<&'a Map<String, Value>>,
+}
+
+/// A validated asset write: the fields given, and value changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssetInput {
+    pub identifier: String,
+    pub name: Option<String>,
+    pub url: Option<String>,
+    pub mime_type: Option<String>,
+    pub values: Vec<ValueChange>,
+}
+
+const MAX_NAME: usize = 255;
+
+fn is_media_type(s: &str) -> bool {
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.len() <= 127
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    s.split_once('/').is_some_and(|(a, b)| token(a) && token(b))
+}
+
+/// Shape-checks an asset object (`fields` are the ones allowed there).
+pub fn raw_asset<'a>(
+    at: String,
+    obj: &'a Map<String, Value>,
+    fields: &[&str],
+) -> Result<RawAsset<'a>, ApiError> {
+    let bad = |m: String| ApiError::bad_request(format!("{at}{m}"));
+    if let Some(k) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
+        return Err(bad(format!(
+            "unknown field '{k}' (allowed: {})",
+            fields.join(", ")
+        )));
+    }
+    let text = |field: &str| -> Result<Option<&'a str>, ApiError> {
+        match obj.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(bad(format!("field '{field}' must be a string"))),
+        }
+    };
+    let identifier = text("identifier")?;
+    if let Some(id) = identifier {
+        identifier::validate("asset", id).map_err(|e| bad(e.message))?;
+    }
+    let name = text("name")?;
+    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME) {
+        return Err(bad(format!(
+            "field 'name' must be 1 to {MAX_NAME} characters, not blank"
+        )));
+    }
+    let url = text("url")?;
+    if let Some(u) = url {
+        let ok = url::Url::parse(u)
+            .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+        if !ok || u.len() > 2048 {
+            return Err(bad(format!(
+                "field 'url': '{u}' is not an absolute http(s) URL of at most 2048 characters"
+            )));
+        }
+    }
+    let mime_type = text("mimeType")?;
+    if let Some(m) = mime_type.filter(|m| !is_media_type(m)) {
+        return Err(bad(format!(
+            "field 'mimeType': '{m}' is not a media type like image/png"
+        )));
+    }
+    let values = match obj.get("values") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(bad("field 'values' must be an object".into())),
+    };
+    Ok(RawAsset {
+        at,
+        identifier,
+        name,
+        url,
+        mime_type,
+        values,
+    })
+}
+
+impl RawAsset<'_> {
+    /// The asset attribute keys its values name.
+    pub fn wanted(&self) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
+        self.values
+            .into_iter()
+            .flat_map(|m| m.keys().map(|k| (TargetEntity::Asset, k.clone())))
+    }
+
+    /// Validates the values against the asset attribute definitions of `ctx`.
+    pub fn validate(&self, id: &str, ctx: &WriteContext) -> Result<AssetInput, ApiError> {
+        let languages = ctx.scopes.language_codes();
+        let channels = ctx.scopes.channel_ids();
+        let rules = ScopeRules {
+            languages: Some(&languages),
+            channels: Some(&channels),
+        };
+        let values = match self.values {
+            None => Vec::new(),
+            Some(m) => values::parse_values("asset", m, &ctx.defs_of(TargetEntity::Asset), &rules)
+                .map_err(|e| ApiError::bad_request(format!("{}{}", self.at, e.message)))?,
+        };
+        Ok(AssetInput {
+            identifier: id.to_string(),
+            name: self.name.map(str::to_string),
+            url: self.url.map(str::to_string),
+            mime_type: self.mime_type.map(str::to_string),
+            values,
+        })
+    }
+}
+
+/// Applies an asset write; whether anything changed.
+pub fn apply(item: &mut ResourceItem, input: &AssetInput) -> bool {
+    let mut changed = values::apply(&mut item.vals, &input.values);
+    if let Some(n) = input.name.as_ref().filter(|n| **n != item.name) {
+        item.name = n.clone();
+        changed = true;
+    }
+    for (field, given) in [
+        (&mut item.url, &input.url),
+        (&mut item.mime_type, &input.mime_type),
+    ] {
+        if given.is_some() && field != given {
+            field.clone_from(given);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// A new asset from `input` (its `url` is required), created at `at`.
+pub fn new_asset(org: &str, input: &AssetInput, at: Timestamp) -> ResourceItem {
+    let mut item = ResourceItem::new(org, Shelf::ASSETS, &input.identifier, &input.identifier, at);
+    apply(&mut item, input);
+    item.touch(at);
+    item
+}
+
+/// Reads what validating `raws` needs: the asset definitions and the scopes (one
+/// BatchGetItem), nothing when no values are given.
+pub async fn context(
+    app: &App,
+    org: &str,
+    raws: &[&RawAsset<'_>],
+) -> Result<WriteContext, ApiError> {
+    let wanted: Vec<_> = raws.iter().flat_map(|r| r.wanted()).collect();
+    if wanted.is_empty() {
+        return Ok(WriteContext::default());
+    }
+    Ok(app.store.write_context(org, &wanted, None).await?)
+}
+
+const CREATE_FIELDS: &[&str] = &["identifier", "url", "name", "mimeType", "values"];
+const PATCH_FIELDS: &[&str] = &["url", "name", "mimeType", "values"];
+
+/// POST /assets: 201; 409 when the identifier exists (one conditional PutItem decides).
+async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    let raw = raw_asset(String::new(), &body.0, CREATE_FIELDS)?;
+    let id = raw
+        .identifier
+        .ok_or_else(|| ApiError::bad_request("field 'identifier' is required"))?;
+    if raw.url.is_none() {
+        return Err(ApiError::bad_request("field 'url' is required"));
+    }
+    let ctx = context(app, call.org(), &[&raw]).await?;
+    let input = raw.validate(id, &ctx)?;
+    references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
+    let item = new_asset(call.org(), &input, Timestamp::now());
+    match app.store.put_resource(&item, Expect::Absent).await {
+        Ok(()) => Ok(ApiResponse::single(201, render(&item))),
+        Err(StoreError::ConditionFailed) => {
+            Err(ApiError::conflict(format!("asset '{id}' already exists")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "asset")?;
+    Query::parse(&call.request.query, &[])?;
+    let asset = app
+        .store
+        .get_resource(call.org(), Shelf::ASSETS, id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("asset", id))?;
+    Ok(ApiResponse::single(200, render(&asset)))
+}
+
+/// PATCH /assets/{identifier}: omitted fields unchanged; 404 when the asset does not exist.
+async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "asset")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    let raw = raw_asset(String::new(), &body.0, PATCH_FIELDS)?;
+    let ctx = context(app, call.org(), &[&raw]).await?;
+    let input = &raw.validate(id, &ctx)?;
+    references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
+    let org = call.org();
+    with_retries(&format!("asset '{id}'"), || async move {
+        let mut asset = app
+            .store
+            .get_resource(org, Shelf::ASSETS, id)
+            .await?
+            .ok_or_else(|| ApiError::entity_not_found("asset", id))?;
+        let expect = Expect::Version(asset.ver);
+        if apply(&mut asset, input) {
+            asset.touch(Timestamp::next_after([asset.tu]));
+            app.store.put_resource(&asset, expect).await?;
+        }
+        Ok(ApiResponse::single(200, render(&asset)))
+    })
+    .await
+}
+
+/// DELETE /assets/{identifier}: unlinked from every product, then deleted.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "asset")?;
+    Query::parse(&call.request.query, &[])?;
+    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id).await?;
+    Ok(ApiResponse::single(200, super::render::deleted(id)))
+}
+
+/// GET /assets: one Query of the assets partition; `search` matches names, ignoring case.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["search", "limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let needle = query.get("search").map(str::to_lowercase);
+    let mut assets = app.store.list_resources(call.org(), Shelf::ASSETS).await?;
+    if let Some(n) = needle.filter(|n| !n.is_empty()) {
+        assets.retain(|a| a.name.to_lowercase().contains(&n));
+    }
+    Ok(paging.envelope(&assets, render))
+}
+
+/// The assets named by `ids`, in that order (one BatchGetItem); missing ones left out.
+async fn assets_in_order(
+    app: &App,
+    org: &str,
+    ids: &[String],
+) -> Result<Vec<ResourceItem>, ApiError> {
+    let keys = ids.iter().map(|id| Shelf::ASSETS.key(org, id)).collect();
+    let mut by_id: HashMap<String, ResourceItem> = app
+        .store
+        .get_resources(keys)
+        .await?
+        .into_iter()
+        .map(|a| (a.id.clone(), a))
+        .collect();
+    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// The list envelope of linked assets, paged by the request's `limit` and `page`.
+fn linked_envelope(call: &Call, assets: &[ResourceItem]) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    Ok(paging.envelope(assets, render))
+}
+
+/// GET /products/{identifier}/assets: the product (GetItem), then its assets in link order
+/// (one BatchGetItem).
+async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "product")?;
+    Query::parse(&call.request.query, &["limit", "page"])?;
+    let product = app
+        .store
+        .get_product(call.org(), id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("product", id))?;
+    let assets = assets_in_order(app, call.org(), &product.assets).await?;
+    linked_envelope(call, &assets)
+}
+
+/// GET /variants/{identifier}/assets: a variant shows its product's assets, as it shows its
+/// product's attributes (identity GetItem, product and variant BatchGetItem, assets).
+async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "variant")?;
+    Query::parse(&call.request.query, &["limit", "page"])?;
+    let not_found = || ApiError::entity_not_found("variant", id);
+    let identity = app
+        .store
+        .identity(call.org(), EntityKind::Variant, id)
+        .await?
+        .ok_or_else(not_found)?;
+    let tree = app
+        .store
+        .get_variant_path(call.org(), &identity.pid, id, false)
+        .await?
+        .ok_or_else(not_found)?;
+    let assets = assets_in_order(app, call.org(), &tree.product.assets).await?;
+    linked_envelope(call, &assets)
+}
+
+/// The `assets` field of a link request: distinct asset identifiers.
+fn asset_ids(body: &JsonBody) -> Result<Vec<String>, ApiError> {
+    body.only(&["assets"])?;
+    let list = body.opt_array("assets")?.map_or(&[][..], Vec::as_slice);
+    super::tree_patch::distinct_ids(list, "assets", "asset")
+}
+
+/// PUT (`replace`) or POST /products/{identifier}/assets: the given assets become the
+/// complete set, in order (PUT), or are appended unless already linked (POST). Every asset
+/// must exist (400 otherwise). Reads the product, then the assets; one write of the product
+/// and the assets' `linkedBy` sets.
+async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, ApiError> {
+    let pid = call.route.identifier(0, "product")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    let ids = &asset_ids(&body)?;
+    if !replace && !body.has("assets") {
+        return Err(ApiError::bad_request("field 'assets' is required"));
+    }
+    let org = call.org();
+    let assets = with_retries(&format!("product '{pid}'"), || async move {
+        let mut product = app
+            .store
+            .get_product(org, pid)
+            .await?
+            .ok_or_else(|| ApiError::entity_not_found("product", pid))?;
+        let old = product.assets.clone();
+        let mut new = if replace { Vec::new() } else { old.clone() };
+        for id in ids {
+            if !new.contains(id) {
+                new.push(id.clone());
+            }
+        }
+        if new.len() > MAX_LINKS {
+            return Err(Retry::Fail(ApiError::bad_request(format!(
+                "field 'assets': a product links at most {MAX_LINKS} assets"
+            ))));
+        }
+        let assets = assets_in_order(app, org, &new).await?;
+        if let Some(missing) = new.iter().find(|id| !assets.iter().any(|a| &a.id == *id)) {
+            return Err(Retry::Fail(ApiError::bad_request(format!(
+                "field 'assets': asset '{missing}' does not exist"
+            ))));
+        }
+        if new != old {
+            let mut write = TreeWrite::new();
+            links::additions(
+                &mut write,
+                org,
+                Shelf::ASSETS,
+                pid,
+                &old,
+                &new,
+                &HashSet::new(),
+            )?;
+            let expect = Expect::Version(product.ver);
+            product.assets = new.clone();
+            product.touch(Timestamp::next_after([product.tu]));
+            write.put(org, &product, expect)?;
+            links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
+            app.store.commit(&write).await?;
+        }
+        Ok(assets)
+    })
+    .await?;
+    let total = assets.len();
+    Ok(Paging {
+        limit: MAX_LINKS as u32,
+        page: 1,
+    }
+    .page_response(assets.iter().map(render).collect(), total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_and_guesses() {
+        assert!(is_media_type("image/png") && is_media_type("application/vnd.ms-excel"));
+        assert!(!is_media_type("png") && !is_media_type("image/") && !is_media_type("a b/c"));
+        assert_eq!(
+            mime_from_url("https://cdn.example.com/a/B.JPG?x=1"),
+            "image/jpeg"
+        );
+        assert_eq!(
+            mime_from_url("https://cdn.example.com/file"),
+            "application/octet-stream"
+        );
+    }
+
+    #[test]
+    fn apply_changes_only_given_fields() {
+        let input = AssetInput {
+            identifier: "a".into(),
+            url: Some("https://x.example/a.png".into()),
+            ..Default::default()
+        };
+        let mut item = new_asset("o", &input, Timestamp::from_millis(1));
+        assert_eq!(item.name, "a");
+        assert_eq!(item.ver, 1);
+        let rename = AssetInput {
+            name: Some("Logo".into()),
+            ..input.clone()
+        };
+        assert!(apply(&mut item, &rename));
+        assert_eq!(item.url.as_deref(), Some("https://x.example/a.png"));
+        assert!(!apply(&mut item, &rename), "same again changes nothing");
+    }
+}

@@ -1,0 +1,263 @@
+//! `/bundles` routes: a bundle sells SKUs together (`items: [{sku, quantity}]`) and carries
+//! attributes of target entity `bundle`. Each SKU's identity item lists the bundles that hold
+//! it (`bundles` set, written in the bundle's own transaction), so a SKU in a bundle cannot
+//! be deleted and a bundle never points at a deleted SKU.
+
+use super::references;
+use super::tree_patch::with_retries;
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::attributes::TargetEntity;
+use crate::domain::identifier;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{self, ScopeRules};
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::keys::{sku_ref_pk, REF_SK};
+use crate::store::ops::item_key;
+use crate::store::resources::{BundleLine, ResourceItem, Shelf};
+use crate::store::settings::WriteContext;
+use crate::store::writes::{set_member, Expect, TreeWrite, BUNDLES_SET};
+use crate::store::StoreError;
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/bundles", Scope::CatalogRead),
+    Route::new("GET", "/bundles/{identifier}", Scope::CatalogRead),
+    Route::new("PUT", "/bundles/{identifier}", Scope::CatalogWrite),
+    Route::new("DELETE", "/bundles/{identifier}", Scope::CatalogWrite),
+];
+
+pub const API: Api = Api {
+    function: "bundles",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/bundles") => list(app, &call).await,
+            ("GET", "/bundles/{identifier}") => get(app, &call).await,
+            ("PUT", "/bundles/{identifier}") => put(app, &call).await,
+            ("DELETE", "/bundles/{identifier}") => delete(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// Most lines in one bundle: a write that replaces every line (the bundle, 40 additions and
+/// 40 removals) stays inside one transaction.
+pub const MAX_ITEMS: usize = 40;
+pub const MAX_QUANTITY: u64 = 1_000_000;
+
+/// A bundle as served.
+pub fn render(b: &ResourceItem) -> Value {
+    json!({
+        "identifier": b.id,
+        "name": b.name,
+        "attributes": super::render::all_attributes("bundle", &b.vals),
+        "items": b.items,
+        "selfUpdatedAt": b.su,
+        "updatedAt": b.tu,
+    })
+}
+
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let all = app.store.list_resources(call.org(), Shelf::BUNDLES).await?;
+    Ok(paging.envelope(&all, render))
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "bundle")?;
+    Query::parse(&call.request.query, &[])?;
+    let b = app
+        .store
+        .get_resource(call.org(), Shelf::BUNDLES, id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("bundle", id))?;
+    Ok(ApiResponse::single(200, render(&b)))
+}
+
+/// The `items` of a PUT body: 1 to `MAX_ITEMS` lines with distinct SKUs.
+fn parse_items(body: &JsonBody) -> Result<Vec<BundleLine>, ApiError> {
+    let list = body
+        .opt_array("items")?
+        .ok_or_else(|| ApiError::bad_request("field 'items' is required"))?;
+    if list.is_empty() || list.len() > MAX_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "field 'items' must hold 1 to {MAX_ITEMS} lines"
+        )));
+    }
+    let mut lines: Vec<BundleLine> = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let bad = |m: &str| ApiError::bad_request(format!("items[{i}]: {m}"));
+        let obj = v
+            .as_object()
+            .ok_or_else(|| bad("expected an object {sku, quantity}"))?;
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !matches!(k.as_str(), "sku" | "quantity"))
+        {
+            return Err(bad(&format!(
+                "unknown field '{k}' (allowed: sku, quantity)"
+            )));
+        }
+        let sku = obj
+            .get("sku")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("field 'sku' is required and must be a string"))?;
+        identifier::validate("sku", sku).map_err(|e| bad(&e.message))?;
+        let quantity = obj
+            .get("quantity")
+            .and_then(Value::as_u64)
+            .filter(|q| (1..=MAX_QUANTITY).contains(q))
+            .ok_or_else(|| {
+                bad(&format!(
+                    "field 'quantity' must be an integer from 1 to {MAX_QUANTITY}"
+                ))
+            })?;
+        if lines.iter().any(|l| l.sku == sku) {
+            return Err(bad(&format!("sku '{sku}' is given twice")));
+        }
+        lines.push(BundleLine {
+            sku: sku.to_string(),
+            quantity: quantity as u32,
+        });
+    }
+    Ok(lines)
+}
+
+/// PUT /bundles/{identifier} {name, values?, items}: creates (201) or replaces (200) the
+/// bundle; every SKU must exist. Reads the bundle and the SKUs' identity items (one round
+/// trip), then one transaction: the bundle, and the `bundles` sets of SKUs added and removed.
+async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "bundle")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "values", "items"])?;
+    let name = body.req_str("name")?;
+    if name.trim().is_empty() || name.chars().count() > 255 {
+        return Err(ApiError::bad_request(
+            "field 'name' must be 1 to 255 characters, not blank",
+        ));
+    }
+    let items = &parse_items(&body)?;
+    let input = body.opt_object("values")?;
+    let wanted: Vec<_> = input
+        .into_iter()
+        .flat_map(|m| m.keys().map(|k| (TargetEntity::Bundle, k.clone())))
+        .collect();
+    let ctx = if wanted.is_empty() {
+        WriteContext::default()
+    } else {
+        app.store.write_context(call.org(), &wanted, None).await?
+    };
+    let languages = ctx.scopes.language_codes();
+    let channels = ctx.scopes.channel_ids();
+    let rules = ScopeRules {
+        languages: Some(&languages),
+        channels: Some(&channels),
+    };
+    let changes = match input {
+        Some(m) => values::parse_values("bundle", m, &ctx.defs_of(TargetEntity::Bundle), &rules)?,
+        None => Vec::new(),
+    };
+    references::check_exist(&app.store, call.org(), &[(String::new(), &changes)]).await?;
+    let changes = &changes;
+    let org = call.org();
+    with_retries(&format!("bundle '{id}'"), || async move {
+        let (existing, skus) = crate::store::metrics::in_parallel(async {
+            futures_util::try_join!(
+                app.store.get_resource(org, Shelf::BUNDLES, id),
+                app.store.existing_keys(
+                    items
+                        .iter()
+                        .map(|l| item_key(sku_ref_pk(org, &l.sku), REF_SK))
+                        .collect()
+                )
+            )
+        })
+        .await?;
+        if let Some(l) = items
+            .iter()
+            .find(|l| !skus.contains(&sku_ref_pk(org, &l.sku)))
+        {
+            return Err(ApiError::bad_request(format!(
+                "field 'items': sku '{}' does not exist",
+                l.sku
+            ))
+            .into());
+        }
+        let at = Timestamp::next_after(existing.as_ref().map(|b| b.tu));
+        let (mut bundle, expect) = match &existing {
+            Some(b) => (b.clone(), Expect::Version(b.ver)),
+            None => (
+                ResourceItem::new(org, Shelf::BUNDLES, id, name, at),
+                Expect::Absent,
+            ),
+        };
+        let old_items = bundle.items.clone();
+        let mut vals = crate::domain::values::StoredValues::new();
+        values::apply(&mut vals, changes);
+        let changed = bundle.name != name || bundle.items != *items || bundle.vals != vals;
+        let status = if existing.is_some() { 200 } else { 201 };
+        if existing.is_some() && !changed {
+            return Ok(ApiResponse::single(status, render(&bundle)));
+        }
+        bundle.name = name.to_string();
+        bundle.items = items.clone();
+        bundle.vals = vals;
+        bundle.touch(at);
+        let mut write = TreeWrite::new();
+        write.put_resource(&bundle, expect)?;
+        let has = |list: &[BundleLine], sku: &str| list.iter().any(|l| l.sku == sku);
+        for l in items.iter().filter(|l| !has(&old_items, &l.sku)) {
+            write.push(member(org, &l.sku, id, true)?);
+        }
+        for l in old_items.iter().filter(|l| !has(items, &l.sku)) {
+            write.push(member(org, &l.sku, id, false)?);
+        }
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(status, render(&bundle)))
+    })
+    .await
+}
+
+fn member(
+    org: &str,
+    sku: &str,
+    bundle: &str,
+    add: bool,
+) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
+    set_member(
+        item_key(sku_ref_pk(org, sku), REF_SK),
+        BUNDLES_SET,
+        bundle,
+        add,
+    )
+}
+
+/// DELETE /bundles/{identifier}: the bundle and its place in its SKUs' `bundles` sets, in one
+/// transaction.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "bundle")?;
+    Query::parse(&call.request.query, &[])?;
+    let org = call.org();
+    with_retries(&format!("bundle '{id}'"), || async move {
+        let bundle = app
+            .store
+            .get_resource(org, Shelf::BUNDLES, id)
+            .await?
+            .ok_or_else(|| ApiError::entity_not_found("bundle", id))?;
+        let mut write = TreeWrite::new();
+        write.delete_resource(&bundle)?;
+        for l in &bundle.items {
+            write.push(member(org, &l.sku, id, false)?);
+        }
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(200, super::render::deleted(id)))
+    })
+    .await
+}

@@ -1,0 +1,182 @@
+//! `/categories` routes: a tree of categories (each with an optional parent), which products
+//! list in `categories` (set through PATCH /products).
+
+use super::links;
+use super::tree_patch::with_retries;
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/categories", Scope::CatalogRead),
+    Route::new("GET", "/categories/{identifier}", Scope::CatalogRead),
+    Route::new("PUT", "/categories/{identifier}", Scope::CatalogWrite),
+    Route::new("DELETE", "/categories/{identifier}", Scope::CatalogWrite),
+];
+
+pub const API: Api = Api {
+    function: "categories",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/categories") => list(app, &call).await,
+            ("GET", "/categories/{identifier}") => get(app, &call).await,
+            ("PUT", "/categories/{identifier}") => put(app, &call).await,
+            ("DELETE", "/categories/{identifier}") => delete(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// Deepest category tree accepted: the write checks every ancestor.
+pub const MAX_DEPTH: usize = 32;
+
+/// A category as served.
+pub fn render(c: &ResourceItem) -> Value {
+    json!({
+        "identifier": c.id,
+        "name": c.name,
+        "parent": c.parent,
+        "updatedAt": c.su,
+    })
+}
+
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let all = app
+        .store
+        .list_resources(call.org(), Shelf::CATEGORIES)
+        .await?;
+    Ok(paging.envelope(&all, render))
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "category")?;
+    Query::parse(&call.request.query, &[])?;
+    let c = app
+        .store
+        .get_resource(call.org(), Shelf::CATEGORIES, id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("category", id))?;
+    Ok(ApiResponse::single(200, render(&c)))
+}
+
+/// The ancestors of `parent` (itself first), or a 400 when `id` is among them (a cycle) or
+/// the chain is deeper than `MAX_DEPTH`.
+fn ancestors<'a>(
+    by_id: &HashMap<&str, &'a ResourceItem>,
+    id: &str,
+    parent: &str,
+) -> Result<Vec<&'a ResourceItem>, ApiError> {
+    let mut chain = Vec::new();
+    let mut next = Some(parent);
+    while let Some(p) = next {
+        if p == id {
+            return Err(ApiError::bad_request(format!(
+                "field 'parent': category '{parent}' is '{id}' or one of its descendants"
+            )));
+        }
+        let Some(c) = by_id.get(p) else {
+            return Err(ApiError::bad_request(format!(
+                "field 'parent': category '{p}' does not exist"
+            )));
+        };
+        chain.push(*c);
+        if chain.len() > MAX_DEPTH {
+            return Err(ApiError::bad_request(format!(
+                "field 'parent': categories nest at most {MAX_DEPTH} levels"
+            )));
+        }
+        next = c.parent.as_deref();
+    }
+    Ok(chain)
+}
+
+/// PUT /categories/{identifier} {name, parent?}: creates (201) or replaces (200). The
+/// parent must exist and not be the category or below it. One Query of the categories, then
+/// one transaction: the category, the parent's version moved (so a concurrent delete of the
+/// parent sees the new child) and every further ancestor checked unchanged (so concurrent
+/// moves cannot close a cycle).
+async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "category")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "parent"])?;
+    let name = body.req_str("name")?;
+    if name.trim().is_empty() || name.chars().count() > 255 {
+        return Err(ApiError::bad_request(
+            "field 'name' must be 1 to 255 characters, not blank",
+        ));
+    }
+    let parent = match body.0.get("parent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => {
+            crate::domain::identifier::validate("category", p)
+                .map_err(|e| ApiError::bad_request(format!("field 'parent': {}", e.message)))?;
+            Some(p.as_str())
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "field 'parent' must be a category identifier or null",
+            ))
+        }
+    };
+    let org = call.org();
+    with_retries(&format!("category '{id}'"), || async move {
+        let all = app.store.list_resources(org, Shelf::CATEGORIES).await?;
+        let by_id: HashMap<&str, &ResourceItem> = all.iter().map(|c| (c.id.as_str(), c)).collect();
+        let chain = match parent {
+            Some(p) => ancestors(&by_id, id, p)?,
+            None => Vec::new(),
+        };
+        let existing = by_id.get(id).copied();
+        let at = Timestamp::next_after(existing.map(|c| c.tu));
+        let (mut item, expect) = match existing {
+            Some(c) => ((*c).clone(), Expect::Version(c.ver)),
+            None => (
+                ResourceItem::new(org, Shelf::CATEGORIES, id, name, at),
+                Expect::Absent,
+            ),
+        };
+        let status = if existing.is_some() { 200 } else { 201 };
+        let changed = item.name != name || item.parent.as_deref() != parent;
+        if existing.is_some() && !changed {
+            return Ok(ApiResponse::single(status, render(&item)));
+        }
+        item.name = name.to_string();
+        item.parent = parent.map(str::to_string);
+        item.touch(at);
+        let mut write = TreeWrite::new();
+        write.put_resource(&item, expect)?;
+        for (n, a) in chain.iter().enumerate() {
+            let key = a.key();
+            write.push(if n == 0 {
+                version_bump(key, a.ver)?
+            } else {
+                version_check(key, a.ver)?
+            });
+        }
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(status, render(&item)))
+    })
+    .await
+}
+
+/// DELETE /categories/{identifier}: 409 while it has subcategories; otherwise unlinked from
+/// every product and deleted.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "category")?;
+    Query::parse(&call.request.query, &[])?;
+    links::delete_everywhere(app, call.org(), Shelf::CATEGORIES, id).await?;
+    Ok(ApiResponse::single(200, super::render::deleted(id)))
+}

@@ -1,0 +1,252 @@
+//! Links from products to assets and categories. The product holds the ordered list; each
+//! linked asset or category holds the product in its `linkedBy` set, so deleting it can
+//! unlink it everywhere without a scan.
+//!
+//! Invariant: every link on a product is in its target's `linkedBy` (the set may hold more).
+//! Writes keep it in any prefix of their transactions: set additions commit before or with
+//! the product write, removals after it; a delete unlinks (or at least re-versions) every
+//! product in `linkedBy` before the conditional delete of the target.
+
+use super::assets::{apply, new_asset};
+use super::tree_patch::{with_retries, ProductPatch, Retry};
+use crate::app::App;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::store::items::EntityItem;
+use crate::store::keys::{product_pk, PRODUCT_SK};
+use crate::store::ops::item_key;
+use crate::store::resources::{ResourceItem, ResourceKind, Shelf};
+use crate::store::writes::{set_member, version_bump, Expect, TreeWrite, LINKED_BY_SET};
+use crate::store::Store;
+use crate::store::StoreError;
+use std::collections::HashSet;
+
+/// Most assets, or categories, one product links.
+pub const MAX_LINKS: usize = 100;
+
+/// The product field that holds links to `kind`.
+fn links_of(product: &mut EntityItem, kind: ResourceKind) -> Option<&mut Vec<String>> {
+    match kind {
+        ResourceKind::Asset => Some(&mut product.assets),
+        ResourceKind::Category => product.categories.as_mut(),
+        _ => None,
+    }
+}
+
+/// Set additions for targets newly linked by `owner` (`skip`: targets this write puts whole
+/// with the owner already in `linkedBy`), each its own group, to go before the owner's write.
+pub fn additions(
+    write: &mut TreeWrite,
+    org: &str,
+    shelf: Shelf<'_>,
+    owner: &str,
+    old: &[String],
+    new: &[String],
+    skip: &HashSet<String>,
+) -> Result<(), StoreError> {
+    for id in new
+        .iter()
+        .filter(|id| !old.contains(id) && !skip.contains(*id))
+    {
+        write.start_group();
+        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, true)?);
+    }
+    Ok(())
+}
+
+/// Set removals for targets `owner` no longer links, to go after the owner's write.
+pub fn removals(
+    write: &mut TreeWrite,
+    org: &str,
+    shelf: Shelf<'_>,
+    owner: &str,
+    old: &[String],
+    new: &[String],
+) -> Result<(), StoreError> {
+    for id in old.iter().filter(|id| !new.contains(id)) {
+        write.start_group();
+        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, false)?);
+    }
+    Ok(())
+}
+
+/// Deletes the asset or category `id` after unlinking it from every product that links it:
+/// read the target, then its `linkedBy` products (one BatchGetItem), then one write that
+/// rewrites each product without the link (a product listed but not linking it, a link
+/// still in flight, only has its version moved, so that link's write fails and re-reads),
+/// and deletes the target if it is still at the version read. 404 when it does not exist; a
+/// category with subcategories is 409 (a new child moves the category's version, so the
+/// check and the delete cannot miss one).
+pub async fn delete_everywhere(
+    app: &App,
+    org: &str,
+    shelf: Shelf<'_>,
+    id: &str,
+) -> Result<(), ApiError> {
+    let what = shelf.kind.as_str();
+    with_retries(&format!("{what} '{id}'"), || async {
+        let target = app
+            .store
+            .get_resource(org, shelf, id)
+            .await?
+            .ok_or_else(|| ApiError::entity_not_found(what, id))?;
+        if shelf.kind == ResourceKind::Category {
+            let all = app.store.list_resources(org, shelf).await?;
+            let children: Vec<&str> = all
+                .iter()
+                .filter(|c| c.parent.as_deref() == Some(id))
+                .map(|c| c.id.as_str())
+                .collect();
+            if !children.is_empty() {
+                return Err(Retry::Fail(ApiError::conflict(format!(
+                    "category '{id}' has subcategories ({}); delete or move them first",
+                    children.join(", ")
+                ))));
+            }
+        }
+        let keys = target
+            .linked_by
+            .iter()
+            .map(|p| item_key(product_pk(org, p), PRODUCT_SK))
+            .collect();
+        let owners = app.store.get_entities(keys).await?;
+        let mut write = TreeWrite::new();
+        for mut product in owners {
+            let expect = Expect::Version(product.ver);
+            let key = item_key(product.pk.clone(), product.sk.clone());
+            let links = links_of(&mut product, shelf.kind);
+            match links {
+                Some(list) if list.iter().any(|l| l == id) => {
+                    list.retain(|l| l != id);
+                    product.touch(Timestamp::next_after([product.tu]));
+                    write.put(org, &product, expect).map_err(Retry::from)?;
+                }
+                _ => {
+                    write.start_group();
+                    write.push(version_bump(key, product.ver).map_err(Retry::from)?);
+                }
+            }
+        }
+        write.delete_resource(&target).map_err(Retry::from)?;
+        app.store.commit(&write).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// The assets and categories a PATCH /products body names (one BatchGetItem; none when it
+/// names none).
+pub async fn targets(
+    store: &Store,
+    org: &str,
+    patch: &ProductPatch,
+) -> Result<Vec<ResourceItem>, StoreError> {
+    let mut keys: Vec<_> = patch
+        .assets
+        .iter()
+        .flatten()
+        .map(|a| Shelf::ASSETS.key(org, &a.identifier))
+        .collect();
+    keys.extend(
+        patch
+            .categories
+            .iter()
+            .flatten()
+            .map(|c| Shelf::CATEGORIES.key(org, c)),
+    );
+    store.get_resources(keys).await
+}
+
+/// The writes that go before the product's in a PATCH /products: assets created or updated
+/// as the body gives them (with the product in `linkedBy`), and `linkedBy` additions of the
+/// other newly linked assets and categories. 400 for an unknown category, or an unknown asset
+/// given without the `url` that would create it.
+pub fn product_link_writes(
+    org: &str,
+    pid: &str,
+    patch: &ProductPatch,
+    targets: &[ResourceItem],
+    old: Option<&EntityItem>,
+) -> Result<TreeWrite, Retry> {
+    let find = |kind: ResourceKind, id: &str| {
+        targets
+            .iter()
+            .find(|t| t.kind == kind.as_str() && t.id == id)
+    };
+    let mut write = TreeWrite::new();
+    if let Some(categories) = &patch.categories {
+        if let Some(c) = categories
+            .iter()
+            .find(|c| find(ResourceKind::Category, c).is_none())
+        {
+            return Err(Retry::Fail(ApiError::bad_request(format!(
+                "field 'categories': category '{c}' does not exist"
+            ))));
+        }
+        let before = old.and_then(|p| p.categories.clone()).unwrap_or_default();
+        additions(
+            &mut write,
+            org,
+            Shelf::CATEGORIES,
+            pid,
+            &before,
+            categories,
+            &HashSet::new(),
+        )?;
+    }
+    if let Some(assets) = &patch.assets {
+        let at = Timestamp::next_after(targets.iter().map(|t| t.tu));
+        let mut whole = HashSet::new();
+        for (i, input) in assets.iter().enumerate() {
+            let id = &input.identifier;
+            let (mut item, expect) = match find(ResourceKind::Asset, id) {
+                Some(existing) => (existing.clone(), Expect::Version(existing.ver)),
+                None if input.url.is_some() => (new_asset(org, input, at), Expect::Absent),
+                None => {
+                    return Err(Retry::Fail(ApiError::bad_request(format!(
+                        "assets[{i}]: asset '{id}' does not exist; give its 'url' to create it"
+                    ))))
+                }
+            };
+            let changed = expect == Expect::Absent || apply(&mut item, input);
+            if changed {
+                if !item.linked_by.iter().any(|p| p == pid) {
+                    item.linked_by.push(pid.to_string());
+                }
+                if expect != Expect::Absent {
+                    item.touch(at);
+                }
+                write.put_resource(&item, expect)?;
+                whole.insert(id.clone());
+            }
+        }
+        let ids: Vec<String> = assets.iter().map(|a| a.identifier.clone()).collect();
+        let before = old.map(|p| p.assets.clone()).unwrap_or_default();
+        additions(&mut write, org, Shelf::ASSETS, pid, &before, &ids, &whole)?;
+    }
+    Ok(write)
+}
+
+/// `linkedBy` removals for what `old` linked and `new` (the product as written; `None` when
+/// deleted) no longer links: they go after the product's write.
+pub fn unlink_dropped(
+    write: &mut TreeWrite,
+    org: &str,
+    old: Option<&EntityItem>,
+    new: Option<&EntityItem>,
+) -> Result<(), StoreError> {
+    let Some(old) = old else { return Ok(()) };
+    let pid = old.id.as_str();
+    let new_assets = new.map(|p| p.assets.clone()).unwrap_or_default();
+    removals(write, org, Shelf::ASSETS, pid, &old.assets, &new_assets)?;
+    let old_categories = old.categories.clone().unwrap_or_default();
+    let new_categories = new.and_then(|p| p.categories.clone()).unwrap_or_default();
+    removals(
+        write,
+        org,
+        Shelf::CATEGORIES,
+        pid,
+        &old_categories,
+        &new_categories,
+    )
+}

@@ -1,0 +1,344 @@
+//! `/metaobject-definitions` and `/metaobjects` routes: structured values (a color with its
+//! hex code and names per language, say) that attributes of type `metaobject` reference by
+//! identifier.
+
+use super::references::{first_referrer, render_metaobject};
+use super::tree_patch::with_retries;
+use crate::app::{Api, App, Call};
+use crate::auth::Scope;
+use crate::domain::attributes::{is_valid_key, AttributeType};
+use crate::domain::time::Timestamp;
+use crate::domain::values::{self, ScopeRules, StoredValues};
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
+use crate::store::metrics::in_parallel;
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::writes::{Expect, TreeWrite};
+use crate::store::StoreError;
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/metaobject-definitions", Scope::CatalogRead),
+    Route::new("POST", "/metaobject-definitions", Scope::CatalogWrite),
+    Route::new("GET", "/metaobject-definitions/{name}", Scope::CatalogRead),
+    Route::new("GET", "/metaobjects/{definition}", Scope::CatalogRead),
+    Route::new(
+        "GET",
+        "/metaobjects/{definition}/{identifier}",
+        Scope::CatalogRead,
+    ),
+    Route::new(
+        "PUT",
+        "/metaobjects/{definition}/{identifier}",
+        Scope::CatalogWrite,
+    ),
+    Route::new(
+        "DELETE",
+        "/metaobjects/{definition}/{identifier}",
+        Scope::CatalogWrite,
+    ),
+];
+
+pub const API: Api = Api {
+    function: "metaobjects",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/metaobject-definitions") => list_definitions(app, &call).await,
+            ("POST", "/metaobject-definitions") => create_definition(app, &call).await,
+            ("GET", "/metaobject-definitions/{name}") => get_definition(app, &call).await,
+            ("GET", "/metaobjects/{definition}") => list(app, &call).await,
+            ("GET", "/metaobjects/{definition}/{identifier}") => get(app, &call).await,
+            ("PUT", "/metaobjects/{definition}/{identifier}") => put(app, &call).await,
+            ("DELETE", "/metaobjects/{definition}/{identifier}") => delete(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// Most fields one definition has.
+pub const MAX_FIELDS: usize = 100;
+
+fn render_definition(d: &MetaobjectDefinition) -> Value {
+    json!({
+        "name": d.name,
+        "displayName": d.display_name,
+        "fields": d.fields.iter().map(|f| {
+            let mut v = json!({
+                "key": f.key,
+                "type": f.attr_type.as_str(),
+                "isLocalized": f.is_localized,
+                "isMulti": f.is_multi,
+            });
+            if f.attr_type == AttributeType::Select {
+                v["options"] = json!(f.options);
+            }
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// One `fields` element of a definition body.
+fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
+    let bad = |m: String| ApiError::bad_request(format!("fields[{i}]: {m}"));
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad("expected an object {key, type, ...}".into()))?;
+    let body = JsonBody(obj.clone());
+    body.only(&["key", "type", "isLocalized", "isMulti", "options"])
+        .map_err(|e| bad(e.message))?;
+    let key = body.req_str("key").map_err(|e| bad(e.message))?;
+    if !is_valid_key(key) {
+        return Err(bad(format!("'{key}' must match [a-z][a-z0-9_]{{0,63}}")));
+    }
+    let type_name = body.req_str("type").map_err(|e| bad(e.message))?;
+    let attr_type = AttributeType::parse(type_name)
+        .filter(|t| *t != AttributeType::Metaobject)
+        .ok_or_else(|| {
+            bad(format!(
+                "'{type_name}' is not a field type (the attribute types except metaobject)"
+            ))
+        })?;
+    let mut options: Vec<String> = Vec::new();
+    for o in body
+        .opt_array("options")
+        .map_err(|e| bad(e.message))?
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let s = o
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad("field 'options' must hold non-empty strings".into()))?;
+        if options.iter().any(|x| x == s) {
+            return Err(bad(format!("option '{s}' is given twice")));
+        }
+        options.push(s.to_string());
+    }
+    if !options.is_empty() && attr_type != AttributeType::Select {
+        return Err(bad("field 'options' applies only to select fields".into()));
+    }
+    Ok(MetaField {
+        key: key.to_string(),
+        attr_type,
+        is_localized: body
+            .opt_bool("isLocalized")
+            .map_err(|e| bad(e.message))?
+            .unwrap_or(false),
+        is_multi: body
+            .opt_bool("isMulti")
+            .map_err(|e| bad(e.message))?
+            .unwrap_or(false),
+        options,
+    })
+}
+
+/// POST /metaobject-definitions {name, displayName?, fields}: 201; 409 when the name exists.
+async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "displayName", "fields"])?;
+    let name = body.req_str("name")?;
+    if !is_valid_key(name) {
+        return Err(ApiError::bad_request(format!(
+            "field 'name': '{name}' must match [a-z][a-z0-9_]{{0,63}}"
+        )));
+    }
+    let display_name = body.opt_str("displayName")?.unwrap_or(name);
+    if display_name.trim().is_empty() || display_name.chars().count() > 255 {
+        return Err(ApiError::bad_request(
+            "field 'displayName' must be 1 to 255 characters, not blank",
+        ));
+    }
+    let list = body
+        .opt_array("fields")?
+        .ok_or_else(|| ApiError::bad_request("field 'fields' is required"))?;
+    if list.len() > MAX_FIELDS {
+        return Err(ApiError::bad_request(format!(
+            "field 'fields': a definition has at most {MAX_FIELDS} fields"
+        )));
+    }
+    let mut fields: Vec<MetaField> = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let f = parse_field(i, v)?;
+        if fields.iter().any(|x| x.key == f.key) {
+            return Err(ApiError::bad_request(format!(
+                "fields[{i}]: key '{}' is given twice",
+                f.key
+            )));
+        }
+        fields.push(f);
+    }
+    let def = MetaobjectDefinition {
+        name: name.to_string(),
+        display_name: display_name.to_string(),
+        fields,
+    };
+    match app
+        .store
+        .create_metaobject_definition(call.org(), &def)
+        .await
+    {
+        Ok(()) => Ok(ApiResponse::single(201, render_definition(&def))),
+        Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
+            "metaobject definition '{name}' already exists"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn definition_name(call: &Call) -> Result<&str, ApiError> {
+    let name = call.route.params[0].as_str();
+    if is_valid_key(name) {
+        Ok(name)
+    } else {
+        Err(definition_not_found(name))
+    }
+}
+
+fn definition_not_found(name: &str) -> ApiError {
+    ApiError::not_found(format!("metaobject definition '{name}' not found"))
+}
+
+async fn get_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let name = definition_name(call)?;
+    let def = app
+        .store
+        .get_metaobject_definition(call.org(), name)
+        .await?
+        .ok_or_else(|| definition_not_found(name))?;
+    Ok(ApiResponse::single(200, render_definition(&def)))
+}
+
+async fn list_definitions(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let defs = app.store.list_metaobject_definitions(call.org()).await?;
+    Ok(paging.envelope(&defs, render_definition))
+}
+
+/// GET /metaobjects/{definition}: the definition (404 when unknown) and its metaobjects, in
+/// identifier order, read in parallel.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let name = definition_name(call)?;
+    let org = call.org();
+    let (def, all) = in_parallel(async {
+        futures_util::try_join!(
+            app.store.get_metaobject_definition(org, name),
+            app.store.list_resources(org, Shelf::metaobjects(name))
+        )
+    })
+    .await?;
+    def.ok_or_else(|| definition_not_found(name))?;
+    Ok(paging.envelope(&all, render_metaobject))
+}
+
+fn not_found(def: &str, id: &str) -> ApiError {
+    ApiError::not_found(format!("metaobject '{id}' of definition '{def}' not found"))
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let name = definition_name(call)?;
+    let id = call.route.identifier(1, "metaobject")?;
+    let m = app
+        .store
+        .get_resource(call.org(), Shelf::metaobjects(name), id)
+        .await?
+        .ok_or_else(|| not_found(name, id))?;
+    Ok(ApiResponse::single(200, render_metaobject(&m)))
+}
+
+/// PUT /metaobjects/{definition}/{identifier} {name?, values?}: creates (201) or replaces
+/// (200) the metaobject: `name` (the identifier when omitted) and the complete set of values,
+/// validated against the definition's fields. Reads the definition, the scopes and the
+/// metaobject in one round trip, then one conditional PutItem (none when nothing changed).
+async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let name = definition_name(call)?;
+    let id = call.route.identifier(1, "metaobject")?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "values"])?;
+    let display = body.opt_str("name")?.unwrap_or(id);
+    if display.trim().is_empty() || display.chars().count() > 255 {
+        return Err(ApiError::bad_request(
+            "field 'name' must be 1 to 255 characters, not blank",
+        ));
+    }
+    let input = body.opt_object("values")?;
+    let org = call.org();
+    let shelf = Shelf::metaobjects(name);
+    with_retries(&format!("metaobject '{name}/{id}'"), || async move {
+        let (def, scopes, existing) = in_parallel(async {
+            futures_util::try_join!(
+                app.store.get_metaobject_definition(org, name),
+                app.store.get_scopes(org),
+                app.store.get_resource(org, shelf, id)
+            )
+        })
+        .await?;
+        let def = def.ok_or_else(|| definition_not_found(name))?;
+        let languages = scopes.language_codes();
+        let rules = ScopeRules {
+            languages: Some(&languages),
+            channels: Some(&[]),
+        };
+        let mut vals = StoredValues::new();
+        if let Some(m) = input {
+            let changes = values::parse_values("metaobject", m, &def.field_definitions(), &rules)?;
+            values::apply(&mut vals, &changes);
+        }
+        let at = Timestamp::next_after(existing.as_ref().map(|m| m.tu));
+        let (mut item, expect, status) = match existing {
+            Some(m) => {
+                let ver = m.ver;
+                (m, Expect::Version(ver), 200)
+            }
+            None => (
+                ResourceItem::new(org, shelf, id, display, at),
+                Expect::Absent,
+                201,
+            ),
+        };
+        if status == 200 && item.name == display && item.vals == vals {
+            return Ok(ApiResponse::single(status, render_metaobject(&item)));
+        }
+        item.name = display.to_string();
+        item.vals = vals;
+        item.touch(at);
+        app.store.put_resource(&item, expect).await?;
+        Ok(ApiResponse::single(status, render_metaobject(&item)))
+    })
+    .await
+}
+
+/// DELETE /metaobjects/{definition}/{identifier}: 409 while any product, variant, SKU,
+/// bundle or asset value references it.
+async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let name = definition_name(call)?;
+    let id = call.route.identifier(1, "metaobject")?;
+    let org = call.org();
+    with_retries(&format!("metaobject '{name}/{id}'"), || async move {
+        let m = app
+            .store
+            .get_resource(org, Shelf::metaobjects(name), id)
+            .await?
+            .ok_or_else(|| not_found(name, id))?;
+        if let Some(by) = first_referrer(&app.store, org, name, id).await? {
+            return Err(ApiError::conflict(format!(
+                "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"
+            ))
+            .into());
+        }
+        let mut write = TreeWrite::new();
+        write.delete_resource(&m)?;
+        app.store.commit(&write).await?;
+        Ok(ApiResponse::single(200, super::render::deleted(id)))
+    })
+    .await
+}

@@ -1,0 +1,191 @@
+//! Metaobject references: a value that names a metaobject must name an existing one (checked
+//! on write), `include=metaobjects` sideloads the referenced metaobjects (one batched read per
+//! response), and a metaobject still referenced cannot be deleted.
+
+use super::render;
+use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
+use crate::error::ApiError;
+use crate::http::ApiResponse;
+use crate::store::items::EntityKind;
+use crate::store::parallel::try_all;
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::Store;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// A metaobject reference: (definition, identifier).
+type Ref = (String, String);
+
+/// Checks that every metaobject the changes set exists: one BatchGetItem, none when no
+/// change names a metaobject. `changes` pairs each entity's changes with the path prefix
+/// that names the entity in errors (`""`, `"variants[0]."`).
+pub async fn check_exist(
+    store: &Store,
+    org: &str,
+    changes: &[(String, &[ValueChange])],
+) -> Result<(), ApiError> {
+    let mut wanted: Vec<(String, Ref)> = Vec::new();
+    for (at, list) in changes {
+        for change in list.iter() {
+            if let Some((key, def, ids)) = change.metaobject_refs() {
+                for id in ids {
+                    wanted.push((format!("{at}values.{key}"), (def.to_string(), id)));
+                }
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let keys = wanted
+        .iter()
+        .map(|(_, (def, id))| Shelf::metaobjects(def).key(org, id))
+        .collect();
+    let found: BTreeSet<Ref> = store
+        .get_resources(keys)
+        .await?
+        .into_iter()
+        .filter_map(|m| Some((m.def?, m.id)))
+        .collect();
+    match wanted.iter().find(|(_, r)| !found.contains(r)) {
+        Some((at, (def, id))) => Err(ApiError::bad_request(format!(
+            "{at}: metaobject '{id}' of definition '{def}' does not exist"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The metaobject references in a rendered result: every attribute entry that carries a
+/// `metaobjectDefinition`, at any depth (embedded variants and SKUs included).
+fn collect(value: &Value, out: &mut BTreeSet<Ref>) {
+    match value {
+        Value::Object(obj) => {
+            if let Some(Value::String(def)) = obj.get("metaobjectDefinition") {
+                match obj.get("data") {
+                    Some(Value::String(id)) => {
+                        out.insert((def.clone(), id.clone()));
+                    }
+                    Some(Value::Array(ids)) => {
+                        for id in ids.iter().filter_map(Value::as_str) {
+                            out.insert((def.clone(), id.to_string()));
+                        }
+                    }
+                    _ => {}
+                }
+                return;
+            }
+            obj.values().for_each(|v| collect(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect(v, out)),
+        _ => {}
+    }
+}
+
+/// A metaobject as served: in `included` and on the metaobject endpoints alike.
+pub fn render_metaobject(m: &ResourceItem) -> Value {
+    json!({
+        "type": "metaobject",
+        "definition": m.def,
+        "identifier": m.id,
+        "name": m.name,
+        "attributes": render::all_attributes("metaobject", &m.vals),
+        "updatedAt": m.su,
+    })
+}
+
+/// Adds `included` when `wanted`: the metaobjects the response's (already selected)
+/// attributes reference, each once, ordered by definition and identifier; `[]` when none.
+/// One BatchGetItem round trip when anything is referenced, none otherwise.
+pub async fn with_included(
+    store: &Store,
+    org: &str,
+    mut response: ApiResponse,
+    wanted: bool,
+) -> Result<ApiResponse, ApiError> {
+    if !wanted {
+        return Ok(response);
+    }
+    let mut refs = BTreeSet::new();
+    collect(&response.body["result"], &mut refs);
+    let keys = refs
+        .iter()
+        .map(|(def, id)| Shelf::metaobjects(def).key(org, id))
+        .collect();
+    let mut found = store.get_resources(keys).await?;
+    found.sort_by(|a, b| (&a.def, &a.id).cmp(&(&b.def, &b.id)));
+    response.body["included"] = Value::Array(found.iter().map(render_metaobject).collect());
+    Ok(response)
+}
+
+fn references(vals: &StoredValues, def: &str, id: &str) -> bool {
+    vals.values().any(|a| {
+        a.metaobject_definition.as_deref() == Some(def)
+            && referenced_identifiers(a).iter().any(|r| r == id)
+    })
+}
+
+/// The first entity whose values reference metaobject `def`/`id` (`"product 'p1'"`), if any:
+/// products, variants and SKUs from the warm list snapshots, bundles and assets from their
+/// partitions, read in one round trip.
+pub async fn first_referrer(
+    store: &Store,
+    org: &str,
+    def: &str,
+    id: &str,
+) -> Result<Option<String>, ApiError> {
+    let kinds = [EntityKind::Product, EntityKind::Variant, EntityKind::Sku];
+    let (_, shelves) = crate::store::metrics::in_parallel(async {
+        futures_util::try_join!(
+            store.refresh_snapshots(org, &kinds),
+            try_all(
+                [Shelf::BUNDLES, Shelf::ASSETS]
+                    .into_iter()
+                    .map(|s| store.list_resources(org, s))
+            )
+        )
+    })
+    .await?;
+    let in_tree = store.with_snapshots(org, |levels| {
+        kinds.iter().find_map(|k| {
+            levels
+                .of(*k)
+                .values()
+                .find(|e| references(&e.vals, def, id))
+                .map(|e| format!("{} '{}'", k.as_str(), e.id))
+        })
+    });
+    Ok(in_tree.or_else(|| {
+        shelves
+            .iter()
+            .flatten()
+            .find(|r| references(&r.vals, def, id))
+            .map(|r| format!("{} '{}'", r.kind, r.id))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_references_at_any_depth_once() {
+        let result = json!([
+            {"attributes": {"product.color": [
+                {"value": "red", "data": "red", "type": "metaobject", "metaobjectDefinition": "color"}
+            ]}, "variants": [{"attributes": {"variant.tags": [
+                {"value": "[\"red\",\"blue\"]", "data": ["red", "blue"], "type": "metaobject",
+                 "metaobjectDefinition": "color", "isMulti": true}
+            ], "variant.size": [{"value": "M", "data": "M", "type": "text"}]}}]}
+        ]);
+        let mut refs = BTreeSet::new();
+        collect(&result, &mut refs);
+        let refs: Vec<Ref> = refs.into_iter().collect();
+        assert_eq!(
+            refs,
+            vec![
+                ("color".to_string(), "blue".to_string()),
+                ("color".to_string(), "red".to_string())
+            ]
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! Assets, categories, bundles and metaobjects: flat resources, one partition per type (per
+//! definition for metaobjects) with the identifier as sort key, so a list is one Query in
+//! identifier order and a uniqueness check is one conditional put. Each item also sits in
+//! its type's `byChange` partition, so the change feed sees it like any entity.
+
+use super::keys::{change_sk, metaobjects_pk, resource_pk, type_pk};
+use super::ops::{item_key, Item};
+use super::writes::Expect;
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use crate::domain::values::StoredValues;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+/// The flat resource types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResourceKind {
+    Asset,
+    Category,
+    Bundle,
+    Metaobject,
+}
+
+impl ResourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Asset => "asset",
+            Self::Category => "category",
+            Self::Bundle => "bundle",
+            Self::Metaobject => "metaobject",
+        }
+    }
+}
+
+/// Where resources of a type live: metaobjects have one partition per definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shelf<'a> {
+    pub kind: ResourceKind,
+    pub definition: Option<&'a str>,
+}
+
+impl<'a> Shelf<'a> {
+    pub const ASSETS: Shelf<'static> = Shelf::of(ResourceKind::Asset);
+    pub const CATEGORIES: Shelf<'static> = Shelf::of(ResourceKind::Category);
+    pub const BUNDLES: Shelf<'static> = Shelf::of(ResourceKind::Bundle);
+
+    pub const fn of(kind: ResourceKind) -> Self {
+        Self {
+            kind,
+            definition: None,
+        }
+    }
+
+    pub fn metaobjects(definition: &'a str) -> Self {
+        Self {
+            kind: ResourceKind::Metaobject,
+            definition: Some(definition),
+        }
+    }
+
+    pub fn pk(&self, org: &str) -> String {
+        match self.definition {
+            Some(d) => metaobjects_pk(org, d),
+            None => resource_pk(org, self.kind.as_str()),
+        }
+    }
+
+    /// The primary key of the resource `id` on this shelf.
+    pub fn key(&self, org: &str, id: &str) -> Item {
+        item_key(self.pk(org), id)
+    }
+}
+
+/// One line of a bundle: a SKU and how many of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleLine {
+    pub sku: String,
+    pub quantity: u32,
+}
+
+/// An asset, category, bundle or metaobject item. Fields a type does not use stay absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "GSI1PK")]
+    pub gsi1pk: String,
+    #[serde(rename = "GSI2SK")]
+    pub gsi2sk: String,
+    pub kind: String,
+    pub id: String,
+    /// The metaobject's definition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub def: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub vals: StoredValues,
+    pub su: Timestamp,
+    pub tu: Timestamp,
+    /// Optimistic-concurrency version: every write of the item, link changes included.
+    pub ver: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// A category's parent category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// A category's child version: moves whenever a category is put under it, so that a
+    /// delete that found no children fails if one arrived since.
+    #[serde(default)]
+    pub cver: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<BundleLine>,
+    /// Keys of the attributes that hold a value (as on entities, for `attribute_in_use`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ak: Vec<String>,
+    /// Products that link this asset or category: maintained with set `ADD`/`DELETE` in the
+    /// same transactions as the links, so a delete knows whom to unlink.
+    #[serde(
+        rename = "linkedBy",
+        with = "serde_dynamo::string_set",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub linked_by: Vec<String>,
+}
+
+impl ResourceItem {
+    /// A new resource on `shelf`, created at `at`.
+    pub fn new(org: &str, shelf: Shelf<'_>, id: &str, name: &str, at: Timestamp) -> Self {
+        Self {
+            pk: shelf.pk(org),
+            sk: id.to_string(),
+            gsi1pk: type_pk(org, shelf.kind.as_str()),
+            gsi2sk: change_sk(&at.to_string(), id),
+            kind: shelf.kind.as_str().to_string(),
+            id: id.to_string(),
+            def: shelf.definition.map(str::to_string),
+            name: name.to_string(),
+            vals: StoredValues::new(),
+            su: at,
+            tu: at,
+            ver: 0,
+            url: None,
+            mime_type: None,
+            parent: None,
+            cver: 0,
+            items: Vec::new(),
+            ak: Vec::new(),
+            linked_by: Vec::new(),
+        }
+    }
+
+    /// Records a change of the resource at `at` (never backwards) and refreshes the derived
+    /// index fields and the version.
+    pub fn touch(&mut self, at: Timestamp) {
+        self.su = self.su.max(at);
+        self.tu = self.tu.max(at);
+        self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
+        self.ak = self.vals.keys().cloned().collect();
+        self.ver += 1;
+    }
+
+    pub fn key(&self) -> Item {
+        item_key(self.pk.clone(), self.sk.clone())
+    }
+}
+
+fn decode(items: Vec<Item>) -> Result<Vec<ResourceItem>, StoreError> {
+    serde_dynamo::from_items(items).map_err(|e| StoreError::serde("resource", e))
+}
+
+impl Store {
+    /// One resource, strongly consistent.
+    pub async fn get_resource(
+        &self,
+        org: &str,
+        shelf: Shelf<'_>,
+        id: &str,
+    ) -> Result<Option<ResourceItem>, StoreError> {
+        self.get_item(shelf.key(org, id), "resource").await
+    }
+
+    /// Resources by key: one BatchGetItem per 100 keys, in parallel; missing ones absent.
+    pub async fn get_resources(&self, keys: Vec<Item>) -> Result<Vec<ResourceItem>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        decode(self.batch_get(keys).await?)
+    }
+
+    /// Writes one resource alone (one PutItem): created when `expect` is `Absent`, else only
+    /// if its version is still the one read; `ConditionFailed` otherwise.
+    pub async fn put_resource(
+        &self,
+        item: &ResourceItem,
+        expect: Expect,
+    ) -> Result<(), StoreError> {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(
+                serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?,
+            ));
+        put = match expect {
+            Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
+            Expect::Version(v) => put
+                .condition_expression("ver = :v")
+                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
+        };
+        put.send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    /// Every resource on `shelf`, in identifier order: one Query (a request per 1 MB).
+    pub async fn list_resources(
+        &self,
+        org: &str,
+        shelf: Shelf<'_>,
+    ) -> Result<Vec<ResourceItem>, StoreError> {
+        decode(
+            self.query_all(self.partition_query(shelf.pk(org), None))
+                .await?,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_round_trip_as_a_string_set() {
+        let mut item = ResourceItem::new(
+            "o1",
+            Shelf::ASSETS,
+            "logo",
+            "Logo",
+            Timestamp::from_millis(0),
+        );
+        item.linked_by = vec!["p1".into(), "p2".into()];
+        let av: Item = serde_dynamo::to_item(&item).unwrap();
+        assert!(matches!(
+            av.get("linkedBy"),
+            Some(aws_sdk_dynamodb::types::AttributeValue::Ss(_))
+        ));
+        assert_eq!(av["PK"].as_s().unwrap(), "O#o1#R#asset");
+        let back: ResourceItem = serde_dynamo::from_item(av).unwrap();
+        assert_eq!(back, item);
+        let empty = ResourceItem::new(
+            "o1",
+            Shelf::metaobjects("color"),
+            "red",
+            "Red",
+            Timestamp::from_millis(0),
+        );
+        let av: Item = serde_dynamo::to_item(&empty).unwrap();
+        assert!(!av.contains_key("linkedBy"));
+        assert_eq!(av["PK"].as_s().unwrap(), "O#o1#R#metaobject#color");
+    }
+}
