@@ -268,7 +268,10 @@ impl Org {
         assert_eq!(r.status, 201, "{:?}", r.body);
         for id in ids {
             let r = self
-                .put(&format!("/v1/metaobjects/{name}/{id}"), serde_json::json!({}))
+                .put(
+                    &format!("/v1/metaobjects/{name}/{id}"),
+                    serde_json::json!({}),
+                )
                 .await;
             assert_eq!(r.status, 201, "{:?}", r.body);
         }

@@ -63,7 +63,8 @@ async fn catalog() -> Org {
     define(&org, "product", "weight", "weight", json!({})).await;
     define(&org, "product", "stock", "number", json!({})).await;
     define(&org, "product", "launch", "datetime", json!({})).await;
-    org.metaobjects("material", json!([]), &["oak", "pine"]).await;
+    org.metaobjects("material", json!([]), &["oak", "pine"])
+        .await;
     let material = json!({"metaobjectDefinition": "material"});
     define(&org, "product", "material", "metaobject", material).await;
     let sizes = json!({"options": ["S", "M", "L"]});

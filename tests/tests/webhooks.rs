@@ -362,6 +362,80 @@ async fn deleting_a_product_announces_every_removed_entity() {
 }
 
 #[tokio::test]
+async fn assets_categories_bundles_and_metaobjects_announce_their_changes() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    subscribe(
+        &org,
+        &receiver.url(),
+        &[
+            "asset.*",
+            "category.created",
+            "bundle.created",
+            "metaobject.*",
+        ],
+    )
+    .await;
+    put_product(
+        &org,
+        "lamp",
+        json!({"variants": [{"identifier": "lamp-v", "skus": [{"identifier": "lamp-s"}]}]}),
+    )
+    .await;
+    let r = org
+        .post(
+            "/v1/assets",
+            json!({"identifier": "lamp-photo", "url": "https://cdn.example.com/lamp.png"}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    // linking the asset changes the product, not the asset: no asset.updated
+    let r = org
+        .put(
+            "/v1/products/lamp/assets",
+            json!({"assets": ["lamp-photo"]}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let r = org
+        .put("/v1/categories/lighting", json!({"name": "Lighting"}))
+        .await;
+    assert_eq!(r.status, 201);
+    let r = org
+        .put(
+            "/v1/bundles/lamp-pair",
+            json!({"name": "Pair", "items": [{"sku": "lamp-s", "quantity": 2}]}),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    org.metaobjects("shade", json!([]), &["linen"]).await;
+    assert_eq!(org.delete("/v1/assets/lamp-photo").await.status, 200);
+    let got = receiver.wait_for(5, DELIVERY).await;
+    let events: BTreeSet<(String, String, String)> = got
+        .iter()
+        .map(|r| {
+            let s = |f: &str| r.json[f].as_str().unwrap().to_string();
+            (s("event"), s("entity_type"), s("identifier"))
+        })
+        .collect();
+    let expected: BTreeSet<(String, String, String)> = [
+        ("asset.created", "asset", "lamp-photo"),
+        ("asset.deleted", "asset", "lamp-photo"),
+        ("category.created", "category", "lighting"),
+        ("bundle.created", "bundle", "lamp-pair"),
+        // a metaobject's REST identifier is <definition>/<identifier>
+        ("metaobject.created", "metaobject", "shade/linen"),
+    ]
+    .into_iter()
+    .map(|(e, t, i)| (e.to_string(), t.to_string(), i.to_string()))
+    .collect();
+    assert_eq!(events, expected);
+    assert_eq!(got.len(), 5);
+    assert_eq!(org.get("/v1/metaobjects/shade/linen").await.status, 200);
+}
+
+#[tokio::test]
 async fn a_replay_sends_the_same_payload_under_a_new_id() {
     webhooks().await;
     let org = Org::new().await;
