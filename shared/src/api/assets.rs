@@ -12,7 +12,6 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, ValueChange};
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
-use crate::store::items::EntityKind;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
@@ -387,17 +386,7 @@ async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
     Query::parse(&call.request.query, &["limit", "page"])?;
-    let not_found = || ApiError::entity_not_found("variant", id);
-    let identity = app
-        .store
-        .identity(call.org(), EntityKind::Variant, id)
-        .await?
-        .ok_or_else(not_found)?;
-    let tree = app
-        .store
-        .get_variant_path(call.org(), &identity.pid, id, false)
-        .await?
-        .ok_or_else(not_found)?;
+    let tree = super::variants::find(app, call.org(), id, false).await?;
     let assets = assets_in_order(app, call.org(), &tree.product.assets).await?;
     linked_envelope(call, &assets)
 }

@@ -44,14 +44,10 @@ pub fn additions(
     new: &[String],
     skip: &HashSet<String>,
 ) -> Result<(), StoreError> {
-    for id in new
+    let added = new
         .iter()
-        .filter(|id| !old.contains(id) && !skip.contains(*id))
-    {
-        write.start_group();
-        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, true)?);
-    }
-    Ok(())
+        .filter(|id| !old.contains(id) && !skip.contains(*id));
+    members(write, org, shelf, owner, added, true)
 }
 
 /// Set removals for targets `owner` no longer links, to go after the owner's write.
@@ -63,9 +59,21 @@ pub fn removals(
     old: &[String],
     new: &[String],
 ) -> Result<(), StoreError> {
-    for id in old.iter().filter(|id| !new.contains(id)) {
+    let dropped = old.iter().filter(|id| !new.contains(id));
+    members(write, org, shelf, owner, dropped, false)
+}
+
+fn members<'a>(
+    write: &mut TreeWrite,
+    org: &str,
+    shelf: Shelf<'_>,
+    owner: &str,
+    ids: impl Iterator<Item = &'a String>,
+    add: bool,
+) -> Result<(), StoreError> {
+    for id in ids {
         write.start_group();
-        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, false)?);
+        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, add)?);
     }
     Ok(())
 }

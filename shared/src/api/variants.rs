@@ -10,7 +10,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, Query, Route};
 use crate::store::items::EntityKind;
-use crate::store::products::TreeDepth;
+use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::writes::{Expect, TreeWrite};
 use lambda_http::BoxFuture;
 
@@ -47,17 +47,7 @@ const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
     let (include, selection) = include::detail_query(&call.request.query, VARIANT_INCLUDES)?;
-    let not_found = || ApiError::entity_not_found("variant", id);
-    let identity = app
-        .store
-        .identity(call.org(), EntityKind::Variant, id)
-        .await?
-        .ok_or_else(not_found)?;
-    let tree = app
-        .store
-        .get_variant_path(call.org(), &identity.pid, id, include.skus)
-        .await?
-        .ok_or_else(not_found)?;
+    let tree = find(app, call.org(), id, include.skus).await?;
     let result = render::variant(&tree, include.skus, &selection);
     with_included(
         &app.store,
@@ -66,6 +56,26 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         include.metaobjects,
     )
     .await
+}
+
+/// The variant `id` with its product (and its SKUs when `with_skus`), or 404: the identity
+/// GetItem, then one request for the path.
+pub async fn find(
+    app: &App,
+    org: &str,
+    id: &str,
+    with_skus: bool,
+) -> Result<ProductTree, ApiError> {
+    let not_found = || ApiError::entity_not_found("variant", id);
+    let identity = app
+        .store
+        .identity(org, EntityKind::Variant, id)
+        .await?
+        .ok_or_else(not_found)?;
+    app.store
+        .get_variant_path(org, &identity.pid, id, with_skus)
+        .await?
+        .ok_or_else(not_found)
 }
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).

@@ -2,6 +2,7 @@
 //! GetItem, and BatchGetItem with chunking and unprocessed-key retries.
 
 use super::keys::{PK, SK};
+use super::writes::Expect;
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use serde::de::DeserializeOwned;
@@ -58,14 +59,31 @@ impl Store {
         item: &T,
         what: &str,
     ) -> Result<(), StoreError> {
-        self.client
+        self.put_expecting(item, Expect::Absent, what).await
+    }
+
+    /// Puts `item` (a `what`) whole, if it does not exist yet (`Absent`) or is still at the
+    /// version read: one conditional PutItem, `ConditionFailed` otherwise.
+    pub(crate) async fn put_expecting<T: serde::Serialize>(
+        &self,
+        item: &T,
+        expect: Expect,
+        what: &str,
+    ) -> Result<(), StoreError> {
+        let put = self
+            .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(
                 serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
+            ));
+        let put = match expect {
+            Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
+            Expect::Version(v) => put
+                .condition_expression("ver = :v")
+                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
+        };
+        put.send()
             .await
             .map_err(|e| StoreError::from_sdk("PutItem", e))?;
         Ok(())

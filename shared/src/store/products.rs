@@ -122,32 +122,6 @@ impl Store {
         Ok(assemble(decode(items)?))
     }
 
-    /// Writes a product item: created when `expected_ver` is `None` (the product must not
-    /// exist), else replaced only if its version is still `expected_ver`.
-    pub async fn put_product(
-        &self,
-        item: &EntityItem,
-        expected_ver: Option<u64>,
-    ) -> Result<(), StoreError> {
-        let mut put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?,
-            ));
-        put = match expected_ver {
-            None => put.condition_expression("attribute_not_exists(PK)"),
-            Some(v) => put
-                .condition_expression("ver = :v")
-                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-        };
-        put.send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
-        Ok(())
-    }
-
     /// Creates entities that must not exist yet, with the identity items of variants and
     /// SKUs (seeds and tests; the PATCH path plans its own writes).
     pub async fn create_entities(&self, org: &str, items: &[EntityItem]) -> Result<(), StoreError> {

@@ -9,7 +9,6 @@ use super::writes::Expect;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 /// The flat resource types.
@@ -199,23 +198,7 @@ impl Store {
         item: &ResourceItem,
         expect: Expect,
     ) -> Result<(), StoreError> {
-        let mut put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?,
-            ));
-        put = match expect {
-            Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
-            Expect::Version(v) => put
-                .condition_expression("ver = :v")
-                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-        };
-        put.send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
-        Ok(())
+        self.put_expecting(item, expect, "resource").await
     }
 
     /// Every resource on `shelf`, in identifier order: one Query (a request per 1 MB).
