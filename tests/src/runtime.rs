@@ -101,7 +101,8 @@ impl Emulator {
 
     /// Starts the Runtime API for `function` and one process of its binary. A name
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
-    /// mode, `@noqueue` with an unreachable queue endpoint.
+    /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
+    /// DynamoDB endpoint.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let port = free_port();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
@@ -119,6 +120,7 @@ impl Emulator {
         match variant {
             "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
+            "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
             _ => {}
         }
         let name = function.to_string();

@@ -1,7 +1,7 @@
 //! Assets and their links to products end to end: the real `assets` and `products`
 //! binaries on DynamoDB Local.
 
-use catalog_e2e::{Org, Request};
+use catalog_e2e::{send_to, Org, Request};
 use serde_json::{json, Value};
 
 fn ids(r: &catalog_e2e::Response) -> Vec<String> {
@@ -361,11 +361,12 @@ async fn deleting_an_asset_unlinks_it_everywhere() {
 async fn fifty_concurrent_creations_of_one_identifier_give_one_201_and_49_409() {
     let org = Org::new().await;
     org.get("/v1/assets").await;
+    // ten processes of the function, as ten Lambda instances, each one request at a time
     let sends = (0..50).map(|i| {
-        Request::new("POST", "/v1/assets")
+        let req = Request::new("POST", "/v1/assets")
             .bearer(&org.key)
-            .json(json!({"identifier": "race", "url": format!("https://cdn.example.com/{i}.png")}))
-            .send()
+            .json(json!({"identifier": "race", "url": format!("https://cdn.example.com/{i}.png")}));
+        async move { send_to(&format!("assets@instance{}", i % 10), req).await }
     });
     let results = futures_util::future::join_all(sends).await;
     let mut statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
