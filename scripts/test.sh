@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite (make test), exactly what CI runs: installs what is missing, checks
-# formatting and lints, lints the SAM template, builds every binary once, runs unit and
+# formatting and lints, lints the SAM template, validates docs/openapi.yaml, builds every
+# binary once, runs unit, property and
 # end-to-end tests (the e2e tests start their own DynamoDB Local, SQS emulator and function
 # processes and stop them), a benchmark smoke run, and the arm64 release build (make build).
 set -euo pipefail
@@ -15,6 +16,8 @@ echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
 echo "[test] infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
 scripts/lint-template.sh
+echo "[test] docs/openapi.yaml: OpenAPI 3.1 validation"
+scripts/check-openapi.sh
 echo "[test] webhook verification snippets in docs/webhooks.md (python3, node)"
 scripts/check-snippets.sh
 echo "[test] cargo test"

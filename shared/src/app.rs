@@ -119,15 +119,22 @@ impl App {
         api: &'static Api,
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
+        // The one public route, the API's description, needs no key.
+        if let Ok(m) = routes::find(api.routes, &request.method, &request.path) {
+            if m.route.scope.is_none() {
+                crate::http::Query::parse(&request.query, &[])?;
+                return Ok(ApiResponse::json(200, crate::api::openapi::document()));
+            }
+        }
         let principal = self
             .auth
             .authenticate(&self.store, request.authorization.as_deref())
             .await?;
         let route = routes::find(api.routes, &request.method, &request.path)?;
-        if !principal.has(route.route.scope) {
+        if let Some(scope) = route.route.scope.filter(|s| !principal.has(*s)) {
             return Err(ApiError::forbidden(format!(
                 "this API key lacks the '{}' scope",
-                route.route.scope.as_str()
+                scope.as_str()
             )));
         }
         (api.dispatch)(

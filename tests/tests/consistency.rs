@@ -48,6 +48,51 @@ fn local_router_matches_the_route_tables() {
 }
 
 #[test]
+fn the_openapi_file_is_the_generated_document() {
+    assert_eq!(
+        read("docs/openapi.yaml"),
+        catalog::api::openapi::yaml(),
+        "docs/openapi.yaml differs from the route tables: regenerate with `catalog-admin openapi > docs/openapi.yaml`"
+    );
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_served_without_authentication() {
+    let r = catalog_e2e::Request::new("GET", "/v1/openapi.json")
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, catalog::api::openapi::document());
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let paths = r.body["paths"].as_object().unwrap();
+    for api in catalog::api::FUNCTIONS {
+        for route in api.routes {
+            let op = &paths[route.path][route.method.to_ascii_lowercase()];
+            assert!(
+                op.is_object(),
+                "{} {} is documented",
+                route.method,
+                route.path
+            );
+        }
+    }
+    let r = catalog_e2e::Request::new("GET", "/v1/openapi.json?x=1")
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            serde_json::json!({"error": "unknown query parameter 'x'"})
+        )
+    );
+    let r = catalog_e2e::Request::new("POST", "/v1/openapi.json")
+        .send()
+        .await;
+    assert_eq!(r.status, 401, "only GET is public");
+}
+
+#[test]
 fn template_routes_are_exactly_the_served_routes() {
     let template = read("infra/template.yaml");
     let lines: Vec<&str> = template.lines().map(str::trim).collect();

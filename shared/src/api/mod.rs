@@ -8,6 +8,7 @@ pub mod include;
 pub mod links;
 pub mod lists;
 pub mod metaobjects;
+pub mod openapi;
 pub mod products;
 pub mod references;
 pub mod render;

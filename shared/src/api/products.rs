@@ -21,6 +21,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET", "/products/{identifier}", Scope::CatalogRead),
     Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite),
     Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite),
+    super::openapi::ROUTE,
 ];
 
 pub const API: Api = Api {

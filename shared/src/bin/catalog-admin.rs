@@ -13,6 +13,7 @@ Commands:
   create-table                         create the table (if missing) from the definition in code
   table-yaml                           print the table's CloudFormation properties
   router-toml                          print the cargo-lambda router entries for every route
+  openapi                              print the OpenAPI 3.1 document (docs/openapi.yaml)
   create-org --name NAME               create an organization (API access enabled); prints its id
   create-key --org ID [--name N] [--scopes LIST]
                                        create an API key (scopes: catalog:read,catalog:write,
@@ -89,6 +90,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
         "help" | "--help" | "-h" => println!("{HELP}"),
         "table-yaml" => print!("{}", TABLE.cloudformation_yaml(0)),
         "router-toml" => print!("{}", catalog::api::router_toml()),
+        "openapi" => print!("{}", catalog::api::openapi::yaml()),
         "create-table" => {
             let s = store().await;
             let created = s.ensure_table().await.map_err(store_err)?;

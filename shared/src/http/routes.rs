@@ -12,7 +12,9 @@ pub struct Route {
     pub method: &'static str,
     /// Pattern under `/v1`, with `{name}` segments: `/products/{identifier}`.
     pub path: &'static str,
-    pub scope: Scope,
+    /// The scope a key needs; `None` for the one public route (the OpenAPI document),
+    /// served without authentication.
+    pub scope: Option<Scope>,
 }
 
 impl Route {
@@ -20,7 +22,15 @@ impl Route {
         Self {
             method,
             path,
-            scope,
+            scope: Some(scope),
+        }
+    }
+
+    pub const fn public(method: &'static str, path: &'static str) -> Self {
+        Self {
+            method,
+            path,
+            scope: None,
         }
     }
 }

@@ -1,0 +1,619 @@
+//! The OpenAPI 3.1 document of the whole API, built from the route tables (every served route
+//! has exactly one operation; a test holds the two equal) and written to `docs/openapi.yaml`
+//! by `catalog-admin openapi` (a test holds the file equal to this). Served unauthenticated at
+//! `GET /v1/openapi.json`.
+
+use crate::http::Route;
+use serde_json::{json, Map, Value};
+
+/// The one route served without authentication.
+pub const ROUTE: Route = Route::public("GET", "/openapi.json");
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn time() -> Value {
+    json!({"type": "string", "format": "date-time", "example": "2026-11-21T02:39:29.597Z"})
+}
+
+fn array(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+fn nullable(t: &str) -> Value {
+    json!({"type": [t, "null"]})
+}
+
+/// An object schema: `fields` as (name, schema, required).
+fn object(fields: &[(&str, Value, bool)]) -> Value {
+    let props: Map<String, Value> = fields
+        .iter()
+        .map(|(n, s, _)| (n.to_string(), s.clone()))
+        .collect();
+    let required: Vec<&str> = fields.iter().filter(|f| f.2).map(|f| f.0).collect();
+    let mut o = json!({"type": "object", "properties": props});
+    if !required.is_empty() {
+        o["required"] = json!(required);
+    }
+    o
+}
+
+/// A request-body object: no field beyond `fields` is accepted.
+fn input(fields: &[(&str, Value, bool)]) -> Value {
+    let mut o = object(fields);
+    o["additionalProperties"] = json!(false);
+    o
+}
+
+fn identifier() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^/\\u0000-\\u001f\\u007f]+$"})
+}
+
+fn entity(extra: &[(&str, Value, bool)]) -> Value {
+    let mut fields = vec![
+        ("identifier", string(), true),
+        ("name", string(), true),
+        ("attributes", r("Attributes"), true),
+    ];
+    fields.extend(extra.iter().cloned());
+    fields.push(("selfUpdatedAt", time(), true));
+    fields.push(("updatedAt", time(), true));
+    object(&fields)
+}
+
+fn schemas() -> Value {
+    let values = json!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "additionalProperties": true});
+    let asset_input = input(&[
+        ("identifier", identifier(), true),
+        ("url", json!({"type": "string", "format": "uri"}), false),
+        ("name", string(), false),
+        ("mimeType", string(), false),
+        ("values", values.clone(), false),
+    ]);
+    let sku_input = input(&[
+        ("identifier", identifier(), true),
+        ("name", string(), false),
+        ("values", values.clone(), false),
+    ]);
+    let variant_input = input(&[
+        ("identifier", identifier(), true),
+        ("name", string(), false),
+        ("values", values.clone(), false),
+        ("skus", array(sku_input), false),
+    ]);
+    let field = json!({"type": "object", "properties": {
+        "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
+        "isMulti": {"type": "boolean"}, "options": array(string())}, "required": ["key", "type"]});
+    let mut all = json!({
+        "Error": object(&[("error", json!({"type": "string", "example": "product 'abc' not found"}), true)]),
+        "Pagination": object(&[
+            ("limit", json!({"type": "integer", "minimum": 1, "maximum": 200}), true),
+            ("page", json!({"type": "integer", "minimum": 1}), true),
+            ("totalPages", json!({"type": "integer", "minimum": 0}), true),
+            ("totalResults", json!({"type": "integer", "minimum": 0}), true),
+        ]),
+        "AttributeEntry": object(&[
+            ("value", json!({"type": "string", "description": "The raw stored string; a JSON-encoded array for multi-value attributes. Read `data`."}), true),
+            ("data", json!({"description": "The typed value: number, boolean, {amount, currency}, {value, unit}, string, or an array of those."}), true),
+            ("type", string(), true),
+            ("locale", nullable("string"), true),
+            ("channel", string(), false),
+            ("isMulti", json!({"type": "boolean", "const": true}), false),
+            ("metaobjectDefinition", string(), false),
+        ]),
+        "Attributes": {"type": "object", "description": "Fully qualified `<entity>.<key>` to the entries that hold a value.",
+            "additionalProperties": array(r("AttributeEntry"))},
+        "Reference": object(&[("identifier", string(), true), ("name", string(), true)]),
+        "Sku": entity(&[("product", r("Reference"), false), ("variant", r("Reference"), false)]),
+        "Variant": entity(&[("product", r("Reference"), false), ("skus", array(r("Sku")), false)]),
+        "Product": entity(&[
+            ("familyId", nullable("integer"), true),
+            ("categories", array(string()), false),
+            ("variants", array(r("Variant")), false),
+        ]),
+        "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
+            ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
+        "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
+        "Asset": object(&[("identifier", string(), true), ("name", string(), true),
+            ("url", string(), true), ("mimeType", string(), true),
+            ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
+        "Metaobject": object(&[("type", json!({"const": "metaobject"}), true),
+            ("definition", string(), true), ("identifier", string(), true), ("name", string(), true),
+            ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
+        "MetaobjectDefinition": object(&[("name", string(), true), ("displayName", string(), true),
+            ("fields", array(field.clone()), true)]),
+    });
+    let more = json!({
+        "Category": object(&[("identifier", string(), true), ("name", string(), true),
+            ("parent", nullable("string"), true), ("updatedAt", time(), true)]),
+        "Bundle": entity(&[("items", array(r("BundleLine")), true)]),
+        "BundleLine": object(&[("sku", identifier(), true),
+            ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 1000000}), true)]),
+        "AttributeDefinition": object(&[("key", json!({"type": "string", "example": "product.color"}), true),
+            ("name", string(), true), ("type", string(), true), ("targetEntity", string(), true),
+            ("isLocalized", json!({"type": "boolean"}), true), ("isMulti", json!({"type": "boolean"}), true),
+            ("isChannelScoped", json!({"type": "boolean"}), true), ("optionsSource", string(), false),
+            ("options", array(string()), false), ("metaobjectDefinition", string(), false)]),
+        "Family": object(&[("id", json!({"type": "integer"}), true), ("name", string(), true),
+            ("attributes", array(string()), true)]),
+        "Channel": object(&[("identifier", string(), true), ("name", string(), true),
+            ("locales", array(string()), true), ("isDefault", json!({"type": "boolean"}), true)]),
+        "Language": object(&[("code", string(), true), ("name", string(), true),
+            ("isDefault", json!({"type": "boolean"}), true)]),
+        "CompletenessProfile": object(&[("identifier", string(), true), ("name", string(), true),
+            ("requiredAttributes", array(string()), true), ("locales", array(string()), true),
+            ("channels", array(string()), true)]),
+        "Webhook": object(&[("id", string(), true), ("url", string(), true), ("topics", array(string()), true),
+            ("description", nullable("string"), true), ("enabled", json!({"type": "boolean"}), true),
+            ("createdAt", time(), true), ("updatedAt", time(), true),
+            ("secret", json!({"type": "string", "description": "Shown only on creation and rotation."}), false)]),
+        "Delivery": object(&[("id", string(), true), ("event", string(), true), ("identifier", string(), true),
+            ("entityType", string(), true), ("occurredAt", time(), true),
+            ("status", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), true),
+            ("attempts", json!({"type": "integer"}), true), ("lastStatusCode", nullable("integer"), false),
+            ("lastError", nullable("string"), false), ("nextAttemptAt", json!({"type": ["string", "null"]}), false),
+            ("replayOf", nullable("string"), false), ("createdAt", time(), true), ("updatedAt", time(), true),
+            ("attemptLog", array(json!({"type": "object"})), false)]),
+    });
+    let payload = json!({
+        "WebhookPayload": object(&[
+            ("id", json!({"type": "string", "description": "Delivery id: the idempotency key, the same on every retry."}), true),
+            ("event", json!({"type": "string", "example": "product.updated"}), true),
+            ("identifier", json!({"type": "string", "description": "The entity's REST identifier (`<definition>/<identifier>` for metaobjects)."}), true),
+            ("entity_type", json!({"enum": ["product", "variant", "sku", "bundle", "metaobject", "category", "asset"]}), true),
+            ("occurred_at", time(), true)]),
+    });
+    let inputs = json!({
+        "ProductPatch": input(&[("name", string(), false), ("values", values.clone(), false),
+            ("familyId", nullable("integer"), false), ("variants", array(variant_input), false),
+            ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
+        "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
+        "AssetCreate": asset_input,
+        "AssetPatch": input(&[("url", json!({"type": "string", "format": "uri"}), false), ("name", string(), false),
+            ("mimeType", string(), false), ("values", values.clone(), false)]),
+        "AssetLinks": input(&[("assets", array(identifier()), false)]),
+        "AttributeCreate": input(&[("displayName", string(), true), ("key", json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}), true),
+            ("targetEntity", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), true),
+            ("type", json!({"enum": ["text", "html", "select", "boolean", "number", "price", "weight", "image", "color", "url", "datetime", "metaobject"]}), true),
+            ("isChannelScoped", json!({"type": "boolean"}), false), ("isLocalized", json!({"type": "boolean"}), false),
+            ("isMulti", json!({"type": "boolean"}), false), ("options", array(string()), false),
+            ("presets", json!({"type": "array", "items": string(), "deprecated": true}), false),
+            ("metaobjectDefinition", string(), false)]),
+        "FamilyCreate": input(&[("name", string(), true), ("attributes", array(string()), false)]),
+        "ChannelCreate": input(&[("identifier", identifier(), true), ("name", string(), true),
+            ("locales", array(string()), false), ("isDefault", json!({"type": "boolean"}), false)]),
+        "LanguageCreate": input(&[("code", string(), true), ("name", string(), false), ("isDefault", json!({"type": "boolean"}), false)]),
+        "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", string(), true),
+            ("requiredAttributes", array(string()), true), ("locales", array(string()), false), ("channels", array(string()), false)]),
+        "WebhookCreate": input(&[("url", json!({"type": "string", "format": "uri"}), true), ("topics", array(string()), true),
+            ("description", string(), false)]),
+        "WebhookPatch": input(&[("url", json!({"type": "string", "format": "uri"}), false), ("topics", array(string()), false),
+            ("description", nullable("string"), false), ("enabled", json!({"type": "boolean"}), false)]),
+    });
+    let inputs2 = json!({
+        "MetaobjectDefinitionCreate": input(&[("name", json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}), true),
+            ("displayName", string(), false), ("fields", array(field), true)]),
+        "MetaobjectPut": input(&[("name", string(), false), ("values", values.clone(), false)]),
+        "CategoryPut": input(&[("name", string(), true), ("parent", json!({"type": ["string", "null"]}), false)]),
+        "BundlePut": input(&[("name", string(), true), ("values", values, false), ("items", array(r("BundleLine")), true)]),
+    });
+    for part in [more, payload, inputs, inputs2] {
+        if let (Value::Object(a), Value::Object(b)) = (&mut all, part) {
+            a.extend(b);
+        }
+    }
+    all
+}
+
+fn param(name: &str, location: &str, schema: Value, description: &str) -> Value {
+    json!({"name": name, "in": location, "required": location == "path", "schema": schema, "description": description})
+}
+
+fn parameters() -> Value {
+    json!({
+        "include": param("include", "query", string(), "Comma-separated relations to embed: variants, skus (needs variants on /products), metaobjects (sideloaded under `included`)."),
+        "attributes": param("attributes", "query", string(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
+        "exclude_attributes": param("exclude_attributes", "query", string(), "Selectors to omit after inclusion; exclusion wins."),
+        "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
+        "search": param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}."),
+        "search_mode": param("search_mode", "query", json!({"enum": ["all", "any"], "default": "all"}), "all: every filter matches; any: at least one top-level key."),
+        "limit": param("limit", "query", json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 100}), "Page size."),
+        "page": param("page", "query", json!({"type": "integer", "minimum": 1, "maximum": 4294967295u64, "default": 1}), "1-based page."),
+        "completeness_profile": param("completeness_profile", "query", string(), "Completeness profile identifier."),
+        "completeness": param("completeness", "query", json!({"enum": ["complete", "incomplete"]}), "Requires completeness_profile."),
+        "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
+        "targetEntity": param("targetEntity", "query", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), "Only definitions of this entity."),
+        "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
+    })
+}
+
+fn error_response(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": r("Error")}}})
+}
+
+fn responses() -> Value {
+    let mut unauthorized =
+        error_response("Authorization missing, not Bearer, or the key unknown or revoked.");
+    unauthorized["headers"] = json!({"WWW-Authenticate": {"schema": {"const": "Bearer"}}});
+    let mut unavailable = error_response("Storage throttled or unavailable after retries.");
+    unavailable["headers"] =
+        json!({"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"}});
+    let mut not_allowed = error_response("Known path, wrong method.");
+    not_allowed["headers"] = json!({"Allow": {"schema": string()}});
+    json!({
+        "BadRequest": error_response("Invalid parameter, body or value; the error names it."),
+        "Unauthorized": unauthorized,
+        "Forbidden": error_response("API access disabled for the organization, or the key lacks the scope."),
+        "NotFound": error_response("No such entity or route."),
+        "MethodNotAllowed": not_allowed,
+        "Conflict": error_response("The identifier exists, the resource is still in use, or concurrent writers won."),
+        "PayloadTooLarge": error_response("Body over 1 MiB."),
+        "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
+        "InternalError": error_response("Internal server error (details only in logs)."),
+        "Unavailable": unavailable,
+    })
+}
+
+/// What a success response holds.
+#[derive(Clone, Copy)]
+enum Body {
+    Single(&'static str),
+    List(&'static str),
+    /// The object itself, not wrapped in `result`.
+    Bare(&'static str),
+}
+
+/// One operation: (summary, query parameters, request schema, success status, response,
+/// whether `included` may come back).
+struct Op {
+    summary: &'static str,
+    query: &'static [&'static str],
+    request: Option<&'static str>,
+    status: u16,
+    body: Body,
+    included: bool,
+}
+
+const LIST: &[&str] = &[
+    "updated_after",
+    "search",
+    "search_mode",
+    "limit",
+    "page",
+    "include",
+    "attributes",
+    "exclude_attributes",
+];
+const DETAIL: &[&str] = &["include", "attributes", "exclude_attributes"];
+const PAGE: &[&str] = &["limit", "page"];
+
+fn op(route: &Route) -> Op {
+    use Body::*;
+    let o = |summary, query, request, status, body| Op {
+        summary,
+        query,
+        request,
+        status,
+        body,
+        included: false,
+    };
+    let with_included = |mut op: Op| {
+        op.included = true;
+        op
+    };
+    match (route.method, route.path) {
+        ("GET", "/openapi.json") => o("This document (no authentication)", &[], None, 200, Bare("")),
+        ("GET", "/products") => with_included(o("List products", &[
+            "updated_after", "search", "search_mode", "limit", "page", "include", "attributes",
+            "exclude_attributes", "completeness_profile", "completeness", "channel",
+        ], None, 200, List("Product"))),
+        ("GET", "/products/{identifier}") => with_included(o("Get a product", DETAIL, None, 200, Single("Product"))),
+        ("PATCH", "/products/{identifier}") => o("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some("ProductPatch"), 200, Single("WriteResult")),
+        ("DELETE", "/products/{identifier}") => o("Delete a product with its variants and SKUs", &[], None, 200, Single("Deleted")),
+        ("GET", "/variants") => with_included(o("List variants", LIST, None, 200, List("Variant"))),
+        ("GET", "/variants/{identifier}") => with_included(o("Get a variant", DETAIL, None, 200, Single("Variant"))),
+        ("DELETE", "/variants/{identifier}") => o("Delete a variant with its SKUs", &[], None, 200, Single("Deleted")),
+        ("GET", "/skus") => with_included(o("List SKUs", LIST, None, 200, List("Sku"))),
+        ("GET", "/skus/{identifier}") => with_included(o("Get a SKU", DETAIL, None, 200, Single("Sku"))),
+        ("PATCH", "/skus/{identifier}") => o("Update a SKU", &[], Some("SkuPatch"), 200, Single("WriteResult")),
+        ("DELETE", "/skus/{identifier}") => o("Delete a SKU (409 while a bundle holds it)", &[], None, 200, Single("Deleted")),
+        ("GET", "/attributes") => o("List attribute definitions", &["targetEntity", "limit", "page"], None, 200, List("AttributeDefinition")),
+        ("POST", "/attributes") => o("Create an attribute definition", &[], Some("AttributeCreate"), 201, Single("AttributeDefinition")),
+        ("GET", "/attributes/{key}") => o("Get an attribute definition (`<entity>.<key>`)", &[], None, 200, Bare("AttributeDefinition")),
+        ("DELETE", "/attributes/{key}") => o("Delete an attribute definition (409 while values exist)", &[], None, 200, Single("Deleted")),
+        ("GET", "/families") => o("List families", PAGE, None, 200, List("Family")),
+        ("POST", "/families") => o("Create a family", &[], Some("FamilyCreate"), 201, Single("Family")),
+        ("GET", "/families/{id}") => o("Get a family", &[], None, 200, Single("Family")),
+        ("GET", "/channels") => o("List channels", PAGE, None, 200, List("Channel")),
+        ("POST", "/channels") => o("Create a channel", &[], Some("ChannelCreate"), 201, Single("Channel")),
+        ("GET", "/languages") => o("List languages", PAGE, None, 200, List("Language")),
+        ("POST", "/languages") => o("Create a language", &[], Some("LanguageCreate"), 201, Single("Language")),
+        ("GET", "/completeness-profiles") => o("List completeness profiles", PAGE, None, 200, List("CompletenessProfile")),
+        ("POST", "/completeness-profiles") => o("Create a completeness profile", &[], Some("CompletenessProfileCreate"), 201, Single("CompletenessProfile")),
+        ("GET", "/completeness-profiles/{identifier}") => o("Get a completeness profile", &[], None, 200, Single("CompletenessProfile")),
+        ("GET", "/assets") => o("List assets", &["asset_search", "limit", "page"], None, 200, List("Asset")),
+        ("POST", "/assets") => o("Create an asset (409 when the identifier exists)", &[], Some("AssetCreate"), 201, Single("Asset")),
+        ("GET", "/assets/{identifier}") => o("Get an asset", &[], None, 200, Single("Asset")),
+        ("PATCH", "/assets/{identifier}") => o("Update an asset; omitted fields are unchanged", &[], Some("AssetPatch"), 200, Single("Asset")),
+        ("DELETE", "/assets/{identifier}") => o("Delete an asset, unlinking it everywhere", &[], None, 200, Single("Deleted")),
+        ("GET", "/products/{identifier}/assets") => o("List a product's assets, in link order", PAGE, None, 200, List("Asset")),
+        ("PUT", "/products/{identifier}/assets") => o("Make the given assets the complete set, in order", &[], Some("AssetLinks"), 200, List("Asset")),
+        ("POST", "/products/{identifier}/assets") => o("Add assets without replacing (already linked: no duplicate)", &[], Some("AssetLinks"), 200, List("Asset")),
+        ("GET", "/variants/{identifier}/assets") => o("List a variant's assets (its product's)", PAGE, None, 200, List("Asset")),
+        ("GET", "/categories") => o("List categories", PAGE, None, 200, List("Category")),
+        ("GET", "/categories/{identifier}") => o("Get a category", &[], None, 200, Single("Category")),
+        ("PUT", "/categories/{identifier}") => o("Create (201) or replace (200) a category", &[], Some("CategoryPut"), 200, Single("Category")),
+        ("DELETE", "/categories/{identifier}") => o("Delete a category (409 with subcategories), unlinking it from products", &[], None, 200, Single("Deleted")),
+        ("GET", "/bundles") => o("List bundles", PAGE, None, 200, List("Bundle")),
+        ("GET", "/bundles/{identifier}") => o("Get a bundle", &[], None, 200, Single("Bundle")),
+        ("PUT", "/bundles/{identifier}") => o("Create (201) or replace (200) a bundle", &[], Some("BundlePut"), 200, Single("Bundle")),
+        ("DELETE", "/bundles/{identifier}") => o("Delete a bundle", &[], None, 200, Single("Deleted")),
+        ("GET", "/metaobject-definitions") => o("List metaobject definitions", PAGE, None, 200, List("MetaobjectDefinition")),
+        ("POST", "/metaobject-definitions") => o("Create a metaobject definition", &[], Some("MetaobjectDefinitionCreate"), 201, Single("MetaobjectDefinition")),
+        ("GET", "/metaobject-definitions/{name}") => o("Get a metaobject definition", &[], None, 200, Single("MetaobjectDefinition")),
+        ("GET", "/metaobjects/{definition}") => o("List the metaobjects of a definition", PAGE, None, 200, List("Metaobject")),
+        ("GET", "/metaobjects/{definition}/{identifier}") => o("Get a metaobject", &[], None, 200, Single("Metaobject")),
+        ("PUT", "/metaobjects/{definition}/{identifier}") => o("Create (201) or replace (200) a metaobject", &[], Some("MetaobjectPut"), 200, Single("Metaobject")),
+        ("DELETE", "/metaobjects/{definition}/{identifier}") => o("Delete a metaobject (409 while referenced)", &[], None, 200, Single("Deleted")),
+        ("GET", "/webhooks") => o("List webhook subscriptions", PAGE, None, 200, List("Webhook")),
+        ("POST", "/webhooks") => o("Create a webhook subscription (the secret is shown once)", &[], Some("WebhookCreate"), 201, Single("Webhook")),
+        ("GET", "/webhooks/{id}") => o("Get a webhook subscription", &[], None, 200, Single("Webhook")),
+        ("PATCH", "/webhooks/{id}") => o("Update a webhook subscription", &[], Some("WebhookPatch"), 200, Single("Webhook")),
+        ("DELETE", "/webhooks/{id}") => o("Delete a webhook subscription", &[], None, 200, Single("Deleted")),
+        ("POST", "/webhooks/{id}/rotate-secret") => o("Rotate the signing secret (shown once)", &[], None, 200, Single("Webhook")),
+        ("GET", "/webhooks/{id}/deliveries") => o("The delivery log, newest first", PAGE, None, 200, List("Delivery")),
+        ("POST", "/webhooks/{id}/deliveries/{deliveryId}/replay") => o("Replay a delivery under a new id", &[], None, 202, Single("Delivery")),
+        (m, p) => panic!("no OpenAPI operation for {m} {p}"),
+    }
+}
+
+fn content(schema: Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+fn success(op: &Op) -> Value {
+    let included = ("included", array(r("Metaobject")), false);
+    let schema = match op.body {
+        Body::Bare("") => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
+        Body::Bare(name) => r(name),
+        Body::Single(name) => {
+            let mut fields = vec![("result", r(name), true)];
+            if op.included {
+                fields.push(included);
+            }
+            object(&fields)
+        }
+        Body::List(name) => {
+            let mut fields = vec![
+                ("result", array(r(name)), true),
+                ("pagination", r("Pagination"), true),
+            ];
+            if op.included {
+                fields.push(included);
+            }
+            object(&fields)
+        }
+    };
+    json!({"description": "Success", "content": content(schema)})
+}
+
+fn operation(route: &Route, tag: &str) -> Value {
+    let op = op(route);
+    let mut params: Vec<Value> = route
+        .path
+        .split('/')
+        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| {
+            let schema = match name {
+                "definition" | "name" => {
+                    json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"})
+                }
+                "key" => json!({"type": "string", "example": "product.color"}),
+                _ => identifier(),
+            };
+            param(name, "path", schema, "Percent-encoded path segment")
+        })
+        .collect();
+    params.extend(
+        op.query
+            .iter()
+            .map(|q| json!({"$ref": format!("#/components/parameters/{q}")})),
+    );
+    let mut responses = Map::new();
+    let status = op.status.to_string();
+    responses.insert(status, success(&op));
+    if route.method == "PATCH" && route.path == "/products/{identifier}"
+        || route.method == "PUT" && !route.path.ends_with("/assets")
+    {
+        let mut created = success(&op);
+        created["description"] = json!("Created");
+        responses.insert("201".into(), created);
+    }
+    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    let mut errors = vec![("400", "BadRequest"), ("500", "InternalError")];
+    if route.scope.is_some() {
+        errors.extend([
+            ("401", "Unauthorized"),
+            ("403", "Forbidden"),
+            ("503", "Unavailable"),
+        ]);
+    }
+    if route.path.contains('{') {
+        errors.push(("404", "NotFound"));
+    }
+    if route.method != "GET" {
+        errors.push(("409", "Conflict"));
+    }
+    if op.request.is_some() {
+        errors.extend([("413", "PayloadTooLarge"), ("415", "UnsupportedMediaType")]);
+    }
+    for (code, name) in errors {
+        responses.insert(code.into(), reference(name));
+    }
+    let mut v = json!({
+        "operationId": operation_id(route),
+        "summary": op.summary,
+        "tags": [tag],
+        "parameters": params,
+        "responses": responses,
+    });
+    match route.scope {
+        Some(scope) => v["x-required-scope"] = json!(scope.as_str()),
+        None => v["security"] = json!([]),
+    }
+    if let Some(schema) = op.request {
+        v["requestBody"] = json!({"required": true, "content": content(r(schema))});
+    }
+    v
+}
+
+/// `GET /products/{identifier}/assets` → `getProductsIdentifierAssets`.
+fn operation_id(route: &Route) -> String {
+    let mut id = route.method.to_ascii_lowercase();
+    for part in route
+        .path
+        .split(['/', '-', '.', '{', '}'])
+        .filter(|s| !s.is_empty())
+    {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            id.push(first.to_ascii_uppercase());
+            id.extend(chars);
+        }
+    }
+    id
+}
+
+/// The whole document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for api in super::FUNCTIONS {
+        for route in api.routes {
+            let key = route.path.to_string();
+            let entry = paths.entry(key).or_insert_with(|| json!({}));
+            entry[route.method.to_ascii_lowercase()] = operation(route, api.function);
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Catalog API",
+            "version": "1.0.0",
+            "description": "Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` except this document.",
+        },
+        "servers": [{"url": "/v1", "description": "The API's base URL ends in /v1"}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "webhooks": {
+            "catalogEvent": {"post": {
+                "summary": "An entity was created, updated or deleted; fetch it by `identifier` (404 after a delete).",
+                "parameters": [
+                    {"name": "X-Catalog-Webhook-Id", "in": "header", "required": true, "schema": string(), "description": "The delivery id, as in the body"},
+                    {"name": "X-Catalog-Signature", "in": "header", "required": true,
+                     "schema": {"type": "string", "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"},
+                     "description": "t=<unix seconds>,v1=hex(HMAC-SHA256(secret, \"<t>.<raw body>\"))"},
+                    {"name": "User-Agent", "in": "header", "required": true, "schema": {"const": "Catalog-Webhooks/1.0"}},
+                ],
+                "requestBody": {"required": true, "content": content(r("WebhookPayload"))},
+                "responses": {"2XX": {"description": "Received; any other answer (or none within 15 s) is retried with the same id."}},
+            }},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "cat_<12 char id>_<secret>"}},
+            "schemas": schemas(),
+            "parameters": parameters(),
+            "responses": responses(),
+        },
+    })
+}
+
+/// The document as YAML (block style; every string double-quoted, so it reads back exactly).
+pub fn yaml() -> String {
+    let mut out = String::from(
+        "# Generated by `catalog-admin openapi` from the route tables; do not edit.\n",
+    );
+    emit(&document(), 0, &mut out);
+    out
+}
+
+fn scalar(v: &Value) -> String {
+    v.to_string()
+}
+
+fn emit(v: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map {
+                let key = serde_json::to_string(k).expect("a string");
+                match val {
+                    Value::Object(m) if !m.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        emit(val, indent + 2, out);
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        emit(val, indent + 2, out);
+                    }
+                    Value::Object(_) => out.push_str(&format!("{pad}{key}: {{}}\n")),
+                    Value::Array(_) => out.push_str(&format!("{pad}{key}: []\n")),
+                    _ => out.push_str(&format!("{pad}{key}: {}\n", scalar(val))),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::Object(m) if !m.is_empty() => {
+                        out.push_str(&format!("{pad}-\n"));
+                        emit(item, indent + 2, out);
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push_str(&format!("{pad}-\n"));
+                        emit(item, indent + 2, out);
+                    }
+                    Value::Object(_) => out.push_str(&format!("{pad}- {{}}\n")),
+                    Value::Array(_) => out.push_str(&format!("{pad}- []\n")),
+                    _ => out.push_str(&format!("{pad}- {}\n", scalar(item))),
+                }
+            }
+        }
+        other => out.push_str(&format!("{pad}{}\n", scalar(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_route_has_exactly_one_operation() {
+        let doc = document();
+        let mut documented = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                documented.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+        let mut served: Vec<String> = super::super::FUNCTIONS
+            .iter()
+            .flat_map(|a| a.routes.iter().map(|r| format!("{} {}", r.method, r.path)))
+            .collect();
+        documented.sort();
+        served.sort();
+        assert_eq!(documented, served);
+        assert!(served.contains(&"GET /openapi.json".to_string()));
+    }
+
+    #[test]
+    fn yaml_is_block_style_and_quoted() {
+        let y = yaml();
+        assert!(y.contains("\"openapi\": \"3.1.0\"\n"));
+        assert!(y.contains("\"/products/{identifier}\":\n"));
+    }
+}
