@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The full test suite (make test), exactly what CI runs: installs what is missing, checks
 # formatting and lints, lints the SAM template, validates docs/openapi.yaml, builds every
-# binary once, runs unit, property and
-# end-to-end tests (the e2e tests start their own DynamoDB Local, SQS emulator and function
-# processes and stop them), a benchmark smoke run, and the arm64 release build (make build).
+# binary once, runs unit, property and end-to-end tests (the e2e tests start their own
+# DynamoDB Local, SQS emulator and function processes and stop them), a benchmark smoke run,
+# and the arm64 release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
