@@ -1,0 +1,50 @@
+//! A local stand-in for API Gateway's HTTP API: a plain HTTP server on loopback that turns
+//! each request into the v2 event the function serving its route receives (through the
+//! Runtime API emulator) and the function's answer back into HTTP. Tools that speak HTTP,
+//! such as schemathesis, test the real binaries through it.
+
+use crate::ddb::free_port;
+use crate::Request;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::IntoResponse;
+use axum::Router;
+
+async fn forward(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+    let path = uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| uri.path().to_string());
+    let mut req = Request::new(method.as_str(), &path);
+    for (name, value) in &headers {
+        if let Ok(v) = value.to_str() {
+            req = req.header(name.as_str(), v);
+        }
+    }
+    if !body.is_empty() {
+        req.body = Some(String::from_utf8_lossy(&body).into_owned());
+    }
+    let answer = req.send().await;
+    let mut out = HeaderMap::new();
+    for (name, value) in &answer.headers {
+        if let (Ok(n), Ok(v)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            axum::http::HeaderValue::from_str(value),
+        ) {
+            out.insert(n, v);
+        }
+    }
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    (status, out, answer.body.to_string())
+}
+
+/// Starts the gateway on a free loopback port (for the test binary's lifetime); its port.
+pub async fn start() -> u16 {
+    let port = free_port();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("gateway port");
+    let app = Router::new().fallback(forward);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    port
+}

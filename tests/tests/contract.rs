@@ -1,0 +1,69 @@
+//! The API against its own OpenAPI document: schemathesis (PyPI, installed by
+//! `scripts/check-openapi.sh`) generates requests for every operation from
+//! `GET /v1/openapi.json` and sends them through a local HTTP gateway to the real function
+//! binaries; no server error, every status documented, every body as its schema says.
+
+use catalog_e2e::{gateway, repo_root, Org};
+
+/// Examples per operation and phase: bounded so that CI stays well inside its limit.
+const MAX_EXAMPLES: &str = "8";
+
+#[tokio::test]
+async fn schemathesis_finds_no_failures_on_any_operation() {
+    let exe = repo_root().join(".tools/openapi/bin/schemathesis");
+    assert!(
+        exe.exists(),
+        "{} is missing: run scripts/check-openapi.sh (make test does)",
+        exe.display()
+    );
+    let org = Org::new().await;
+    let port = gateway::start().await;
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let args = vec![
+        "run".to_string(),
+        format!("{base}/openapi.json"),
+        "--url".into(),
+        base,
+        "--header".into(),
+        format!("Authorization: Bearer {}", org.key),
+        "--checks".into(),
+        "not_a_server_error,status_code_conformance,response_schema_conformance".into(),
+        "--max-examples".into(),
+        MAX_EXAMPLES.into(),
+        "--phases".into(),
+        "examples,fuzzing".into(),
+        "--workers".into(),
+        "1".into(),
+        "--seed".into(),
+        "20261121".into(),
+        "--generation-database".into(),
+        "none".into(),
+        "--no-color".into(),
+    ];
+    let workdir = repo_root().join("target");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(exe)
+            .args(&args)
+            .current_dir(workdir)
+            .output()
+            .expect("schemathesis runs")
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // the run's report: operations, cases and checks (shown with --nocapture, and on failure)
+    println!("{text}");
+    assert!(out.status.success(), "schemathesis found failures:\n{text}");
+    // every operation but the document's own route (which schemathesis loads, not tests)
+    let operations: usize = catalog::api::FUNCTIONS.iter().map(|a| a.routes.len()).sum();
+    let tested = operations - 1;
+    assert!(
+        text.contains(&format!("Selected: {tested}/{tested}"))
+            && text.contains(&format!("Tested: {tested}")),
+        "every one of the {tested} operations ran:\n{text}"
+    );
+}
