@@ -33,6 +33,16 @@ async fn deliveries(org: &Org, webhook: &str) -> Vec<Value> {
     r.body["result"].as_array().unwrap().clone()
 }
 
+/// (event, entity_type, identifier) of each received delivery.
+fn events_of(got: &[catalog_e2e::webhooks::Received]) -> BTreeSet<(String, String, String)> {
+    got.iter()
+        .map(|r| {
+            let s = |f: &str| r.json[f].as_str().unwrap().to_string();
+            (s("event"), s("entity_type"), s("identifier"))
+        })
+        .collect()
+}
+
 async fn put_product(org: &Org, id: &str, body: Value) {
     let r = org.patch(&format!("/v1/products/{id}"), body).await;
     assert!(r.status == 200 || r.status == 201, "{:?}", r.body);
@@ -334,13 +344,7 @@ async fn deleting_a_product_announces_every_removed_entity() {
     .await;
     assert_eq!(org.delete("/v1/products/bed").await.status, 200);
     let got = receiver.wait_for(7, DELIVERY).await;
-    let events: BTreeSet<(String, String, String)> = got
-        .iter()
-        .map(|r| {
-            let s = |f: &str| r.json[f].as_str().unwrap().to_string();
-            (s("event"), s("entity_type"), s("identifier"))
-        })
-        .collect();
+    let events = events_of(&got);
     let expected: BTreeSet<(String, String, String)> = [
         ("product", "bed"),
         ("variant", "bed-oak"),
@@ -412,13 +416,7 @@ async fn assets_categories_bundles_and_metaobjects_announce_their_changes() {
     org.metaobjects("shade", json!([]), &["linen"]).await;
     assert_eq!(org.delete("/v1/assets/lamp-photo").await.status, 200);
     let got = receiver.wait_for(5, DELIVERY).await;
-    let events: BTreeSet<(String, String, String)> = got
-        .iter()
-        .map(|r| {
-            let s = |f: &str| r.json[f].as_str().unwrap().to_string();
-            (s("event"), s("entity_type"), s("identifier"))
-        })
-        .collect();
+    let events = events_of(&got);
     let expected: BTreeSet<(String, String, String)> = [
         ("asset.created", "asset", "lamp-photo"),
         ("asset.deleted", "asset", "lamp-photo"),

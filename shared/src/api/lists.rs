@@ -17,7 +17,8 @@ use crate::store::metrics::in_parallel;
 use crate::store::settings::{CompletenessProfile, Scopes};
 use crate::store::Store;
 
-const LIST_PARAMS: &[&str] = &[
+/// The query parameters every list of products, variants and SKUs takes.
+pub const LIST_PARAMS: &[&str] = &[
     "updated_after",
     "search",
     "search_mode",

@@ -266,6 +266,8 @@ enum Body {
     List(&'static str),
     /// The object itself, not wrapped in `result`.
     Bare(&'static str),
+    /// This document.
+    Document,
 }
 
 /// One operation: (summary, query parameters, request schema, success status, response,
@@ -279,16 +281,7 @@ struct Op {
     included: bool,
 }
 
-const LIST: &[&str] = &[
-    "updated_after",
-    "search",
-    "search_mode",
-    "limit",
-    "page",
-    "include",
-    "attributes",
-    "exclude_attributes",
-];
+const LIST: &[&str] = super::lists::LIST_PARAMS;
 const DETAIL: &[&str] = &["include", "attributes", "exclude_attributes"];
 const PAGE: &[&str] = &["limit", "page"];
 
@@ -307,7 +300,7 @@ fn op(route: &Route) -> Op {
         op
     };
     match (route.method, route.path) {
-        ("GET", "/openapi.json") => o("This document (no authentication)", &[], None, 200, Bare("")),
+        ("GET", "/openapi.json") => o("This document (no authentication)", &[], None, 200, Document),
         ("GET", "/products") => with_included(o("List products", &[
             "updated_after", "search", "search_mode", "limit", "page", "include", "attributes",
             "exclude_attributes", "completeness_profile", "completeness", "channel",
@@ -379,7 +372,7 @@ fn content(schema: Value) -> Value {
 fn success(op: &Op) -> Value {
     let included = ("included", array(r("Metaobject")), false);
     let schema = match op.body {
-        Body::Bare("") => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
+        Body::Document => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
         Body::Bare(name) => r(name),
         Body::Single(name) => {
             let mut fields = vec![("result", r(name), true)];
