@@ -3,7 +3,7 @@
 
 use super::links::{self, MAX_LINKS};
 use super::references;
-use super::tree_patch::{with_retries, Retry};
+use super::retry::{with_retries, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;

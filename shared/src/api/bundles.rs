@@ -4,7 +4,7 @@
 //! be deleted and a bundle never points at a deleted SKU.
 
 use super::references;
-use super::tree_patch::with_retries;
+use super::retry::with_retries;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;

@@ -2,7 +2,7 @@
 //! list in `categories` (set through PATCH /products).
 
 use super::links;
-use super::tree_patch::with_retries;
+use super::retry::with_retries;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;

@@ -8,7 +8,8 @@
 //! product in `linkedBy` before the conditional delete of the target.
 
 use super::assets::{apply, new_asset};
-use super::tree_patch::{with_retries, ProductPatch, Retry};
+use super::retry::{with_retries, Retry};
+use super::tree_patch::ProductPatch;
 use crate::app::App;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;

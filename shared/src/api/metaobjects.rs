@@ -3,7 +3,7 @@
 //! identifier.
 
 use super::references::{first_referrer, render_metaobject};
-use super::tree_patch::with_retries;
+use super::retry::with_retries;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeType};

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod products;
 pub mod references;
 pub mod render;
+pub mod retry;
 pub mod settings;
 pub mod skus;
 pub mod tree_patch;

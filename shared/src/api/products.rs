@@ -5,7 +5,8 @@ use super::links;
 use super::lists;
 use super::references::with_included;
 use super::render::{self, Embed};
-use super::tree_patch::{self, Retry};
+use super::retry::{with_retries, Retry};
+use super::tree_patch;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::error::ApiError;
@@ -125,7 +126,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         TreeDepth::Product
     };
     let org = call.org();
-    tree_patch::with_retries(&format!("product '{id}'"), move || async move {
+    with_retries(&format!("product '{id}'"), move || async move {
         let (tree, targets) = in_parallel(async {
             futures_util::try_join!(
                 app.store.get_product_tree(org, id, depth),
@@ -154,7 +155,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     let id = call.route.identifier(0, "product")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
-    tree_patch::with_retries(&format!("product '{id}'"), move || async move {
+    with_retries(&format!("product '{id}'"), move || async move {
         let tree = app
             .store
             .get_product_tree(org, id, TreeDepth::Skus)

@@ -180,7 +180,7 @@ async fn update_scopes(
     org: &str,
     change: impl Fn(&mut Scopes) -> Result<Value, ApiError>,
 ) -> Result<ApiResponse, ApiError> {
-    super::tree_patch::with_retries("the workspace settings", || async {
+    super::retry::with_retries("the workspace settings", || async {
         let mut scopes = app.store.get_scopes(org).await?;
         let created = change(&mut scopes)?;
         scopes.ver += 1;

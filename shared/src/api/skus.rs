@@ -3,7 +3,8 @@
 
 use super::lists;
 use super::render;
-use super::tree_patch::{self, ProductPatch, Retry, VariantPatch};
+use super::retry::{with_retries, Retry};
+use super::tree_patch::{self, ProductPatch, VariantPatch};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
@@ -104,7 +105,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let sku_patch = tree_patch::parse_sku_patch(app, call, id, &body).await?;
     let org = call.org();
     let sku_patch = &sku_patch;
-    tree_patch::with_retries(&format!("sku '{id}'"), move || async move {
+    with_retries(&format!("sku '{id}'"), move || async move {
         let tree = sku_path(app, org, id).await?;
         let patch = ProductPatch {
             variants: vec![VariantPatch {
@@ -135,7 +136,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
-    tree_patch::with_retries(&format!("sku '{id}'"), move || async move {
+    with_retries(&format!("sku '{id}'"), move || async move {
         let tree = sku_path(app, org, id).await?;
         let s = &tree.skus[0];
         let at = Timestamp::next_after([tree.product.tu, tree.variants[0].tu, s.tu]);

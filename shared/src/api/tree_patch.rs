@@ -16,11 +16,8 @@ use crate::store::items::{EntityItem, EntityKind};
 use crate::store::products::ProductTree;
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
-use crate::store::StoreError;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::time::Duration;
 
 /// Changes to one entity: `name` when given, validated value changes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -557,62 +554,6 @@ pub fn plan(
         write,
         items,
     })
-}
-
-/// Retries `attempt` (read, plan, commit) while a concurrent writer wins a condition, with
-/// jittered exponential backoff; 409 after the last attempt.
-pub async fn with_retries<T, F, Fut>(what: &str, mut attempt: F) -> Result<T, ApiError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Retry>>,
-{
-    for n in 0..MAX_WRITE_ATTEMPTS {
-        if n > 0 {
-            backoff(n).await;
-        }
-        match attempt().await {
-            Ok(v) => return Ok(v),
-            Err(Retry::Again) => continue,
-            Err(Retry::Fail(e)) => return Err(e),
-        }
-    }
-    Err(ApiError::conflict(format!(
-        "{what} was changed concurrently by other writers; retry the request"
-    )))
-}
-
-/// The outcome of a failed write attempt.
-pub enum Retry {
-    /// A condition was lost to a concurrent writer: read again and re-plan.
-    Again,
-    Fail(ApiError),
-}
-
-impl From<ApiError> for Retry {
-    fn from(e: ApiError) -> Self {
-        Self::Fail(e)
-    }
-}
-
-impl From<StoreError> for Retry {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::ConditionFailed => Self::Again,
-            other => Self::Fail(other.into()),
-        }
-    }
-}
-
-const MAX_WRITE_ATTEMPTS: u32 = 8;
-
-/// Jittered exponential backoff between optimistic-write attempts (at most ~320 ms).
-async fn backoff(attempt: u32) {
-    let cap_ms = (10u64 << attempt.min(5)).min(320);
-    let mut b = [0u8; 2];
-    let jitter = getrandom::fill(&mut b)
-        .map(|_| u16::from_le_bytes(b))
-        .unwrap_or(0);
-    tokio::time::sleep(Duration::from_millis(u64::from(jitter) % cap_ms + 1)).await;
 }
 
 /// The response of a tree write: 201 when the product was created, else 200.

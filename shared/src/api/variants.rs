@@ -3,7 +3,7 @@
 
 use super::lists;
 use super::render;
-use super::tree_patch::{self, Retry};
+use super::retry::{with_retries, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
@@ -106,7 +106,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
-    tree_patch::with_retries(&format!("variant '{id}'"), move || async move {
+    with_retries(&format!("variant '{id}'"), move || async move {
         let not_found = || ApiError::entity_not_found("variant", id);
         let identity = app
             .store

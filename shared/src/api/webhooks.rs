@@ -1,7 +1,7 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
 //! delivery log and replays.
 
-use super::tree_patch::{with_retries, Retry};
+use super::retry::{with_retries, Retry};
 use crate::app::{Api, App, Call};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
 use crate::auth::Scope;
