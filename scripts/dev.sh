@@ -91,6 +91,7 @@ cat <<MSG
 Catalog is running locally.
   Base URL: $CATALOG_BASE_URL
   API key:  $CATALOG_API_KEY      (also in .local/env)
+  OpenAPI:  $CATALOG_BASE_URL/openapi.json  (no key needed; docs/openapi.yaml is the same)
 
 Try:
   curl -s -X PATCH "$CATALOG_BASE_URL/products/p1" -H "Authorization: Bearer $CATALOG_API_KEY" \\

@@ -6,6 +6,7 @@
 //! child processes get `PR_SET_PDEATHSIG`, so they die with the test process.
 
 pub mod ddb;
+pub mod faults;
 pub mod gateway;
 pub mod local;
 pub mod runtime;

@@ -102,7 +102,7 @@ impl Emulator {
     /// Starts the Runtime API for `function` and one process of its binary. A name
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
     /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
-    /// DynamoDB endpoint.
+    /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let port = free_port();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
@@ -121,6 +121,7 @@ impl Emulator {
             "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
+            "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),
             _ => {}
         }
         let name = function.to_string();

@@ -1,8 +1,8 @@
 //! Bad input, concurrency and storage faults end to end, through the real binaries: limits
-//! answer 4xx with a clear error, concurrent writers lose nothing, and an unreachable
-//! DynamoDB is a 503 with `Retry-After`, never a 500.
+//! answer 4xx with a clear error, concurrent writers lose nothing, and an unreachable or
+//! throttled DynamoDB is a 503 with `Retry-After`, never a 500 or half a transaction.
 
-use catalog_e2e::{send_to, Org, Request};
+use catalog_e2e::{faults, send_to, Org, Request, Response};
 use serde_json::json;
 
 #[tokio::test]
@@ -165,18 +165,120 @@ async fn unreachable_storage_is_503_with_retry_after_never_500() {
         Request::new("PATCH", "/v1/products/p").json(json!({"name": "P"})),
     ] {
         let r = send_to("products@nodb", req.bearer(&org.key)).await;
-        assert_eq!(
-            (r.status, r.body.clone(), r.header("retry-after")),
-            (
-                503,
-                json!({"error": "service temporarily unavailable, retry later"}),
-                Some("1")
-            )
-        );
+        assert_unavailable(&r);
     }
     assert_eq!(
         org.get("/v1/products/p").await.status,
         404,
         "nothing written"
+    );
+}
+
+/// DynamoDB throttling, injected by a proxy in front of DynamoDB Local: the SDK retries a
+/// throttled request twice; a write whose transaction stays throttled answers 503 with
+/// `Retry-After` and writes nothing; a write of several transactions cut after the first
+/// leaves a whole tree (every written SKU under its written variant), and repeating the
+/// request completes it.
+#[tokio::test]
+async fn throttled_storage_is_503_with_retry_after_and_never_half_a_transaction() {
+    const TRANSACT: &str = "TransactWriteItems";
+    let db = faults::faulty_db().await;
+    let _exclusive = db.exclusive.lock().await;
+    let org = Org::new().await;
+    org.define(
+        json!({"displayName": "n", "key": "n", "targetEntity": "product", "type": "number"}),
+    )
+    .await;
+    assert_eq!(
+        org.patch("/v1/products/t", json!({"values": {"n": 1}}))
+            .await
+            .status,
+        201
+    );
+    let before = org.get("/v1/products/t").await.body;
+    let patch = |n: u32| {
+        Request::new("PATCH", "/v1/products/t")
+            .bearer(&org.key)
+            .json(json!({"values": {"n": n}}))
+    };
+
+    db.throttle(TRANSACT, 0, faults::ALWAYS);
+    let r = send_to("products@faultydb", patch(2)).await;
+    assert_unavailable(&r);
+    assert_eq!(
+        db.seen(TRANSACT),
+        3,
+        "one request and the SDK's two retries"
+    );
+    assert_eq!(
+        org.get("/v1/products/t").await.body,
+        before,
+        "nothing written"
+    );
+
+    db.throttle(TRANSACT, 0, 2);
+    let r = send_to("products@faultydb", patch(3)).await;
+    assert_eq!((r.status, db.seen(TRANSACT)), (200, 3), "{:?}", r.body);
+    let after = org.get("/v1/products/t").await.body;
+    assert_eq!(
+        after["result"]["attributes"]["product.n"][0]["data"],
+        json!(3)
+    );
+
+    // 150 SKUs: 1 product + 1 variant + 150 SKUs with their identity items, three transactions.
+    let skus: Vec<_> = (0..150)
+        .map(|i| json!({"identifier": format!("big-s{i}")}))
+        .collect();
+    let body = json!({"variants": [{"identifier": "big-v", "skus": skus}]});
+    db.throttle(TRANSACT, 1, faults::ALWAYS);
+    let r = send_to(
+        "products@faultydb",
+        Request::new("PATCH", "/v1/products/big")
+            .bearer(&org.key)
+            .json(body.clone()),
+    )
+    .await;
+    assert_unavailable(&r);
+    db.reset();
+    let tree = org.get("/v1/products/big?include=variants,skus").await;
+    assert_eq!(
+        tree.status, 200,
+        "the first transaction, product first, landed"
+    );
+    let written = tree.body["result"]["variants"][0]["skus"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(tree.body["result"]["variants"][0]["identifier"], "big-v");
+    assert!(
+        (1..150).contains(&written),
+        "{written} SKUs in the first transaction"
+    );
+    for i in 0..written {
+        let sku = org.get(&format!("/v1/skus/big-s{i}")).await;
+        assert_eq!(
+            (sku.status, &sku.body["result"]["variant"]["identifier"]),
+            (200, &json!("big-v"))
+        );
+    }
+    let r = org.patch("/v1/products/big", body).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let tree = org.get("/v1/products/big?include=variants,skus").await;
+    assert_eq!(
+        tree.body["result"]["variants"][0]["skus"]
+            .as_array()
+            .map(Vec::len),
+        Some(150)
+    );
+}
+
+/// The storage-unavailable answer: 503, the decided body, `Retry-After: 1`.
+fn assert_unavailable(r: &Response) {
+    assert_eq!(
+        (r.status, &r.body, r.header("retry-after")),
+        (
+            503,
+            &json!({"error": "service temporarily unavailable, retry later"}),
+            Some("1")
+        )
     );
 }

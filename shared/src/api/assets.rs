@@ -8,6 +8,7 @@ use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
+use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, ValueChange};
 use crate::error::ApiError;
@@ -117,8 +118,6 @@ pub struct AssetInput {
     pub values: Vec<ValueChange>,
 }
 
-const MAX_NAME: usize = 255;
-
 fn is_media_type(s: &str) -> bool {
     let token = |t: &str| {
         !t.is_empty()
@@ -154,10 +153,8 @@ pub fn raw_asset<'a>(
         identifier::validate("asset", id).map_err(|e| bad(e.message))?;
     }
     let name = text("name")?;
-    if name.is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME) {
-        return Err(bad(format!(
-            "field 'name' must be 1 to {MAX_NAME} characters, not blank"
-        )));
+    if let Some(n) = name {
+        names::validate("name", n).map_err(|e| bad(e.message))?;
     }
     let url = text("url")?;
     if let Some(u) = url {

@@ -4,6 +4,7 @@ use super::settings;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::names;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
@@ -94,9 +95,7 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
     body.only(CREATE_FIELDS)?;
     let bad = |m: String| ApiError::bad_request(m);
     let name = body.req_str("displayName")?;
-    if name.trim().is_empty() {
-        return Err(bad("field 'displayName' must not be empty".into()));
-    }
+    names::validate("displayName", name)?;
     let key = body.req_str("key")?;
     if !is_valid_key(key) {
         return Err(bad(format!(

@@ -9,6 +9,7 @@ use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
+use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
@@ -138,11 +139,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(&["name", "values", "items"])?;
     let name = body.req_str("name")?;
-    if name.trim().is_empty() || name.chars().count() > 255 {
-        return Err(ApiError::bad_request(
-            "field 'name' must be 1 to 255 characters, not blank",
-        ));
-    }
+    names::validate("name", name)?;
     let items = &parse_items(&body)?;
     let input = body.opt_object("values")?;
     let wanted: Vec<_> = input

@@ -5,6 +5,7 @@ use super::links;
 use super::retry::with_retries;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
+use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
@@ -113,11 +114,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(&["name", "parent"])?;
     let name = body.req_str("name")?;
-    if name.trim().is_empty() || name.chars().count() > 255 {
-        return Err(ApiError::bad_request(
-            "field 'name' must be 1 to 255 characters, not blank",
-        ));
-    }
+    names::validate("name", name)?;
     let parent = match body.0.get("parent") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) => {

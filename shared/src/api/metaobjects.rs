@@ -7,6 +7,7 @@ use super::retry::with_retries;
 use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeType};
+use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
@@ -149,11 +150,7 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         )));
     }
     let display_name = body.opt_str("displayName")?.unwrap_or(name);
-    if display_name.trim().is_empty() || display_name.chars().count() > 255 {
-        return Err(ApiError::bad_request(
-            "field 'displayName' must be 1 to 255 characters, not blank",
-        ));
-    }
+    names::validate("displayName", display_name)?;
     let list = body
         .opt_array("fields")?
         .ok_or_else(|| ApiError::bad_request("field 'fields' is required"))?;
@@ -264,11 +261,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(&["name", "values"])?;
     let display = body.opt_str("name")?.unwrap_or(id);
-    if display.trim().is_empty() || display.chars().count() > 255 {
-        return Err(ApiError::bad_request(
-            "field 'name' must be 1 to 255 characters, not blank",
-        ));
-    }
+    names::validate("name", display)?;
     let input = body.opt_object("values")?;
     let org = call.org();
     let shelf = Shelf::metaobjects(name);

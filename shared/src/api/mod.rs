@@ -13,6 +13,7 @@ pub mod products;
 pub mod references;
 pub mod render;
 pub mod retry;
+pub mod samples;
 pub mod settings;
 pub mod skus;
 pub mod tree_patch;

@@ -3,6 +3,7 @@
 //! by `catalog-admin openapi` (a test holds the file equal to this). Served unauthenticated at
 //! `GET /v1/openapi.json`.
 
+use super::samples::{self, Sample};
 use crate::http::Route;
 use serde_json::{json, Map, Value};
 
@@ -50,8 +51,48 @@ fn input(fields: &[(&str, Value, bool)]) -> Value {
     o
 }
 
+/// A string schema matching the whole of `body`. The `(?!\n)` keeps Python's `$` (schemathesis
+/// generates with Python's `re`) from also matching before a final newline, which ECMA's never
+/// does and the API refuses.
+fn matching(body: &str) -> Value {
+    json!({"type": "string", "pattern": format!("^{body}(?!\\n)$")})
+}
+
+/// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.
+const KEY: &str = "[a-z][a-z0-9_]{0,63}";
+
+/// decisions.md's identifier: 1 to 255 characters, no control character, no `/`, no leading
+/// or trailing space (`domain/identifier.rs`).
 fn identifier() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^/\\u0000-\\u001f\\u007f]+$"})
+    let mut schema = matching("[^/\\s\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^/\\s\\u0000-\\u001f\\u007f-\\u009f])?");
+    schema["minLength"] = json!(1);
+    schema["maxLength"] = json!(255);
+    schema
+}
+
+/// A display name (`domain/names.rs`): 1 to 255 characters, not blank.
+fn name() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": crate::domain::names::MAX_NAME_CHARS, "pattern": "\\S"})
+}
+
+/// A media type, as `api/assets.rs` checks it.
+fn media_type() -> Value {
+    let token = "[A-Za-z0-9!#$&^_.+-]{1,127}";
+    let mut schema = matching(&format!("{token}/{token}"));
+    schema["example"] = json!("image/jpeg");
+    schema
+}
+
+/// An absolute http(s) URL.
+fn http_url() -> Value {
+    json!({"type": "string", "description": "An absolute http(s) URL", "maxLength": 2048, "pattern": "^https?://[^/?#\\s]+"})
+}
+
+/// A BCP 47 language tag, as `domain/values.rs` checks it.
+fn language_tag() -> Value {
+    let mut schema = matching("[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*");
+    schema["example"] = json!("en-US");
+    schema
 }
 
 fn entity(extra: &[(&str, Value, bool)]) -> Value {
@@ -70,9 +111,9 @@ fn schemas() -> Value {
     let values = json!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "additionalProperties": true});
     let asset_input = input(&[
         ("identifier", identifier(), true),
-        ("url", json!({"type": "string", "format": "uri"}), false),
-        ("name", string(), false),
-        ("mimeType", string(), false),
+        ("url", http_url(), false),
+        ("name", name(), false),
+        ("mimeType", media_type(), false),
         ("values", values.clone(), false),
     ]);
     let sku_input = input(&[
@@ -174,33 +215,33 @@ fn schemas() -> Value {
             ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
         "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
         "AssetCreate": asset_input,
-        "AssetPatch": input(&[("url", json!({"type": "string", "format": "uri"}), false), ("name", string(), false),
-            ("mimeType", string(), false), ("values", values.clone(), false)]),
+        "AssetPatch": input(&[("url", http_url(), false), ("name", name(), false),
+            ("mimeType", media_type(), false), ("values", values.clone(), false)]),
         "AssetLinks": input(&[("assets", array(identifier()), false)]),
-        "AttributeCreate": input(&[("displayName", string(), true), ("key", json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}), true),
+        "AttributeCreate": input(&[("displayName", name(), true), ("key", matching(KEY), true),
             ("targetEntity", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), true),
             ("type", json!({"enum": ["text", "html", "select", "boolean", "number", "price", "weight", "image", "color", "url", "datetime", "metaobject"]}), true),
             ("isChannelScoped", json!({"type": "boolean"}), false), ("isLocalized", json!({"type": "boolean"}), false),
             ("isMulti", json!({"type": "boolean"}), false), ("options", array(string()), false),
             ("presets", json!({"type": "array", "items": string(), "deprecated": true}), false),
             ("metaobjectDefinition", string(), false)]),
-        "FamilyCreate": input(&[("name", string(), true), ("attributes", array(string()), false)]),
-        "ChannelCreate": input(&[("identifier", identifier(), true), ("name", string(), true),
+        "FamilyCreate": input(&[("name", name(), true), ("attributes", array(string()), false)]),
+        "ChannelCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
             ("locales", array(string()), false), ("isDefault", json!({"type": "boolean"}), false)]),
-        "LanguageCreate": input(&[("code", string(), true), ("name", string(), false), ("isDefault", json!({"type": "boolean"}), false)]),
-        "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", string(), true),
+        "LanguageCreate": input(&[("code", language_tag(), true), ("name", name(), false), ("isDefault", json!({"type": "boolean"}), false)]),
+        "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
             ("requiredAttributes", array(string()), true), ("locales", array(string()), false), ("channels", array(string()), false)]),
-        "WebhookCreate": input(&[("url", json!({"type": "string", "format": "uri"}), true), ("topics", array(string()), true),
+        "WebhookCreate": input(&[("url", http_url(), true), ("topics", array(string()), true),
             ("description", string(), false)]),
-        "WebhookPatch": input(&[("url", json!({"type": "string", "format": "uri"}), false), ("topics", array(string()), false),
+        "WebhookPatch": input(&[("url", http_url(), false), ("topics", array(string()), false),
             ("description", nullable("string"), false), ("enabled", json!({"type": "boolean"}), false)]),
     });
     let inputs2 = json!({
-        "MetaobjectDefinitionCreate": input(&[("name", json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}), true),
-            ("displayName", string(), false), ("fields", array(field), true)]),
-        "MetaobjectPut": input(&[("name", string(), false), ("values", values.clone(), false)]),
-        "CategoryPut": input(&[("name", string(), true), ("parent", json!({"type": ["string", "null"]}), false)]),
-        "BundlePut": input(&[("name", string(), true), ("values", values, false), ("items", array(r("BundleLine")), true)]),
+        "MetaobjectDefinitionCreate": input(&[("name", matching(KEY), true),
+            ("displayName", name(), false), ("fields", array(field), true)]),
+        "MetaobjectPut": input(&[("name", name(), false), ("values", values.clone(), false)]),
+        "CategoryPut": input(&[("name", name(), true), ("parent", json!({"type": ["string", "null"]}), false)]),
+        "BundlePut": input(&[("name", name(), true), ("values", values, false), ("items", array(r("BundleLine")), true)]),
     });
     for part in [more, payload, inputs, inputs2] {
         if let (Value::Object(a), Value::Object(b)) = (&mut all, part) {
@@ -215,8 +256,10 @@ fn param(name: &str, location: &str, schema: Value, description: &str) -> Value 
 }
 
 fn parameters() -> Value {
-    json!({
-        "include": param("include", "query", string(), "Comma-separated relations to embed: variants, skus (needs variants on /products), metaobjects (sideloaded under `included`)."),
+    let mut all = json!({
+        "include": param("include", "query", string(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
+        "variant_include": param("include", "query", string(), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`)."),
+        "sku_include": param("include", "query", string(), "metaobjects: sideload the referenced metaobjects under `included`."),
         "attributes": param("attributes", "query", string(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
         "exclude_attributes": param("exclude_attributes", "query", string(), "Selectors to omit after inclusion; exclusion wins."),
         "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
@@ -229,7 +272,21 @@ fn parameters() -> Value {
         "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
         "targetEntity": param("targetEntity", "query", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), "Only definitions of this entity."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
-    })
+    });
+    for (name, example) in samples::query_examples() {
+        all[name]["example"] = example;
+    }
+    all
+}
+
+/// The component holding query parameter `name` on `path`: `include` allows different
+/// relations on products, variants and SKUs.
+fn query_component(path: &str, name: &'static str) -> &'static str {
+    match (name, path) {
+        ("include", p) if p.starts_with("/variants") => "variant_include",
+        ("include", p) if p.starts_with("/skus") => "sku_include",
+        _ => name,
+    }
 }
 
 fn error_response(description: &str) -> Value {
@@ -252,9 +309,12 @@ fn responses() -> Value {
         "NotFound": error_response("No such entity or route."),
         "MethodNotAllowed": not_allowed,
         "Conflict": error_response("The identifier exists, the resource is still in use, or concurrent writers won."),
+        "TooManyRequests": {"description": "Rate limited by API Gateway's stage throttling (infra/template.yaml: burst 500, 1,000 requests per second), before any function runs; the body is API Gateway's own. Back off and retry.",
+            "content": {"application/json": {"schema": object(&[("message", string(), true)]), "example": {"message": "Too Many Requests"}}}},
         "PayloadTooLarge": error_response("Body over 1 MiB."),
         "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
-        "InternalError": error_response("Internal server error (details only in logs)."),
+        "InternalError": {"description": "A failure of the service; details only in its logs.",
+            "content": {"application/json": {"schema": r("Error"), "example": {"error": "Internal server error"}}}},
         "Unavailable": unavailable,
     })
 }
@@ -397,26 +457,33 @@ fn success(op: &Op) -> Value {
 
 fn operation(route: &Route, tag: &str) -> Value {
     let op = op(route);
+    let samples = samples_of(route);
     let mut params: Vec<Value> = route
         .path
         .split('/')
         .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
-        .map(|name| {
+        .enumerate()
+        .map(|(i, name)| {
             let schema = match name {
-                "definition" | "name" => {
-                    json!({"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"})
-                }
-                "key" => json!({"type": "string", "example": "product.color"}),
+                "definition" | "name" => matching(KEY),
+                "key" => matching(&format!("(product|variant|sku|bundle|asset)\\.{KEY}")),
+                "id" if route.path.starts_with("/families") => matching("[1-9][0-9]{0,9}"),
                 _ => identifier(),
             };
-            param(name, "path", schema, "Percent-encoded path segment")
+            let mut p = param(name, "path", schema, "Percent-encoded path segment");
+            if !samples.is_empty() {
+                p["examples"] = samples
+                    .iter()
+                    .map(|(s, values)| (s.name.to_string(), json!({"value": values[i]})))
+                    .collect::<Map<_, _>>()
+                    .into();
+            }
+            p
         })
         .collect();
-    params.extend(
-        op.query
-            .iter()
-            .map(|q| json!({"$ref": format!("#/components/parameters/{q}")})),
-    );
+    params.extend(op.query.iter().map(
+        |q| json!({"$ref": format!("#/components/parameters/{}", query_component(route.path, q))}),
+    ));
     let mut responses = Map::new();
     let status = op.status.to_string();
     responses.insert(status, success(&op));
@@ -433,6 +500,7 @@ fn operation(route: &Route, tag: &str) -> Value {
         errors.extend([
             ("401", "Unauthorized"),
             ("403", "Forbidden"),
+            ("429", "TooManyRequests"),
             ("503", "Unavailable"),
         ]);
     }
@@ -460,9 +528,30 @@ fn operation(route: &Route, tag: &str) -> Value {
         None => v["security"] = json!([]),
     }
     if let Some(schema) = op.request {
-        v["requestBody"] = json!({"required": true, "content": content(r(schema))});
+        let mut body = content(r(schema));
+        let examples: Map<String, Value> = samples
+            .iter()
+            .filter_map(|(s, _)| Some((s.name.to_string(), json!({"value": s.body.clone()?}))))
+            .collect();
+        if !examples.is_empty() {
+            body["application/json"]["examples"] = examples.into();
+        }
+        v["requestBody"] = json!({"required": true, "content": body});
     }
     v
+}
+
+/// The sample requests of `route`, in order, with their decoded path parameters.
+fn samples_of(route: &Route) -> Vec<(Sample, Vec<String>)> {
+    samples::writes()
+        .into_iter()
+        .chain(samples::reads())
+        .filter(|s| s.method == route.method)
+        .filter_map(|s| {
+            let matched = crate::http::routes::find(&[*route], s.method, &format!("/v1{}", s.path));
+            matched.ok().map(|m| (s, m.params))
+        })
+        .collect()
 }
 
 /// `GET /products/{identifier}/assets` → `getProductsIdentifierAssets`.
@@ -508,7 +597,7 @@ pub fn document() -> Value {
                 "parameters": [
                     {"name": "X-Catalog-Webhook-Id", "in": "header", "required": true, "schema": string(), "description": "The delivery id, as in the body"},
                     {"name": "X-Catalog-Signature", "in": "header", "required": true,
-                     "schema": {"type": "string", "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"},
+                     "schema": matching("t=[0-9]+,v1=[0-9a-f]{64}"),
                      "description": "t=<unix seconds>,v1=hex(HMAC-SHA256(secret, \"<t>.<raw body>\"))"},
                     {"name": "User-Agent", "in": "header", "required": true, "schema": {"const": "Catalog-Webhooks/1.0"}},
                 ],
@@ -601,6 +690,57 @@ mod tests {
         served.sort();
         assert_eq!(documented, served);
         assert!(served.contains(&"GET /openapi.json".to_string()));
+    }
+
+    fn served() -> Vec<Route> {
+        super::super::FUNCTIONS
+            .iter()
+            .flat_map(|a| a.routes.iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn every_sample_is_a_served_route_with_a_body_exactly_when_it_writes() {
+        let routes = served();
+        let mut names = std::collections::HashSet::new();
+        for s in samples::writes().into_iter().chain(samples::reads()) {
+            let m = crate::http::routes::find(&routes, s.method, &format!("/v1{}", s.path))
+                .unwrap_or_else(|e| panic!("{} {}: {}", s.method, s.path, e.message));
+            let writes = matches!(s.method, "POST" | "PUT" | "PATCH");
+            assert_eq!(s.body.is_some(), writes, "{} {}", s.method, s.path);
+            assert!(
+                names.insert((s.method, m.route.path, s.name)),
+                "{} twice",
+                s.name
+            );
+        }
+    }
+
+    /// Webhook ids are generated, so the document cannot name one; every other operation
+    /// with a path parameter or a body has examples of them.
+    #[test]
+    fn every_operation_but_those_of_a_webhook_id_has_examples() {
+        let doc = document();
+        for route in served() {
+            let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
+            if route.path.starts_with("/webhooks/{id}") {
+                continue;
+            }
+            for p in op["parameters"].as_array().unwrap() {
+                if p["in"] == "path" {
+                    assert!(p["examples"].is_object(), "{} {}", route.method, route.path);
+                }
+            }
+            if op.get("requestBody").is_some() {
+                let body = &op["requestBody"]["content"]["application/json"];
+                assert!(
+                    body["examples"].is_object(),
+                    "{} {}",
+                    route.method,
+                    route.path
+                );
+            }
+        }
     }
 
     #[test]

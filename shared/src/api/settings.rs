@@ -4,6 +4,7 @@
 use crate::app::{App, Call};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, TargetEntity};
+use crate::domain::names;
 use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
@@ -56,7 +57,6 @@ fn json<T: serde::Serialize>(v: &T) -> Value {
 
 /// Most languages or channels one organization may have.
 const MAX_SCOPES: usize = 200;
-const MAX_NAME: usize = 255;
 
 fn name_field(body: &JsonBody, field: &str, required: bool) -> Result<Option<String>, ApiError> {
     let name = if required {
@@ -64,12 +64,10 @@ fn name_field(body: &JsonBody, field: &str, required: bool) -> Result<Option<Str
     } else {
         body.opt_str(field)?
     };
-    match name {
-        Some(n) if n.trim().is_empty() || n.len() > MAX_NAME => Err(ApiError::bad_request(
-            format!("field '{field}' must be 1 to {MAX_NAME} characters, not blank"),
-        )),
-        other => Ok(other.map(str::to_string)),
+    if let Some(n) = name {
+        names::validate(field, n)?;
     }
+    Ok(name.map(str::to_string))
 }
 
 /// POST /families: 201 with the new integer `id`.

@@ -2,6 +2,7 @@
 
 pub mod attributes;
 pub mod identifier;
+pub mod names;
 pub mod selection;
 pub mod time;
 pub mod values;

@@ -1,0 +1,37 @@
+//! Display names (`name`, `displayName`) of settings and resources: one rule, one message.
+
+use crate::error::ApiError;
+
+pub const MAX_NAME_CHARS: usize = 255;
+
+/// Checks the display name in body field `field`: 1 to 255 characters, not blank.
+pub fn validate(field: &str, name: &str) -> Result<(), ApiError> {
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "field '{field}' must be 1 to {MAX_NAME_CHARS} characters, not blank"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_1_to_255_characters_and_not_blank() {
+        for ok in ["a", " Oak chair ", &"ä".repeat(255)] {
+            assert!(validate("name", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "  \t", &"a".repeat(256)] {
+            let e = validate("displayName", bad).unwrap_err();
+            assert_eq!(
+                (e.status, e.message.as_str()),
+                (
+                    400,
+                    "field 'displayName' must be 1 to 255 characters, not blank"
+                )
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! A DynamoDB endpoint that fails on demand: a loopback proxy in front of DynamoDB Local that
+//! answers chosen operations with DynamoDB's own throttling error, so that a test sees what a
+//! throttled table does to a real function process (`<binary>@faultydb` talks through it).
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What happens to one operation (e.g. `TransactWriteItems`): the first `pass` requests go
+/// through, the next `fail` are throttled, the rest go through.
+#[derive(Debug, Clone, Copy)]
+struct Rule {
+    pass: u32,
+    fail: u32,
+}
+
+#[derive(Default)]
+struct State {
+    rules: HashMap<String, Rule>,
+    /// Requests seen per operation since the last `reset`.
+    seen: HashMap<String, u32>,
+}
+
+/// The proxy: its endpoint, its rules and what it saw.
+pub struct FaultyDb {
+    pub endpoint: String,
+    state: Arc<Mutex<State>>,
+    /// Tests that change the rules hold this, so they never overlap.
+    pub exclusive: tokio::sync::Mutex<()>,
+}
+
+/// Throttles every request of the operation from now on.
+pub const ALWAYS: u32 = u32::MAX;
+
+impl FaultyDb {
+    /// From now on, `operation` lets `pass` requests through, then throttles `fail` of them;
+    /// forgets every other rule and the counts.
+    pub fn throttle(&self, operation: &str, pass: u32, fail: u32) {
+        let mut s = self.state.lock().expect("lock");
+        s.rules = HashMap::from([(operation.to_string(), Rule { pass, fail })]);
+        s.seen.clear();
+    }
+
+    /// No fault any more; counts start again.
+    pub fn reset(&self) {
+        let mut s = self.state.lock().expect("lock");
+        s.rules.clear();
+        s.seen.clear();
+    }
+
+    /// Requests of `operation` seen (passed or throttled) since the rules last changed.
+    pub fn seen(&self, operation: &str) -> u32 {
+        let s = self.state.lock().expect("lock");
+        s.seen.get(operation).copied().unwrap_or(0)
+    }
+}
+
+static FAULTY: OnceLock<FaultyDb> = OnceLock::new();
+
+/// The proxy in front of the stack's DynamoDB Local, started on first use.
+pub async fn faulty_db() -> &'static FaultyDb {
+    let upstream = crate::stack().await.ddb_endpoint.clone();
+    if let Some(f) = FAULTY.get() {
+        return f;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy port");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("address").port();
+    let state = Arc::new(Mutex::new(State::default()));
+    let app = Router::new().fallback({
+        let state = state.clone();
+        let client = reqwest::Client::new();
+        move |headers: HeaderMap, body: Bytes| {
+            proxy(
+                state.clone(),
+                client.clone(),
+                upstream.clone(),
+                headers,
+                body,
+            )
+        }
+    });
+    // The proxy outlives any one test's runtime: it runs on a thread of its own.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            axum::serve(listener, app).await
+        })
+    });
+    FAULTY.get_or_init(|| FaultyDb {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        state,
+        exclusive: tokio::sync::Mutex::new(()),
+    })
+}
+
+/// The endpoint of the started proxy (for a `@faultydb` process).
+pub fn endpoint() -> String {
+    FAULTY
+        .get()
+        .expect("faults::faulty_db() starts the proxy before a @faultydb process")
+        .endpoint
+        .clone()
+}
+
+async fn proxy(
+    state: Arc<Mutex<State>>,
+    client: reqwest::Client,
+    upstream: String,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let operation = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.split_once('.'))
+        .map(|(_, op)| op.to_string())
+        .unwrap_or_default();
+    let throttled = {
+        let mut s = state.lock().expect("lock");
+        let n = *s.seen.get(&operation).unwrap_or(&0);
+        s.seen.insert(operation.clone(), n + 1);
+        s.rules
+            .get(&operation)
+            .is_some_and(|r| n >= r.pass && n - r.pass < r.fail)
+    };
+    if throttled {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "content-type",
+            HeaderValue::from_static("application/x-amz-json-1.0"),
+        );
+        let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
+        return (StatusCode::BAD_REQUEST, h, body).into_response();
+    }
+    let mut req = client.post(&upstream).body(body);
+    for (name, value) in &headers {
+        if !matches!(name.as_str(), "host" | "content-length" | "connection") {
+            req = req.header(name.as_str(), value.as_bytes());
+        }
+    }
+    match req.send().await {
+        Ok(answer) => {
+            let status =
+                StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let mut h = HeaderMap::new();
+            for (name, value) in answer.headers() {
+                if !matches!(
+                    name.as_str(),
+                    "content-length" | "transfer-encoding" | "connection"
+                ) {
+                    if let (Ok(n), Ok(v)) = (
+                        axum::http::HeaderName::from_bytes(name.as_str().as_bytes()),
+                        HeaderValue::from_bytes(value.as_bytes()),
+                    ) {
+                        h.insert(n, v);
+                    }
+                }
+            }
+            let bytes = answer.bytes().await.unwrap_or_default();
+            (status, h, bytes).into_response()
+        }
+        Err(_) => StatusCode::BAD_GATEWAY.into_response(),
+    }
+}
