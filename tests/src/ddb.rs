@@ -16,6 +16,16 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// A nonblocking listener on a loopback port the OS picked, already bound (so no other
+/// process can take the port between picking and binding), with its port; for
+/// `tokio::net::TcpListener::from_std` on whichever runtime serves it.
+pub fn loopback_listener() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("address").port();
+    (listener, port)
+}
+
 /// Children of the harness, kept (never waited on) until the test process exits and
 /// PDEATHSIG ends them.
 static CHILDREN: std::sync::Mutex<Vec<std::process::Child>> = std::sync::Mutex::new(Vec::new());

@@ -66,9 +66,7 @@ pub async fn faulty_db() -> &'static FaultyDb {
     if let Some(f) = FAULTY.get() {
         return f;
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy port");
-    listener.set_nonblocking(true).expect("nonblocking");
-    let port = listener.local_addr().expect("address").port();
+    let (listener, port) = crate::ddb::loopback_listener();
     let state = Arc::new(Mutex::new(State::default()));
     let app = Router::new().fallback({
         let state = state.clone();

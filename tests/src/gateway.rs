@@ -3,7 +3,7 @@
 //! Runtime API emulator) and the function's answer back into HTTP. Tools that speak HTTP,
 //! such as schemathesis, test the real binaries through it.
 
-use crate::ddb::free_port;
+use crate::ddb::loopback_listener;
 use crate::Request;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
@@ -40,10 +40,8 @@ async fn forward(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> i
 
 /// Starts the gateway on a free loopback port (for the test binary's lifetime); its port.
 pub async fn start() -> u16 {
-    let port = free_port();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .expect("gateway port");
+    let (listener, port) = loopback_listener();
+    let listener = tokio::net::TcpListener::from_std(listener).expect("gateway listener");
     let app = Router::new().fallback(forward);
     tokio::spawn(async move { axum::serve(listener, app).await });
     port

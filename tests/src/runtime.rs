@@ -2,7 +2,7 @@
 //! `/2018-06-01/runtime/invocation/next` on its own port, exactly as inside Lambda. HTTP
 //! requests become API Gateway HTTP API (v2) events and the function's v2 response comes back.
 
-use crate::ddb::{die_with_parent, free_port, keep};
+use crate::ddb::{die_with_parent, keep, loopback_listener};
 use crate::{Request, Response};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -104,7 +104,7 @@ impl Emulator {
     /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
     /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
-        let port = free_port();
+        let (listener, port) = loopback_listener();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
         let binary = crate::binary(binary_name);
         let app = Router::new()
@@ -126,9 +126,8 @@ impl Emulator {
         }
         let name = function.to_string();
         self.handle.spawn(async move {
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-                .await
-                .expect("runtime API port");
+            let listener =
+                tokio::net::TcpListener::from_std(listener).expect("runtime API listener");
             tokio::spawn(async move { axum::serve(listener, app).await });
             // Spawned on the emulator's thread, which lives as long as the test process.
             let child = die_with_parent(

@@ -22,8 +22,10 @@ use std::time::{Duration, Instant};
 
 /// Settings the functions run with in the webhook tests: a 3 s coalescing window, eight
 /// attempts one second apart and a 2 s answer timeout, so a whole schedule takes seconds.
-pub const COALESCE_SECONDS: u64 = 3;
+pub const COALESCE_SECONDS: u64 = 5;
 pub const ATTEMPTS: u32 = 8;
+/// How long the delivery worker waits for a receiver: far above a loaded machine's answer time.
+pub const RECEIVER_TIMEOUT_SECONDS: u64 = 5;
 
 pub struct Hooks {
     pub sqs_endpoint: String,
@@ -114,7 +116,10 @@ async fn start() -> Hooks {
             "CATALOG_WEBHOOK_RETRY_SCHEDULE",
             vec!["1"; ATTEMPTS as usize - 1].join(","),
         ),
-        ("CATALOG_WEBHOOK_TIMEOUT_SECONDS", "2".into()),
+        (
+            "CATALOG_WEBHOOK_TIMEOUT_SECONDS",
+            RECEIVER_TIMEOUT_SECONDS.to_string(),
+        ),
     ]);
     let stream_arn = stream_arn(stack.store().client(), crate::TABLE).await;
     let invoke: Invoker = Arc::new(|function, event| {

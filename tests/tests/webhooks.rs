@@ -7,13 +7,16 @@ use catalog::webhooks::deliver::new_delivery;
 use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::signature::{self, VerifyError};
 use catalog::webhooks::topics::Action;
-use catalog_e2e::webhooks::{eventually, sqs_client, webhooks, Receiver, ATTEMPTS};
+use catalog_e2e::webhooks::{
+    eventually, sqs_client, webhooks, Receiver, ATTEMPTS, COALESCE_SECONDS,
+    RECEIVER_TIMEOUT_SECONDS,
+};
 use catalog_e2e::{Org, Request};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// Long enough for a window (3 s), the stream and queue polls, and slow CI.
+/// Long enough for a window (5 s), the stream and queue polls, and slow CI.
 const DELIVERY: Duration = Duration::from_secs(60);
 
 async fn subscribe(org: &Org, url: &str, topics: &[&str]) -> (String, String) {
@@ -207,7 +210,7 @@ async fn rapid_updates_coalesce_into_one_signed_delivery() {
     // a write that changes nothing is no event
     put_product(&org, "lamp", json!({"name": "Lamp 19"})).await;
     // nothing else arrives for two more windows
-    let quiet = std::time::Instant::now() + Duration::from_secs(7);
+    let quiet = std::time::Instant::now() + Duration::from_secs(2 * COALESCE_SECONDS + 1);
     while std::time::Instant::now() < quiet {
         assert_eq!(receiver.received().len(), 1, "a second delivery arrived");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -598,7 +601,7 @@ async fn redirects_and_slow_answers_are_failures() {
     webhooks().await;
     let org = Org::new().await;
     let redirect = Receiver::answering(302, Duration::ZERO).await;
-    let slow = Receiver::answering(204, Duration::from_secs(3)).await;
+    let slow = Receiver::answering(204, Duration::from_secs(RECEIVER_TIMEOUT_SECONDS + 2)).await;
     let (redirect_hook, _) = subscribe(&org, &redirect.url(), &["product.created"]).await;
     let (slow_hook, _) = subscribe(&org, &slow.url(), &["product.created"]).await;
     put_product(&org, "vase", json!({"name": "Vase"})).await;
@@ -608,7 +611,7 @@ async fn redirects_and_slow_answers_are_failures() {
             json!(302),
             "redirects are not followed; answer 2xx at the registered URL",
         ),
-        (&slow_hook, Value::Null, "no response within 2 s"),
+        (&slow_hook, Value::Null, "no response within 5 s"),
     ] {
         let log = eventually("a failed first attempt", DELIVERY, || async {
             let log = deliveries(&org, hook).await;

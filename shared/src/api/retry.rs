@@ -123,9 +123,11 @@ mod tests {
                 "product 'p' was changed concurrently by other writers; retry the request"
             )
         );
-        // No pause is started that would end past the budget.
+        // No pause is started that would end past the budget: a pause that did could overrun
+        // it by up to MAX_BACKOFF (320 ms); timer lateness on a loaded machine stays well
+        // under the 200 ms allowed here.
         assert!(
-            started.elapsed() <= budget + Duration::from_millis(50),
+            started.elapsed() <= budget + Duration::from_millis(200),
             "{:?}",
             started.elapsed()
         );
