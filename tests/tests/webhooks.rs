@@ -651,13 +651,7 @@ async fn the_connect_time_check_refuses_what_only_local_mode_allowed() {
     let delivery = new_delivery(&message, Timestamp::now(), Duration::from_secs(3600));
     let store = catalog_e2e::stack().await.store();
     store.create_delivery(&org.id, &delivery).await.unwrap();
-    let event = json!({"Records": [{
-        "messageId": "m-1", "receiptHandle": "not-a-real-handle",
-        "body": serde_json::to_string(&message).unwrap(),
-        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
-        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
-    }]});
-    let out = catalog_e2e::invoke("webhook-delivery@strict", event).await;
+    let out = catalog_e2e::invoke("webhook-delivery@strict", sqs_event("m-1", &message, 1)).await;
     assert_eq!(
         out,
         json!({"batchItemFailures": [{"itemIdentifier": "m-1"}]})
@@ -695,13 +689,7 @@ async fn an_early_copy_of_a_message_waits_for_the_next_step() {
     delivery.next_attempt_at = Some(Timestamp::from_millis(Timestamp::now().millis() + 60_000));
     let store = catalog_e2e::stack().await.store();
     store.create_delivery(&org.id, &delivery).await.unwrap();
-    let event = json!({"Records": [{
-        "messageId": "m-early", "receiptHandle": "not-a-real-handle",
-        "body": serde_json::to_string(&message).unwrap(),
-        "attributes": {"ApproximateReceiveCount": "2"}, "messageAttributes": {},
-        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
-    }]});
-    let out = catalog_e2e::invoke("webhook-delivery", event).await;
+    let out = catalog_e2e::invoke("webhook-delivery", sqs_event("m-early", &message, 2)).await;
     assert_eq!(
         out,
         json!({"batchItemFailures": [{"itemIdentifier": "m-early"}]})
@@ -710,4 +698,14 @@ async fn an_early_copy_of_a_message_waits_for_the_next_step() {
     assert_eq!(log[0]["attempts"], json!(1));
     assert_eq!(log[0]["status"], json!("retrying"));
     assert!(receiver.received().is_empty());
+}
+
+/// An SQS event of one record carrying `message`, received `receive_count` times.
+fn sqs_event(message_id: &str, message: &QueueMessage, receive_count: u32) -> Value {
+    json!({"Records": [{
+        "messageId": message_id, "receiptHandle": "not-a-real-handle",
+        "body": serde_json::to_string(message).unwrap(),
+        "attributes": {"ApproximateReceiveCount": receive_count.to_string()}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
+    }]})
 }

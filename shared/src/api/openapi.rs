@@ -4,6 +4,7 @@
 //! `GET /v1/openapi.json`.
 
 use super::samples::{self, Sample};
+use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::http::Route;
 use serde_json::{json, Map, Value};
 
@@ -68,6 +69,11 @@ fn identifier() -> Value {
     schema["minLength"] = json!(1);
     schema["maxLength"] = json!(255);
     schema
+}
+
+/// An attribute's target entity.
+fn target_entity() -> Value {
+    json!({"enum": TargetEntity::ALL.map(TargetEntity::as_str)})
 }
 
 /// A display name (`domain/names.rs`): 1 to 255 characters, not blank.
@@ -219,8 +225,8 @@ fn schemas() -> Value {
             ("mimeType", media_type(), false), ("values", values.clone(), false)]),
         "AssetLinks": input(&[("assets", array(identifier()), false)]),
         "AttributeCreate": input(&[("displayName", name(), true), ("key", matching(KEY), true),
-            ("targetEntity", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), true),
-            ("type", json!({"enum": ["text", "html", "select", "boolean", "number", "price", "weight", "image", "color", "url", "datetime", "metaobject"]}), true),
+            ("targetEntity", target_entity(), true),
+            ("type", json!({"enum": AttributeType::ALL.map(AttributeType::as_str)}), true),
             ("isChannelScoped", json!({"type": "boolean"}), false), ("isLocalized", json!({"type": "boolean"}), false),
             ("isMulti", json!({"type": "boolean"}), false), ("options", array(string()), false),
             ("presets", json!({"type": "array", "items": string(), "deprecated": true}), false),
@@ -270,7 +276,7 @@ fn parameters() -> Value {
         "completeness_profile": param("completeness_profile", "query", string(), "Completeness profile identifier."),
         "completeness": param("completeness", "query", json!({"enum": ["complete", "incomplete"]}), "Requires completeness_profile."),
         "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
-        "targetEntity": param("targetEntity", "query", json!({"enum": ["product", "variant", "sku", "bundle", "asset"]}), "Only definitions of this entity."),
+        "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
     });
     for (name, example) in samples::query_examples() {
@@ -466,7 +472,10 @@ fn operation(route: &Route, tag: &str) -> Value {
         .map(|(i, name)| {
             let schema = match name {
                 "definition" | "name" => matching(KEY),
-                "key" => matching(&format!("(product|variant|sku|bundle|asset)\\.{KEY}")),
+                "key" => {
+                    let entities = TargetEntity::ALL.map(TargetEntity::as_str).join("|");
+                    matching(&format!("({entities})\\.{KEY}"))
+                }
                 "id" if route.path.starts_with("/families") => matching("[1-9][0-9]{0,9}"),
                 _ => identifier(),
             };
