@@ -14,7 +14,7 @@ pub mod webhooks;
 
 use catalog::auth::Scope;
 use catalog::store::Store;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -256,6 +256,14 @@ impl Org {
             .json(body)
             .send()
             .await
+    }
+
+    /// Creates the languages `codes`, each answered 201.
+    pub async fn languages(&self, codes: &[&str]) {
+        for code in codes {
+            let r = self.post("/v1/languages", json!({ "code": code })).await;
+            assert_eq!(r.status, 201, "language {code}: {:?}", r.body);
+        }
     }
 
     /// Creates metaobject definition `name` with `fields`, and the metaobjects `ids` of it

@@ -10,18 +10,7 @@ use serde_json::{json, Value};
 /// product `chair` (oak) with variant `chair-w` (walnut) and SKU `chair-w-s` (pine).
 async fn workspace() -> Org {
     let org = Org::new().await;
-    assert_eq!(
-        org.post("/v1/languages", json!({"code": "en-US"}))
-            .await
-            .status,
-        201
-    );
-    assert_eq!(
-        org.post("/v1/languages", json!({"code": "de-DE"}))
-            .await
-            .status,
-        201
-    );
+    org.languages(&["en-US", "de-DE"]).await;
     let r = org
         .post(
             "/v1/metaobject-definitions",

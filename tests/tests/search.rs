@@ -35,18 +35,7 @@ fn ago(hours: i64) -> String {
 /// Three products: p1 and p2 with values, a variant and SKUs; p3 with nothing.
 async fn catalog() -> Org {
     let org = Org::new().await;
-    assert_eq!(
-        org.post("/v1/languages", json!({"code": "en-US"}))
-            .await
-            .status,
-        201
-    );
-    assert_eq!(
-        org.post("/v1/languages", json!({"code": "de-DE"}))
-            .await
-            .status,
-        201
-    );
+    org.languages(&["en-US", "de-DE"]).await;
     define(
         &org,
         "product",
