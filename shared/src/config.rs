@@ -20,6 +20,12 @@ pub struct Config {
     pub debug_headers: bool,
     /// Largest accepted request body in bytes (`CATALOG_MAX_BODY_BYTES`, default 1 MiB).
     pub max_body_bytes: usize,
+    /// Largest accepted bulk body (`PATCH /products`) in bytes (`CATALOG_MAX_BULK_BODY_BYTES`,
+    /// default 6 MiB, decisions.md).
+    pub max_bulk_body_bytes: usize,
+    /// How many items of one bulk request are written at once (`CATALOG_BULK_CONCURRENCY`,
+    /// default 16).
+    pub bulk_concurrency: usize,
     /// Queues, coalescing window, retry schedule and URL policy of webhooks.
     pub webhooks: crate::webhooks::WebhookConfig,
 }
@@ -32,6 +38,8 @@ impl Default for Config {
             auth_cache_ttl: Duration::from_secs(60),
             debug_headers: false,
             max_body_bytes: 1024 * 1024,
+            max_bulk_body_bytes: 6 * 1024 * 1024,
+            bulk_concurrency: 16,
             webhooks: Default::default(),
         }
     }
@@ -63,6 +71,12 @@ impl Config {
             max_body_bytes: number("CATALOG_MAX_BODY_BYTES")
                 .map(|n| n as usize)
                 .unwrap_or(defaults.max_body_bytes),
+            max_bulk_body_bytes: number("CATALOG_MAX_BULK_BODY_BYTES")
+                .map(|n| n as usize)
+                .unwrap_or(defaults.max_bulk_body_bytes),
+            bulk_concurrency: number("CATALOG_BULK_CONCURRENCY")
+                .map(|n| n.clamp(1, 256) as usize)
+                .unwrap_or(defaults.bulk_concurrency),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup, local_mode),
         }
     }

@@ -123,6 +123,7 @@ async fn sample_events_work_against_the_real_functions() {
     // Writes first so that the reads find what they ask for.
     let fixtures = [
         ("products", "events/products/patch-product.json", 201),
+        ("products", "events/products/bulk-patch-products.json", 200),
         ("products", "events/products/get-product.json", 200),
         ("products", "events/products/list-products.json", 200),
         ("variants", "events/variants/get-variant.json", 200),

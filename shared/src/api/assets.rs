@@ -256,7 +256,7 @@ pub async fn context(
     if wanted.is_empty() {
         return Ok(WriteContext::default());
     }
-    Ok(app.store.write_context(org, &wanted, None).await?)
+    Ok(app.store.write_context(org, &wanted, &[]).await?)
 }
 
 const CREATE_FIELDS: &[&str] = &["identifier", "url", "name", "mimeType", "values"];

@@ -149,7 +149,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let ctx = if wanted.is_empty() {
         WriteContext::default()
     } else {
-        app.store.write_context(call.org(), &wanted, None).await?
+        app.store.write_context(call.org(), &wanted, &[]).await?
     };
     let languages = ctx.scopes.language_codes();
     let channels = ctx.scopes.channel_ids();

@@ -162,7 +162,7 @@ pub async fn matching(
             .map(RawSearch::attribute_keys)
             .unwrap_or_default();
         let profile = req.completeness.as_ref().map(|c| c.profile.as_str());
-        let context = store.settings_context(org, &wanted, None, profile);
+        let context = store.settings_context(org, &wanted, &[], profile);
         let (ctx, ()) = in_parallel(async { futures_util::try_join!(context, refresh) }).await?;
         if let Some(search) = &req.search {
             criteria.filters = search.validate(&ctx.defs)?;

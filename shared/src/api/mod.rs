@@ -2,6 +2,7 @@
 
 pub mod assets;
 pub mod attributes;
+pub mod bulk;
 pub mod bundles;
 pub mod categories;
 pub mod include;

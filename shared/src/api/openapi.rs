@@ -166,6 +166,10 @@ fn schemas() -> Value {
         "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
             ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
         "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
+        "BulkLine": object(&[("line", json!({"type": "integer", "minimum": 1}), true),
+            ("identifier", nullable("string"), true),
+            ("status", json!({"type": "integer", "description": "What PATCH /products/{identifier} would have answered: 201, 200 or an error status"}), true),
+            ("error", string(), false)]),
         "Asset": object(&[("identifier", string(), true), ("name", string(), true),
             ("url", string(), true), ("mimeType", string(), true),
             ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
@@ -217,8 +221,13 @@ fn schemas() -> Value {
     });
     let inputs = json!({
         "ProductPatch": input(&[("name", string(), false), ("values", values.clone(), false),
-            ("familyId", nullable("integer"), false), ("variants", array(variant_input), false),
+            ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
             ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
+        "ProductBulk": {"type": "array", "maxItems": super::bulk::MAX_BULK_ITEMS,
+            "description": "PATCH /products/{identifier} bodies, each with its `identifier`; or the same objects as NDJSON (`Content-Type: application/x-ndjson`, one per line). At most 1,000 items and 6 MiB (413 beyond, nothing written).",
+            "items": input(&[("identifier", identifier(), true), ("name", string(), false), ("values", values.clone(), false),
+                ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
+                ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)])},
         "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
         "AssetCreate": asset_input,
         "AssetPatch": input(&[("url", http_url(), false), ("name", name(), false),
@@ -332,6 +341,8 @@ enum Body {
     List(&'static str),
     /// The object itself, not wrapped in `result`.
     Bare(&'static str),
+    /// `{"result": [...]}` without paging.
+    Lines(&'static str),
     /// This document.
     Document,
 }
@@ -372,6 +383,7 @@ fn op(route: &Route) -> Op {
             "exclude_attributes", "completeness_profile", "completeness", "channel",
         ], None, 200, List("Product"))),
         ("GET", "/products/{identifier}") => with_included(o("Get a product", DETAIL, None, 200, Single("Product"))),
+        ("PATCH", "/products") => o("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some("ProductBulk"), 200, Lines("BulkLine")),
         ("PATCH", "/products/{identifier}") => o("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some("ProductPatch"), 200, Single("WriteResult")),
         ("DELETE", "/products/{identifier}") => o("Delete a product with its variants and SKUs", &[], None, 200, Single("Deleted")),
         ("GET", "/variants") => with_included(o("List variants", LIST, None, 200, List("Variant"))),
@@ -440,6 +452,7 @@ fn success(op: &Op) -> Value {
     let schema = match op.body {
         Body::Document => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
         Body::Bare(name) => r(name),
+        Body::Lines(name) => object(&[("result", array(r(name)), true)]),
         Body::Single(name) => {
             let mut fields = vec![("result", r(name), true)];
             if op.included {

@@ -19,6 +19,7 @@ use lambda_http::BoxFuture;
 
 pub const ROUTES: &[Route] = &[
     Route::new("GET", "/products", Scope::CatalogRead),
+    Route::new("PATCH", "/products", Scope::CatalogWrite),
     Route::new("GET", "/products/{identifier}", Scope::CatalogRead),
     Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite),
     Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite),
@@ -35,6 +36,7 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
     Box::pin(async move {
         match (call.route.route.method, call.route.route.path) {
             ("GET", "/products") => list_products(app, &call).await,
+            ("PATCH", "/products") => super::bulk::patch_products(app, &call).await,
             ("GET", "/products/{identifier}") => get_product(app, &call).await,
             ("PATCH", "/products/{identifier}") => patch_product(app, &call).await,
             ("DELETE", "/products/{identifier}") => delete_product(app, &call).await,
@@ -102,30 +104,24 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     .await
 }
 
-const PATCH_FIELDS: &[&str] = &[
-    "name",
-    "values",
-    "familyId",
-    "variants",
-    "assets",
-    "categories",
-];
-
 /// PATCH /products/{identifier}: upsert of the product and the variants and SKUs it names;
 /// 201 when the product was created, 200 otherwise. The whole body is validated first.
 async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(PATCH_FIELDS)?;
-    let patch = &tree_patch::parse_product_patch(app, call, id, &body).await?;
-    let depth = if patch.variants.iter().any(|v| !v.skus.is_empty()) {
-        TreeDepth::Skus
-    } else if !patch.variants.is_empty() {
-        TreeDepth::Variants
-    } else {
-        TreeDepth::Product
-    };
-    let org = call.org();
+    let patch = tree_patch::parse_product_patch(app, call, id, &body).await?;
+    upsert_product(app, call.org(), id, &patch).await
+}
+
+/// Writes one validated product patch: read the tree (and link targets), plan, commit,
+/// again on a lost condition. The single PATCH and every item of the bulk PATCH.
+pub(super) async fn upsert_product(
+    app: &App,
+    org: &str,
+    id: &str,
+    patch: &tree_patch::ProductPatch,
+) -> Result<ApiResponse, ApiError> {
+    let depth = patch.depth();
     with_retries(&format!("product '{id}'"), move || async move {
         let (tree, targets) = in_parallel(async {
             futures_util::try_join!(

@@ -16,14 +16,9 @@ use std::collections::BTreeSet;
 /// A metaobject reference: (definition, identifier).
 type Ref = (String, String);
 
-/// Checks that every metaobject the changes set exists: one BatchGetItem, none when no
-/// change names a metaobject. `changes` pairs each entity's changes with the path prefix
-/// that names the entity in errors (`""`, `"variants[0]."`).
-pub async fn check_exist(
-    store: &Store,
-    org: &str,
-    changes: &[(String, &[ValueChange])],
-) -> Result<(), ApiError> {
+/// The metaobjects `changes` set, each with the path that names it in errors. `changes`
+/// pairs each entity's changes with its path prefix (`""`, `"variants[0]."`).
+fn wanted_refs(changes: &[(String, &[ValueChange])]) -> Vec<(String, Ref)> {
     let mut wanted: Vec<(String, Ref)> = Vec::new();
     for (at, list) in changes {
         for change in list.iter() {
@@ -34,25 +29,60 @@ pub async fn check_exist(
             }
         }
     }
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let keys = wanted
-        .iter()
-        .map(|(_, (def, id))| Shelf::metaobjects(def).key(org, id))
+    wanted
+}
+
+/// Which of `refs` exist: one BatchGetItem round (none for no refs).
+async fn existing<'a>(
+    store: &Store,
+    org: &str,
+    refs: impl Iterator<Item = &'a Ref>,
+) -> Result<BTreeSet<Ref>, ApiError> {
+    let keys: Vec<_> = refs
+        .map(|(def, id)| Shelf::metaobjects(def).key(org, id))
         .collect();
-    let found: BTreeSet<Ref> = store
+    if keys.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    Ok(store
         .get_resources(keys)
         .await?
         .into_iter()
         .filter_map(|m| Some((m.def?, m.id)))
-        .collect();
+        .collect())
+}
+
+fn first_missing(wanted: &[(String, Ref)], found: &BTreeSet<Ref>) -> Result<(), ApiError> {
     match wanted.iter().find(|(_, r)| !found.contains(r)) {
         Some((at, (def, id))) => Err(ApiError::bad_request(format!(
             "{at}: metaobject '{id}' of definition '{def}' does not exist"
         ))),
         None => Ok(()),
     }
+}
+
+/// Checks that every metaobject the changes set exists: one BatchGetItem, none when no
+/// change names a metaobject.
+pub async fn check_exist(
+    store: &Store,
+    org: &str,
+    changes: &[(String, &[ValueChange])],
+) -> Result<(), ApiError> {
+    let wanted = wanted_refs(changes);
+    let found = existing(store, org, wanted.iter().map(|(_, r)| r)).await?;
+    first_missing(&wanted, &found)
+}
+
+/// [`check_exist`] for many independent writes at once (a bulk request): one BatchGetItem
+/// round for all of them, and each write's own outcome.
+pub async fn check_exist_each(
+    store: &Store,
+    org: &str,
+    writes: &[Vec<(String, &[ValueChange])>],
+) -> Result<Vec<Result<(), ApiError>>, ApiError> {
+    let wanted: Vec<Vec<(String, Ref)>> = writes.iter().map(|w| wanted_refs(w)).collect();
+    let found = existing(store, org, wanted.iter().flatten().map(|(_, r)| r)).await?;
+    Ok(wanted.iter().map(|w| first_missing(w, &found)).collect())
 }
 
 /// The metaobject references in a rendered result: every attribute entry that carries a

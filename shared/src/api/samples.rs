@@ -175,6 +175,14 @@ pub fn writes() -> Vec<Sample> {
             json!({"name": "Stool", "values": {"legacy_code": "ST-1"}}),
         ),
         write(
+            "desk-and-lamp",
+            "PATCH",
+            "/products",
+            json!([
+                {"identifier": "desk", "name": "Desk"},
+                {"identifier": "lamp", "name": "Lamp", "values": {"legacy_code": "LA-1"}}]),
+        ),
+        write(
             "chair-oak-m",
             "PATCH",
             "/skus/chair-oak-m",

@@ -78,7 +78,7 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let keys = attribute_keys(&body, "attributes", ALL_ENTITIES)?;
     if !keys.is_empty() {
         let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
-        let ctx = app.store.write_context(call.org(), &wanted, None).await?;
+        let ctx = app.store.write_context(call.org(), &wanted, &[]).await?;
         if let Some((_, _, key)) = keys.iter().find(|(e, k, _)| !defined(&ctx, *e, k)) {
             return Err(missing_attribute("attributes", key));
         }
@@ -359,7 +359,7 @@ async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     }
     let keys = attribute_keys(&body, "requiredAttributes", TREE_ENTITIES)?;
     let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
-    let ctx = app.store.write_context(call.org(), &wanted, None).await?;
+    let ctx = app.store.write_context(call.org(), &wanted, &[]).await?;
     let mut builtin_names = Vec::new();
     for (entity, k, key) in &keys {
         if defined(&ctx, *entity, k) {

@@ -13,7 +13,7 @@ use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody};
 use crate::store::items::{EntityItem, EntityKind};
-use crate::store::products::ProductTree;
+use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
 use serde_json::{Map, Value};
@@ -178,6 +178,148 @@ fn entity_patch(
     })
 }
 
+/// The fields of a PATCH /products/{identifier} body.
+pub const PATCH_FIELDS: &[&str] = &[
+    "name",
+    "values",
+    "familyId",
+    "variants",
+    "assets",
+    "categories",
+];
+
+/// A PATCH /products body, structurally checked (fields, types, identifiers, duplicates)
+/// but not yet validated against the organization's definitions: what it needs to read.
+pub struct RawProductPatch<'a> {
+    product: RawEntity<'a>,
+    family: Option<Option<i64>>,
+    variants: Vec<(RawEntity<'a>, Vec<RawEntity<'a>>)>,
+    assets: Option<Vec<RawAsset<'a>>>,
+    categories: Option<Vec<String>>,
+}
+
+impl<'a> RawProductPatch<'a> {
+    /// Checks the body's shape; `extra` names fields the caller allows beyond
+    /// [`PATCH_FIELDS`] (the bulk route's `identifier`).
+    pub fn parse(id: &'a str, body: &'a JsonBody, extra: &[&str]) -> Result<Self, ApiError> {
+        let allowed: Vec<&str> = PATCH_FIELDS.iter().chain(extra).copied().collect();
+        body.only(&allowed)?;
+        let name = body.opt_str("name")?;
+        let values = body.opt_object("values")?;
+        let family = match body.0.get("familyId") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(v) => Some(Some(v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
+                ApiError::bad_request("field 'familyId' must be a positive integer or null")
+            })?)),
+        };
+        Ok(Self {
+            product: RawEntity {
+                at: String::new(),
+                id,
+                name,
+                values,
+            },
+            family,
+            variants: raw_variants(body.opt_array("variants")?.map_or(&[], Vec::as_slice))?,
+            assets: body
+                .opt_array("assets")?
+                .map(|l| raw_assets(l))
+                .transpose()?,
+            categories: body
+                .opt_array("categories")?
+                .map(|l| distinct_ids(l, "categories", "category"))
+                .transpose()?,
+        })
+    }
+
+    /// The attribute definitions the body's values need.
+    pub fn wanted(&self) -> Vec<(TargetEntity, String)> {
+        let mut wanted: Vec<(TargetEntity, String)> =
+            wanted_keys(TargetEntity::Product, self.product.values).collect();
+        for (v, skus) in &self.variants {
+            wanted.extend(wanted_keys(TargetEntity::Variant, v.values));
+            for s in skus {
+                wanted.extend(wanted_keys(TargetEntity::Sku, s.values));
+            }
+        }
+        for a in self.assets.iter().flatten() {
+            wanted.extend(a.wanted());
+        }
+        wanted
+    }
+
+    /// The family the body sets, if any.
+    pub fn family_id(&self) -> Option<i64> {
+        self.family.flatten()
+    }
+
+    /// Validates every value against `ctx` (read with [`Self::wanted`] and
+    /// [`Self::family_id`]); no I/O.
+    pub fn validate(&self, ctx: &WriteContext) -> Result<ProductPatch, ApiError> {
+        if let Some(f) = self.family_id() {
+            if !ctx.families.contains(&f) {
+                return Err(ApiError::bad_request(format!(
+                    "field 'familyId': family {f} does not exist"
+                )));
+            }
+        }
+        let mut patch = ProductPatch {
+            entity: entity_patch(&self.product, TargetEntity::Product, ctx)?,
+            family: self.family,
+            variants: Vec::new(),
+            assets: self
+                .assets
+                .as_ref()
+                .map(|list| {
+                    list.iter()
+                        .map(|a| a.validate(a.identifier.unwrap_or_default(), ctx))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()?,
+            categories: self.categories.clone(),
+        };
+        for (v, skus) in &self.variants {
+            patch.variants.push(VariantPatch {
+                entity: entity_patch(v, TargetEntity::Variant, ctx)?,
+                skus: skus
+                    .iter()
+                    .map(|s| entity_patch(s, TargetEntity::Sku, ctx))
+                    .collect::<Result<_, _>>()?,
+            });
+        }
+        Ok(patch)
+    }
+}
+
+impl ProductPatch {
+    /// Every entity's value changes, with the path prefix that names the entity in errors.
+    pub fn value_changes(&self) -> Vec<(String, &[ValueChange])> {
+        let mut changes = vec![(String::new(), self.entity.values.as_slice())];
+        for (i, v) in self.variants.iter().enumerate() {
+            changes.push((format!("variants[{i}]."), v.entity.values.as_slice()));
+            for (j, s) in v.skus.iter().enumerate() {
+                changes.push((format!("variants[{i}].skus[{j}]."), s.values.as_slice()));
+            }
+        }
+        for (i, a) in self.assets.iter().flatten().enumerate() {
+            changes.push((format!("assets[{i}]."), a.values.as_slice()));
+        }
+        changes
+    }
+
+    /// How deep a write of this patch must read the tree.
+    pub fn depth(&self) -> TreeDepth {
+        if self.variants.iter().any(|v| !v.skus.is_empty()) {
+            TreeDepth::Skus
+        } else if !self.variants.is_empty() {
+            TreeDepth::Variants
+        } else {
+            TreeDepth::Product
+        }
+    }
+}
+
 /// Parses and validates a PATCH /products body whole: one BatchGetItem of the definitions,
 /// scopes and family it names, no write.
 pub async fn parse_product_patch(
@@ -186,89 +328,18 @@ pub async fn parse_product_patch(
     id: &str,
     body: &JsonBody,
 ) -> Result<ProductPatch, ApiError> {
-    let name = body.opt_str("name")?;
-    let values = body.opt_object("values")?;
-    let family = match body.0.get("familyId") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(v) => Some(Some(v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
-            ApiError::bad_request("field 'familyId' must be a positive integer or null")
-        })?)),
-    };
-    let variants = raw_variants(body.opt_array("variants")?.map_or(&[], Vec::as_slice))?;
-    let assets = body
-        .opt_array("assets")?
-        .map(|l| raw_assets(l))
-        .transpose()?;
-    let categories = body
-        .opt_array("categories")?
-        .map(|l| distinct_ids(l, "categories", "category"))
-        .transpose()?;
-    let product_raw = RawEntity {
-        at: String::new(),
-        id,
-        name,
-        values,
-    };
-    let mut wanted: Vec<(TargetEntity, String)> =
-        wanted_keys(TargetEntity::Product, values).collect();
-    for (v, skus) in &variants {
-        wanted.extend(wanted_keys(TargetEntity::Variant, v.values));
-        for s in skus {
-            wanted.extend(wanted_keys(TargetEntity::Sku, s.values));
-        }
-    }
-    for a in assets.iter().flatten() {
-        wanted.extend(a.wanted());
-    }
-    let family_id = family.flatten();
-    let ctx = if wanted.is_empty() && family_id.is_none() {
+    let raw = RawProductPatch::parse(id, body, &[])?;
+    let wanted = raw.wanted();
+    let families: Vec<i64> = raw.family_id().into_iter().collect();
+    let ctx = if wanted.is_empty() && families.is_empty() {
         WriteContext::default()
     } else {
         app.store
-            .write_context(call.org(), &wanted, family_id)
+            .write_context(call.org(), &wanted, &families)
             .await?
     };
-    if let Some(f) = family_id {
-        if !ctx.family_exists {
-            return Err(ApiError::bad_request(format!(
-                "field 'familyId': family {f} does not exist"
-            )));
-        }
-    }
-    let mut patch = ProductPatch {
-        entity: entity_patch(&product_raw, TargetEntity::Product, &ctx)?,
-        family,
-        variants: Vec::new(),
-        assets: assets
-            .map(|list| {
-                list.iter()
-                    .map(|a| a.validate(a.identifier.unwrap_or_default(), &ctx))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .transpose()?,
-        categories,
-    };
-    for (v, skus) in &variants {
-        patch.variants.push(VariantPatch {
-            entity: entity_patch(v, TargetEntity::Variant, &ctx)?,
-            skus: skus
-                .iter()
-                .map(|s| entity_patch(s, TargetEntity::Sku, &ctx))
-                .collect::<Result<_, _>>()?,
-        });
-    }
-    let mut changes = vec![(String::new(), patch.entity.values.as_slice())];
-    for (i, v) in patch.variants.iter().enumerate() {
-        changes.push((format!("variants[{i}]."), v.entity.values.as_slice()));
-        for (j, s) in v.skus.iter().enumerate() {
-            changes.push((format!("variants[{i}].skus[{j}]."), s.values.as_slice()));
-        }
-    }
-    for (i, a) in patch.assets.iter().flatten().enumerate() {
-        changes.push((format!("assets[{i}]."), a.values.as_slice()));
-    }
-    references::check_exist(&app.store, call.org(), &changes).await?;
+    let patch = raw.validate(&ctx)?;
+    references::check_exist(&app.store, call.org(), &patch.value_changes()).await?;
     Ok(patch)
 }
 
@@ -343,7 +414,7 @@ pub async fn parse_sku_patch(
     let ctx = if wanted.is_empty() {
         WriteContext::default()
     } else {
-        app.store.write_context(call.org(), &wanted, None).await?
+        app.store.write_context(call.org(), &wanted, &[]).await?
     };
     let patch = entity_patch(&raw, TargetEntity::Sku, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &patch.values)]).await?;

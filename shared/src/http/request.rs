@@ -96,11 +96,121 @@ impl ApiRequest {
         }
     }
 
+    /// The items of a bulk body, each with its 1-based line: a JSON array of objects
+    /// (`application/json`), or NDJSON (`application/x-ndjson`, one object per line, blank
+    /// lines skipped but counted). Over `max_bytes` or `max_items`: 413, nothing parsed. A body
+    /// that is not an array (or not NDJSON): 400. An item that is not a JSON object (or an
+    /// NDJSON line that is not JSON) is that item's own 400.
+    pub fn json_items(
+        &self,
+        max_bytes: usize,
+        max_items: usize,
+    ) -> Result<Vec<BulkItem>, ApiError> {
+        if self.body.len() > max_bytes {
+            return Err(ApiError::payload_too_large(max_bytes));
+        }
+        let media = self
+            .content_type
+            .as_deref()
+            .and_then(|ct| ct.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase());
+        let too_many = |n: usize| {
+            ApiError::new(
+                413,
+                format!("a bulk request holds at most {max_items} items; this one has {n}"),
+            )
+        };
+        match media.as_deref() {
+            Some("application/json") => {
+                if nesting_depth(&self.body) > MAX_JSON_DEPTH + 1 {
+                    return Err(ApiError::bad_request(format!(
+                        "request body nests deeper than {MAX_JSON_DEPTH} levels"
+                    )));
+                }
+                let items = match serde_json::from_slice::<Value>(&self.body) {
+                    Ok(Value::Array(items)) => items,
+                    Ok(_) => return Err(ApiError::bad_request(NOT_A_LIST)),
+                    Err(e) if self.body.iter().all(u8::is_ascii_whitespace) => {
+                        return Err(ApiError::bad_request(format!("{NOT_A_LIST}: {e}")))
+                    }
+                    Err(e) => {
+                        return Err(ApiError::bad_request(format!(
+                            "request body is not valid JSON: {e}"
+                        )))
+                    }
+                };
+                if items.len() > max_items {
+                    return Err(too_many(items.len()));
+                }
+                Ok(items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| BulkItem {
+                        line: i + 1,
+                        body: object_item(v),
+                    })
+                    .collect())
+            }
+            Some("application/x-ndjson") => {
+                let text = std::str::from_utf8(&self.body)
+                    .map_err(|_| ApiError::bad_request("NDJSON body is not valid UTF-8"))?;
+                let lines: Vec<(usize, &str)> = text
+                    .split('\n')
+                    .enumerate()
+                    .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+                    .filter(|(_, l)| !l.trim().is_empty())
+                    .collect();
+                if lines.len() > max_items {
+                    return Err(too_many(lines.len()));
+                }
+                Ok(lines
+                    .into_iter()
+                    .map(|(line, l)| BulkItem {
+                        line,
+                        body: if nesting_depth(l.as_bytes()) > MAX_JSON_DEPTH {
+                            Err(ApiError::bad_request(format!(
+                                "line nests deeper than {MAX_JSON_DEPTH} levels"
+                            )))
+                        } else {
+                            serde_json::from_str::<Value>(l)
+                                .map_err(|e| {
+                                    ApiError::bad_request(format!("line is not valid JSON: {e}"))
+                                })
+                                .and_then(object_item)
+                        },
+                    })
+                    .collect())
+            }
+            _ => Err(ApiError::new(
+                415,
+                "request body must be sent with Content-Type: application/json (a JSON array) \
+                 or application/x-ndjson",
+            )),
+        }
+    }
+
     /// The body decoded into `T` (whose serde attributes refuse unknown fields).
     pub fn json<T: DeserializeOwned>(&self, max_bytes: usize) -> Result<T, ApiError> {
         let map = self.json_object(max_bytes)?;
         serde_json::from_value(Value::Object(map))
             .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+    }
+}
+
+const NOT_A_LIST: &str = "request body must be a JSON array of objects (or NDJSON with \
+     Content-Type: application/x-ndjson)";
+
+/// One item of a bulk body: its 1-based line, and the object or why it is not one.
+#[derive(Debug, Clone)]
+pub struct BulkItem {
+    pub line: usize,
+    pub body: Result<serde_json::Map<String, Value>, ApiError>,
+}
+
+fn object_item(v: Value) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match v {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::bad_request("item must be a JSON object")),
     }
 }
 
@@ -176,6 +286,53 @@ mod tests {
                 .unwrap_err()
                 .message,
             "request body must be a JSON object"
+        );
+    }
+
+    #[test]
+    fn bulk_bodies_as_array_or_ndjson() {
+        let items = req(Some("application/json"), r#"[{"identifier":"a"}, 5]"#)
+            .json_items(1000, 10)
+            .unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!((items[0].line, items[1].line), (1, 2));
+        assert_eq!(items[0].body.as_ref().unwrap()["identifier"], "a");
+        assert_eq!(
+            items[1].body.as_ref().unwrap_err().message,
+            "item must be a JSON object"
+        );
+        let nd = req(
+            Some("application/x-ndjson"),
+            "{\"identifier\":\"a\"}\r\n\n{oops\n[1]\n",
+        )
+        .json_items(1000, 10)
+        .unwrap();
+        assert_eq!(nd.iter().map(|i| i.line).collect::<Vec<_>>(), vec![1, 3, 4]);
+        assert!(nd[0].body.is_ok());
+        assert!(nd[1]
+            .body
+            .as_ref()
+            .unwrap_err()
+            .message
+            .starts_with("line is not valid JSON"));
+        assert_eq!(nd[2].body.as_ref().unwrap_err().status, 400);
+        let err = |ct: &str, body: &str, max: usize| {
+            req(Some(ct), body).json_items(1000, max).unwrap_err()
+        };
+        assert_eq!(err("application/json", "[{},{},{}]", 2).status, 413);
+        assert_eq!(err("application/x-ndjson", "{}\n{}\n{}", 2).status, 413);
+        assert_eq!(
+            err("application/json", r#"{"identifier":"a"}"#, 2).status,
+            400
+        );
+        assert_eq!(err("application/json", "", 2).status, 400);
+        assert_eq!(err("text/plain", "[]", 2).status, 415);
+        assert_eq!(
+            req(Some("application/json"), &"x".repeat(1001))
+                .json_items(1000, 2)
+                .unwrap_err()
+                .status,
+            413
         );
     }
 

@@ -120,7 +120,8 @@ struct ProfileItem {
 pub struct WriteContext {
     pub defs: HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
     pub scopes: Scopes,
-    pub family_exists: bool,
+    /// Those of the families asked for that exist.
+    pub families: std::collections::BTreeSet<i64>,
     pub profile: Option<CompletenessProfile>,
 }
 
@@ -173,15 +174,15 @@ impl Store {
         Ok(())
     }
 
-    /// Definitions of `wanted` (entity, unprefixed key), the scopes, and whether `family`
-    /// exists: one BatchGetItem (per 100 keys).
+    /// Definitions of `wanted` (entity, unprefixed key), the scopes, and which of `families`
+    /// exist: one BatchGetItem (per 100 distinct keys, in parallel).
     pub async fn write_context(
         &self,
         org: &str,
         wanted: &[(TargetEntity, String)],
-        family: Option<i64>,
+        families: &[i64],
     ) -> Result<WriteContext, StoreError> {
-        self.settings_context(org, wanted, family, None).await
+        self.settings_context(org, wanted, families, None).await
     }
 
     /// `write_context`, plus the completeness profile `profile` when given.
@@ -189,7 +190,7 @@ impl Store {
         &self,
         org: &str,
         wanted: &[(TargetEntity, String)],
-        family: Option<i64>,
+        families: &[i64],
         profile: Option<&str>,
     ) -> Result<WriteContext, StoreError> {
         let mut keys: Vec<Item> = wanted
@@ -197,9 +198,11 @@ impl Store {
             .map(|(e, k)| item_key(attributes_pk(org), attribute_sk(e.as_str(), k)))
             .collect();
         keys.push(item_key(org_pk(org), SCOPES_SK));
-        if let Some(id) = family {
-            keys.push(item_key(families_pk(org), family_sk(id)));
-        }
+        keys.extend(
+            families
+                .iter()
+                .map(|id| item_key(families_pk(org), family_sk(*id))),
+        );
         if let Some(p) = profile {
             keys.push(item_key(profiles_pk(org), p));
         }
@@ -214,7 +217,9 @@ impl Store {
                     .or_default()
                     .insert(a.def.key.clone(), a.def);
             } else if pk == families_pk(org) {
-                ctx.family_exists = true;
+                if let Ok(id) = s(&item, "SK").parse::<i64>() {
+                    ctx.families.insert(id);
+                }
             } else if pk == profiles_pk(org) {
                 let p: ProfileItem =
                     serde_dynamo::from_item(item).map_err(|e| StoreError::serde("profile", e))?;

@@ -1,0 +1,274 @@
+//! `PATCH /products` (the collection): many product upserts in one call, each atomic and
+//! independent, answered with a status per line. The single PATCH is its one-item case: the
+//! same parsing, validation and write (`tree_patch`, `products::upsert_product`); what the
+//! bulk route adds is that reads are shared (definitions, scopes, families and referenced
+//! metaobjects in one round for the whole request) and items are written concurrently.
+
+use super::products::upsert_product;
+use super::references;
+use super::tree_patch::{ProductPatch, RawProductPatch};
+use crate::app::{App, Call};
+use crate::domain::identifier;
+use crate::error::ApiError;
+use crate::http::request::BulkItem;
+use crate::http::{ApiResponse, JsonBody, Query};
+use crate::store::settings::WriteContext;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+
+/// Most items one bulk request holds (decisions.md).
+pub const MAX_BULK_ITEMS: usize = 1000;
+
+/// One line of the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineOutcome {
+    pub line: usize,
+    pub identifier: Option<String>,
+    pub status: u16,
+    pub error: Option<String>,
+}
+
+impl LineOutcome {
+    fn render(&self) -> Value {
+        let mut v =
+            json!({"line": self.line, "identifier": self.identifier, "status": self.status});
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        v
+    }
+}
+
+/// An item's identifier: the required `identifier` field, checked like a path identifier.
+fn item_identifier(body: &JsonBody) -> Result<&str, ApiError> {
+    let id = match body.0.get("identifier") {
+        Some(Value::String(s)) => s.as_str(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "field 'identifier' is required and must be a string",
+            ))
+        }
+    };
+    identifier::validate("identifier", id)?;
+    Ok(id)
+}
+
+/// Structural checks of every item, and the later line of a repeated identifier refused
+/// naming the earlier one. Keeps input order.
+pub fn shape<'a>(
+    bodies: &'a [(usize, Result<JsonBody, ApiError>)],
+) -> Vec<(
+    usize,
+    Option<&'a str>,
+    Result<RawProductPatch<'a>, ApiError>,
+)> {
+    let mut first_line: HashMap<&str, usize> = HashMap::new();
+    bodies
+        .iter()
+        .map(|(line, body)| {
+            let body = match body {
+                Ok(b) => b,
+                Err(e) => return (*line, None, Err(e.clone())),
+            };
+            let id = match item_identifier(body) {
+                Ok(id) => id,
+                Err(e) => return (*line, None, Err(e)),
+            };
+            if let Some(first) = first_line.get(id) {
+                let e = ApiError::bad_request(format!(
+                    "product '{id}' is given on line {first} already"
+                ));
+                return (*line, Some(id), Err(e));
+            }
+            first_line.insert(id, *line);
+            (
+                *line,
+                Some(id),
+                RawProductPatch::parse(id, body, &["identifier"]),
+            )
+        })
+        .collect()
+}
+
+/// PATCH /products: up to [`MAX_BULK_ITEMS`] product upserts (a JSON array or NDJSON),
+/// answered 200 with one `{line, identifier, status, error?}` per item, in input order.
+pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let items = call
+        .request
+        .json_items(app.config.max_bulk_body_bytes, MAX_BULK_ITEMS)?;
+    let bodies: Vec<(usize, Result<JsonBody, ApiError>)> = items
+        .into_iter()
+        .map(|BulkItem { line, body }| (line, body.map(JsonBody)))
+        .collect();
+    let shaped = shape(&bodies);
+    let org = call.org();
+
+    // One read of everything the valid items name: definitions, scopes, families.
+    let mut wanted = Vec::new();
+    let mut families = BTreeSet::new();
+    for raw in shaped.iter().filter_map(|(_, _, r)| r.as_ref().ok()) {
+        wanted.extend(raw.wanted());
+        families.extend(raw.family_id());
+    }
+    let families: Vec<i64> = families.into_iter().collect();
+    let ctx = if wanted.is_empty() && families.is_empty() {
+        WriteContext::default()
+    } else {
+        app.store.write_context(org, &wanted, &families).await?
+    };
+    let mut checked: Vec<(usize, Option<&str>, Result<ProductPatch, ApiError>)> = shaped
+        .into_iter()
+        .map(|(line, id, raw)| (line, id, raw.and_then(|r| r.validate(&ctx))))
+        .collect();
+
+    // One read of every metaobject the valid items reference.
+    let valid: Vec<usize> = (0..checked.len())
+        .filter(|i| checked[*i].2.is_ok())
+        .collect();
+    let changes: Vec<_> = valid
+        .iter()
+        .map(|i| match &checked[*i].2 {
+            Ok(p) => p.value_changes(),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    let exist = references::check_exist_each(&app.store, org, &changes).await?;
+    drop(changes);
+    for (i, outcome) in valid.into_iter().zip(exist) {
+        if let Err(e) = outcome {
+            checked[i].2 = Err(e);
+        }
+    }
+
+    // Writes, a bounded number at a time; each item retries its own lost conditions.
+    let mut writes = Vec::with_capacity(checked.len());
+    for (line, id, patch) in &checked {
+        writes.push(write_line(app, org, *line, *id, patch));
+    }
+    let outcomes: Vec<LineOutcome> = futures_util::stream::iter(writes)
+        .buffered(app.config.bulk_concurrency)
+        .collect()
+        .await;
+    Ok(ApiResponse::json(
+        200,
+        json!({"result": outcomes.iter().map(LineOutcome::render).collect::<Vec<_>>()}),
+    ))
+}
+
+/// Writes one item (or reports why it cannot be written).
+async fn write_line(
+    app: &App,
+    org: &str,
+    line: usize,
+    id: Option<&str>,
+    patch: &Result<ProductPatch, ApiError>,
+) -> LineOutcome {
+    let result = match (id, patch) {
+        (Some(id), Ok(patch)) => upsert_product(app, org, id, patch).await.map(|r| r.status),
+        (_, Err(e)) => Err(e.clone()),
+        (None, Ok(_)) => Err(ApiError::internal()),
+    };
+    LineOutcome {
+        line,
+        identifier: id.map(str::to_string),
+        status: result.as_ref().map_or_else(|e| e.status, |s| *s),
+        error: result.err().map(|e| e.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bodies(items: Value) -> Vec<(usize, Result<JsonBody, ApiError>)> {
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::Object(m) => (i + 1, Ok(JsonBody(m.clone()))),
+                _ => (
+                    i + 1,
+                    Err(ApiError::bad_request("item must be a JSON object")),
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shape_checks_identifiers_duplicates_and_fields() {
+        let b = bodies(json!([
+            {"identifier": "p1", "name": "A"},
+            {"name": "no id"},
+            {"identifier": "p1"},
+            {"identifier": "p2", "colour": 1},
+            {"identifier": " bad"},
+            7,
+            {"identifier": "p3", "variants": [{"identifier": "v"}, {"identifier": "v"}]}
+        ]));
+        let shaped = shape(&b);
+        let errors: Vec<Option<String>> = shaped
+            .iter()
+            .map(|(_, _, r)| r.as_ref().err().map(|e| e.message.clone()))
+            .collect();
+        assert_eq!(errors[0], None);
+        assert_eq!(
+            errors[1].as_deref(),
+            Some("field 'identifier' is required and must be a string")
+        );
+        assert_eq!(
+            errors[2].as_deref(),
+            Some("product 'p1' is given on line 1 already")
+        );
+        assert!(errors[3]
+            .as_deref()
+            .unwrap()
+            .starts_with("unknown field 'colour'"));
+        assert!(errors[4].is_some());
+        assert_eq!(errors[5].as_deref(), Some("item must be a JSON object"));
+        assert_eq!(
+            errors[6].as_deref(),
+            Some("variants[1]: variant 'v' is given twice")
+        );
+        let ids: Vec<Option<&str>> = shaped.iter().map(|(_, id, _)| *id).collect();
+        assert_eq!(
+            ids,
+            vec![
+                Some("p1"),
+                None,
+                Some("p1"),
+                Some("p2"),
+                None,
+                None,
+                Some("p3")
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_render_without_error_when_written() {
+        let ok = LineOutcome {
+            line: 1,
+            identifier: Some("p1".into()),
+            status: 201,
+            error: None,
+        };
+        assert_eq!(
+            ok.render(),
+            json!({"line": 1, "identifier": "p1", "status": 201})
+        );
+        let bad = LineOutcome {
+            line: 2,
+            identifier: None,
+            status: 400,
+            error: Some("x".into()),
+        };
+        assert_eq!(
+            bad.render(),
+            json!({"line": 2, "identifier": null, "status": 400, "error": "x"})
+        );
+    }
+}
