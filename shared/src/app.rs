@@ -61,7 +61,8 @@ impl App {
         let store = Store::new(
             Store::client_from_config(&shared),
             config.table_name.clone(),
-        );
+        )
+        .with_snapshot_policy(config.snapshots);
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(&shared), &config.webhooks);
         let mut app = Self::new(config, store);
         app.queue = queue;

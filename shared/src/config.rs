@@ -26,6 +26,10 @@ pub struct Config {
     /// How many items of one bulk request are written at once (`CATALOG_BULK_CONCURRENCY`,
     /// default 16).
     pub bulk_concurrency: usize,
+    /// How the warm list snapshots are kept: `CATALOG_LIST_LOAD_BUDGET_MS` (default 5000), the
+    /// time one call may spend on a cold read; `CATALOG_SNAPSHOT_MAX_BYTES` (default half of
+    /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB).
+    pub snapshots: crate::store::snapshot::SnapshotPolicy,
     /// Queues, coalescing window, retry schedule and URL policy of webhooks.
     pub webhooks: crate::webhooks::WebhookConfig,
 }
@@ -40,6 +44,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             max_bulk_body_bytes: 6 * 1024 * 1024,
             bulk_concurrency: 16,
+            snapshots: Default::default(),
             webhooks: Default::default(),
         }
     }
@@ -77,6 +82,18 @@ impl Config {
             bulk_concurrency: number("CATALOG_BULK_CONCURRENCY")
                 .map(|n| n.clamp(1, 256) as usize)
                 .unwrap_or(defaults.bulk_concurrency),
+            snapshots: crate::store::snapshot::SnapshotPolicy {
+                load_budget: number("CATALOG_LIST_LOAD_BUDGET_MS")
+                    .map(Duration::from_millis)
+                    .unwrap_or(defaults.snapshots.load_budget),
+                max_bytes: number("CATALOG_SNAPSHOT_MAX_BYTES")
+                    .or_else(|| number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").map(|mb| mb << 19))
+                    .map(|n| n as usize)
+                    .unwrap_or(defaults.snapshots.max_bytes),
+                load_page_items: number("CATALOG_LIST_LOAD_PAGE_ITEMS")
+                    .map(|n| n.clamp(1, 10_000) as i32),
+                ..defaults.snapshots
+            },
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup, local_mode),
         }
     }

@@ -39,7 +39,59 @@ pub fn binary(name: &str) -> PathBuf {
         "{} is not built: run `cargo build --workspace --bins` first (make test does)",
         path.display()
     );
+    if let Some(newer) = newer_source(&path) {
+        panic!(
+            "{} is older than {}: run `cargo build --workspace --bins` first (make test does), \
+             so that the tests run the code as it is",
+            path.display(),
+            newer.display()
+        );
+    }
     path
+}
+
+/// A source file that `binary` is built from changed after it was built, if any: the tests
+/// must never run stale binaries. Sources: the library (`shared/src`, its own binaries
+/// aside) and the binary's crate (`functions/<name>/src`, or `tests/src` for the harness's
+/// own binaries; `shared/src/bin` for the operator CLI).
+fn newer_source(binary: &std::path::Path) -> Option<PathBuf> {
+    let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
+    let root = repo_root();
+    let name = binary.file_name()?.to_str()?;
+    let function = root.join("functions").join(name).join("src");
+    let admin = root.join("shared/src/bin").join(format!("{name}.rs"));
+    let mut stack = vec![root.join("shared/src")];
+    if function.exists() {
+        stack.push(function);
+    } else if admin.exists() {
+        stack.push(root.join("shared/src/bin"));
+    } else {
+        stack.push(root.join("tests/src"));
+    }
+    let mut files = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("shared/src/bin") {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.into_iter().find(|f| {
+        std::fs::metadata(f)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t > built)
+    })
+}
+
+/// The `byChange` partitions per organization and entity type that the functions use (the
+/// same setting, `CATALOG_INDEX_SHARDS`, reaches them): a list's delta costs one Query each.
+pub fn shards() -> u32 {
+    catalog::store::keys::index_shards()
 }
 
 /// Percent-encodes a query parameter value (everything but RFC 3986 unreserved characters).

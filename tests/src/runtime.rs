@@ -102,7 +102,8 @@ impl Emulator {
     /// Starts the Runtime API for `function` and one process of its binary. A name
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
     /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
-    /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`.
+    /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
+    /// `@slowload` with a cold list read of one 5-item page per shard and call.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let (listener, port) = loopback_listener();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
@@ -122,6 +123,10 @@ impl Emulator {
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
             "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),
+            "slowload" => env.extend([
+                ("CATALOG_LIST_LOAD_BUDGET_MS", "0".into()),
+                ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
+            ]),
             _ => {}
         }
         let name = function.to_string();

@@ -4,7 +4,7 @@
 use catalog::domain::time::Timestamp;
 use catalog::domain::values::StoredValues;
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{stack, Org, Response};
+use catalog_e2e::{shards, stack, Org, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -60,7 +60,11 @@ async fn pages_in_identifier_order_with_true_totals() {
         r.body["pagination"],
         json!({"limit": 2, "page": 1, "totalPages": 3, "totalResults": 5})
     );
-    assert_eq!(r.ddb_requests(), 2, "snapshot delta Query + BatchGetItem");
+    assert_eq!(
+        r.ddb_requests(),
+        shards() + 1,
+        "snapshot delta Query per shard + BatchGetItem"
+    );
     assert_eq!(r.ddb_round_trips(), 2);
     let r = org.get("/v1/products?limit=2&page=3").await;
     assert_eq!(ids(&r), ["p5"]);
@@ -152,7 +156,7 @@ async fn updated_after_follows_the_hierarchy_table() {
     assert_eq!(ids(&variants), ["b1"]);
     assert_eq!(
         (variants.ddb_requests(), variants.ddb_round_trips()),
-        (3, 2),
+        (2 * shards() + 1, 2),
         "snapshot deltas of variants and products in parallel, then the page"
     );
     assert_eq!(ids(&org.get(&since(&t1, "skus")).await), ["b1x"]);
@@ -235,13 +239,13 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     );
     assert_eq!(
         r.ddb_requests(),
-        1 + 20,
+        shards() + 20,
         "snapshot delta + one Query per product tree"
     );
 
     let r = org.get("/v1/products?include=variants,skus").await;
     assert_eq!(ids(&r).len(), 100);
-    assert_eq!(r.ddb_requests(), 1 + 100);
+    assert_eq!(r.ddb_requests(), shards() + 100);
     assert_eq!(
         r.ddb_round_trips(),
         2,
@@ -255,7 +259,7 @@ async fn a_full_page_costs_at_most_three_round_trips() {
     assert_eq!(r.body["result"][5]["skus"].as_array().unwrap().len(), 2);
     assert_eq!(
         r.ddb_requests(),
-        1 + 2 + 100,
+        shards() + 2 + 100,
         "snapshot delta + BatchGetItem x2 + SKU Queries"
     );
     assert_eq!(r.ddb_round_trips(), 2);
@@ -277,5 +281,57 @@ async fn a_full_page_costs_at_most_three_round_trips() {
         1,
         "three snapshot deltas in parallel, then nothing"
     );
-    assert_eq!(r.ddb_requests(), 3);
+    assert_eq!(r.ddb_requests(), 3 * shards());
+}
+
+/// A cold read that cannot finish within the call's budget answers 503 with `Retry-After`
+/// and keeps what it read: each following call goes on from where the last stopped (the
+/// count of entries read grows by a page per unfinished shard) until the list answers.
+#[tokio::test]
+async fn a_cold_read_past_its_budget_answers_503_and_the_next_call_continues() {
+    let org = Org::new().await;
+    let items: Vec<_> = (0..60)
+        .map(|i| json!({"identifier": format!("c{i:03}")}))
+        .collect();
+    let r = org.patch("/v1/products", json!(items)).await;
+    assert_eq!(r.status, 200);
+    // `products@slowload` reads one page of 5 entries per shard and call.
+    let mut per_shard = vec![0usize; shards() as usize];
+    for i in 0..60 {
+        let id = format!("c{i:03}");
+        per_shard[catalog::store::keys::shard_of(&id, shards()) as usize] += 1;
+    }
+    // A shard of c entries takes c / 5 + 1 pages (a full page always has a successor).
+    let calls = per_shard.iter().map(|c| c / 5 + 1).max().unwrap();
+    assert!(
+        calls >= 2,
+        "the data must need more than one call: {per_shard:?}"
+    );
+    let list = || {
+        catalog_e2e::send_to(
+            "products@slowload",
+            catalog_e2e::Request::new("GET", "/v1/products?limit=100").bearer(&org.key),
+        )
+    };
+    for call in 1..calls {
+        let r = list().await;
+        let read: usize = per_shard.iter().map(|c| (*c).min(5 * call)).sum();
+        assert_eq!(r.status, 503, "call {call}: {:?}", r.body);
+        assert_eq!(r.header("retry-after"), Some("1"));
+        assert_eq!(
+            r.body,
+            json!({"error": format!(
+                "the list index of this organization is still loading ({read} entries read so far); retry in a moment"
+            )}),
+            "call {call}"
+        );
+    }
+    let r = list().await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["pagination"]["totalResults"], 60);
+    assert_eq!(ids(&r).len(), 60);
+    // Then warm: one delta Query per shard and the page read.
+    let warm = list().await;
+    assert_eq!(warm.status, 200);
+    assert_eq!(warm.ddb_requests(), shards() + 1);
 }

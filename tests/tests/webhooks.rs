@@ -574,7 +574,7 @@ async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
     };
     let entity = |id: &str| {
         json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
-               "GSI1PK": {"S": format!("O#{}#T#product", org.id)},
+               "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
                "kind": {"S": "product"}, "id": {"S": id}, "su": {"S": "2026-11-21T00:00:00.000Z"}})
     };
     let event = |a: &str, b: &str| {

@@ -81,33 +81,41 @@ impl Store {
 }
 
 impl Store {
-    /// Whether any entity of `entity` holds a value of attribute `key`: a Query of the
-    /// entity type's `byChange` partition filtered on the projected attribute keys,
-    /// stopping at the first page with a match.
+    /// Whether any entity of `entity` holds a value of attribute `key`: a Query of each of
+    /// the entity type's `byChange` partitions, in parallel, filtered on the projected
+    /// attribute keys, each stopping at its first page with a match.
     pub async fn attribute_in_use(
         &self,
         org: &str,
         entity: TargetEntity,
         key: &str,
     ) -> Result<bool, StoreError> {
-        use super::keys::INDEX_BY_CHANGE;
+        use super::keys::change_pks;
         use aws_sdk_dynamodb::types::{AttributeValue, Select};
-        let mut pages = self
-            .type_query(INDEX_BY_CHANGE, org, entity.as_str())
-            .key_condition_expression("GSI1PK = :t")
-            .filter_expression("contains(ak, :k)")
-            .expression_attribute_values(":k", AttributeValue::S(key.to_string()))
-            .set_projection_expression(None)
-            .select(Select::Count)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| StoreError::from_sdk("Query", e))?;
-            if page.count > 0 {
-                return Ok(true);
+        let shard_in_use = |pk: String| async move {
+            let mut pages = self
+                .change_query(pk)
+                .key_condition_expression("GSI1PK = :t")
+                .filter_expression("contains(ak, :k)")
+                .expression_attribute_values(":k", AttributeValue::S(key.to_string()))
+                .select(Select::Count)
+                .into_paginator()
+                .send();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| StoreError::from_sdk("Query", e))?;
+                if page.count > 0 {
+                    return Ok::<bool, StoreError>(true);
+                }
             }
-        }
-        Ok(false)
+            Ok(false)
+        };
+        let shards = super::parallel::try_all(
+            change_pks(org, entity.as_str())
+                .into_iter()
+                .map(shard_in_use),
+        )
+        .await?;
+        Ok(shards.into_iter().any(|used| used))
     }
 
     /// Deletes a definition; `ConditionFailed` when it does not exist.

@@ -19,6 +19,10 @@ pub enum StoreError {
     /// Throttled, unavailable or unreachable after the SDK's retries.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// The first full read of a list's index did not finish within the call's budget; it
+    /// goes on from where it stopped in the next call.
+    #[error("list index still loading ({read} entries read)")]
+    Loading { read: usize },
     /// Anything else: a bug or a misconfiguration; logged, answered with 500.
     #[error("storage error: {0}")]
     Other(String),
@@ -90,6 +94,14 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(%detail, "storage unavailable");
                 ApiError::unavailable()
             }
+            StoreError::Loading { read } => ApiError::new(
+                503,
+                format!(
+                    "the list index of this organization is still loading ({read} entries \
+                     read so far); retry in a moment"
+                ),
+            )
+            .with_header("retry-after", "1"),
             StoreError::Other(detail) => {
                 tracing::error!(%detail, "storage error");
                 ApiError::internal()

@@ -77,9 +77,54 @@ pub fn family_sk(id: i64) -> String {
     format!("{id:020}")
 }
 
-/// The entity-type partition of the index.
-pub fn type_pk(org: &str, entity_type: &str) -> String {
-    format!("O#{org}#T#{entity_type}")
+/// Default number of `byChange` partitions per organization and entity type.
+pub const DEFAULT_INDEX_SHARDS: u32 = 16;
+
+/// How many `byChange` partitions one organization's entities of one type spread over
+/// (`CATALOG_INDEX_SHARDS`, 1 to 64, default 16), so that neither writes nor a cold list
+/// read are bound to one partition's throughput. Read once per process. Fixed for a table's
+/// life: entries written under another count stay out of lists until written again.
+pub fn index_shards() -> u32 {
+    static SHARDS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *SHARDS.get_or_init(|| {
+        std::env::var("CATALOG_INDEX_SHARDS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|n| (1..=64).contains(n))
+            .unwrap_or(DEFAULT_INDEX_SHARDS)
+    })
+}
+
+/// An entity's shard: the first bytes of its identifier's SHA-256, modulo the shard count
+/// (stable across processes and releases, and even for similar identifiers).
+pub fn shard_of(identifier: &str, shards: u32) -> u32 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(identifier.as_bytes());
+    let head = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]);
+    head % shards.max(1)
+}
+
+/// One `byChange` partition of an entity type: `O#<org>#T#<type>#<shard>`.
+pub fn change_pk(org: &str, entity_type: &str, shard: u32) -> String {
+    format!("O#{org}#T#{entity_type}#{shard}")
+}
+
+/// The `byChange` partition of the entity `identifier` of `entity_type`.
+pub fn entity_change_pk(org: &str, entity_type: &str, identifier: &str) -> String {
+    change_pk(org, entity_type, shard_of(identifier, index_shards()))
+}
+
+/// Every `byChange` partition of an entity type, in shard order.
+pub fn change_pks(org: &str, entity_type: &str) -> Vec<String> {
+    (0..index_shards())
+        .map(|shard| change_pk(org, entity_type, shard))
+        .collect()
+}
+
+/// Whether `pk` is a `byChange` partition of `entity_type` in `org`.
+pub fn is_change_pk(pk: &str, org: &str, entity_type: &str) -> bool {
+    pk.strip_prefix(&format!("O#{org}#T#{entity_type}#"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 pub fn change_sk(updated_at: &str, identifier: &str) -> String {
     format!("{updated_at}#{identifier}")
@@ -142,7 +187,7 @@ mod tests {
             sku_ref_pk("abc123", "s"),
             attributes_pk("abc123"),
             families_pk("abc123"),
-            type_pk("abc123", "product"),
+            change_pk("abc123", "product", 3),
             tombstone_pk("abc123", "sku", "s#1"),
             profiles_pk("abc123"),
             webhooks_pk("abc123"),
@@ -154,6 +199,34 @@ mod tests {
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");
         }
+    }
+
+    #[test]
+    fn shards_spread_identifiers_and_name_their_partitions() {
+        let mut counts = [0u32; 16];
+        for i in 0..16_000 {
+            counts[shard_of(&format!("p{i}"), 16) as usize] += 1;
+        }
+        assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
+        assert_eq!(shard_of("chair", 1), 0);
+        assert_eq!(shard_of("chair", 16), shard_of("chair", 16));
+        assert!(is_change_pk(
+            &change_pk("abc123", "sku", 15),
+            "abc123",
+            "sku"
+        ));
+        assert!(!is_change_pk("O#abc123#T#sku", "abc123", "sku"));
+        assert!(!is_change_pk(
+            &change_pk("abc123", "sku", 1),
+            "abc123",
+            "skus"
+        ));
+        assert!(!is_change_pk(
+            &change_pk("other1", "sku", 1),
+            "abc123",
+            "sku"
+        ));
+        assert!(!is_change_pk("O#abc123#T#sku#1x", "abc123", "sku"));
     }
 
     #[test]

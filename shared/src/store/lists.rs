@@ -2,7 +2,7 @@
 //! snapshots (`snapshot.rs`); this module reads the page's items, in one round trip.
 
 use super::items::{EntityItem, EntityKind};
-use super::keys::{product_pk, sku_sk, type_pk, variant_sk, PRODUCT_SK};
+use super::keys::{product_pk, sku_sk, variant_sk, INDEX_BY_CHANGE, PRODUCT_SK};
 use super::ops::{item_key, QueryBuilder};
 use super::parallel::try_all;
 use super::products::{ProductTree, TreeDepth};
@@ -22,13 +22,13 @@ pub struct IndexEntry {
 }
 
 impl Store {
-    /// A Query of one entity type's partition of `index` (`GSI1PK = :t`).
-    pub(crate) fn type_query(&self, index: &str, org: &str, entity_type: &str) -> QueryBuilder {
+    /// A Query of one `byChange` partition (`GSI1PK = :t` names it; see `keys::change_pk`).
+    pub(crate) fn change_query(&self, pk: String) -> QueryBuilder {
         self.client
             .query()
             .table_name(&self.table)
-            .index_name(index)
-            .expression_attribute_values(":t", AttributeValue::S(type_pk(org, entity_type)))
+            .index_name(INDEX_BY_CHANGE)
+            .expression_attribute_values(":t", AttributeValue::S(pk))
     }
 
     /// The page's products with as much of their trees as `depth` asks: one BatchGetItem

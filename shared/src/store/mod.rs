@@ -43,6 +43,12 @@ impl Store {
         }
     }
 
+    /// The same table with list snapshots kept under `policy` (a fresh, empty set).
+    pub fn with_snapshot_policy(mut self, policy: snapshot::SnapshotPolicy) -> Self {
+        self.snapshots = Arc::new(snapshot::Snapshots::new(policy));
+        self
+    }
+
     /// Builds a DynamoDB client from the standard AWS configuration chain (region,
     /// credentials, `AWS_ENDPOINT_URL[_DYNAMODB]`), with the request counter attached.
     pub async fn client_from_env() -> Client {

@@ -2,7 +2,9 @@
 //! (`PK = O#<org>#P#<product>`), so any read of a product's hierarchy is one Query.
 
 use super::items::{EntityItem, EntityKind};
-use super::keys::{change_sk, product_pk, sku_sk, type_pk, variant_sk, PRODUCT_SK, SKU_LEVEL};
+use super::keys::{
+    change_sk, entity_change_pk, product_pk, sku_sk, variant_sk, PRODUCT_SK, SKU_LEVEL,
+};
 use super::ops::item_key;
 use super::writes::{Expect, TreeWrite};
 use super::{Store, StoreError};
@@ -52,7 +54,7 @@ impl EntityItem {
         Self {
             pk: product_pk(org, product),
             sk,
-            gsi1pk: type_pk(org, kind.as_str()),
+            gsi1pk: entity_change_pk(org, kind.as_str(), id),
             gsi2sk: change_sk(&at.to_string(), id),
             kind,
             id: id.to_string(),

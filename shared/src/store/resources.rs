@@ -3,7 +3,7 @@
 //! identifier order and a uniqueness check is one conditional put. Each item also sits in
 //! its type's `byChange` partition, so the change feed sees it like any entity.
 
-use super::keys::{change_sk, metaobjects_pk, resource_pk, type_pk};
+use super::keys::{change_sk, entity_change_pk, metaobjects_pk, resource_pk};
 use super::ops::{item_key, Item};
 use super::writes::Expect;
 use super::{Store, StoreError};
@@ -133,7 +133,7 @@ impl ResourceItem {
         Self {
             pk: shelf.pk(org),
             sk: id.to_string(),
-            gsi1pk: type_pk(org, shelf.kind.as_str()),
+            gsi1pk: entity_change_pk(org, shelf.kind.as_str(), id),
             gsi2sk: change_sk(&at.to_string(), id),
             kind: shelf.kind.as_str().to_string(),
             id: id.to_string(),

@@ -5,7 +5,7 @@
 //! depth is computed in memory and only the page's items are read.
 
 use super::items::EntityKind;
-use super::keys::INDEX_BY_CHANGE;
+use super::keys::{change_pks, index_shards};
 use super::lists::IndexEntry;
 use super::parallel::try_all;
 use super::writes::TOMBSTONE_RETENTION_SECS;
@@ -58,37 +58,47 @@ const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
 /// Entities of one type, in identifier order.
 pub type Entities = BTreeMap<String, Entry>;
 
-/// The snapshot of one organization's entities of one type.
-#[derive(Debug)]
-struct TypeSnapshot {
+impl Entry {
+    /// Roughly the bytes this entry holds in memory (strings, values, map overhead): what
+    /// the process's snapshot budget counts.
+    fn weight(&self) -> usize {
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let vals: usize = self
+            .vals
+            .iter()
+            .map(|(k, a)| {
+                k.len()
+                    + 48
+                    + opt(&a.metaobject_definition)
+                    + a.entries
+                        .iter()
+                        .map(|e| 56 + e.value.len() + opt(&e.locale) + opt(&e.channel))
+                        .sum::<usize>()
+            })
+            .sum();
+        // the map key repeats the identifier; ~64 bytes of node and struct overhead
+        160 + 2 * self.id.len() + opt(&self.pid) + opt(&self.vid) + self.name.len() + vals
+    }
+}
+
+/// Entries and recent deletions, as rows of the index are applied to them.
+#[derive(Debug, Default)]
+struct Rows {
     entries: Entities,
     /// Deletions seen, kept while an overlapping delta could still bring an older image.
     deleted: HashMap<String, Timestamp>,
-    /// When the last successful read started (local clock): every change older than this
-    /// minus the overlap was visible to it.
-    synced: Option<Timestamp>,
-    loaded: Instant,
-    used: Instant,
+    bytes: usize,
 }
 
-impl TypeSnapshot {
-    fn new() -> Self {
-        Self {
-            entries: BTreeMap::new(),
-            deleted: HashMap::new(),
-            synced: None,
-            loaded: Instant::now(),
-            used: Instant::now(),
-        }
-    }
-
-    /// Applies rows in change order, read by a Query that started at `started`; re-applying
-    /// a row already seen changes nothing.
-    fn apply(&mut self, rows: Vec<Entry>, started: Timestamp, overlap: Duration) {
+impl Rows {
+    /// Applies rows in change order; re-applying a row already seen changes nothing.
+    fn apply(&mut self, rows: Vec<Entry>) {
         for row in rows {
             if row.del {
                 if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
-                    self.entries.remove(&row.id);
+                    if let Some(old) = self.entries.remove(&row.id) {
+                        self.bytes -= old.weight();
+                    }
                 }
                 let t = self.deleted.entry(row.id.clone()).or_insert(row.tu);
                 *t = (*t).max(row.tu);
@@ -100,14 +110,114 @@ impl TypeSnapshot {
             match self.entries.get(&row.id) {
                 Some(e) if (e.tu, e.ver) > (row.tu, row.ver) => {}
                 _ => {
-                    self.entries.insert(row.id.clone(), row);
+                    self.bytes += row.weight();
+                    if let Some(old) = self.entries.insert(row.id.clone(), row) {
+                        self.bytes -= old.weight();
+                    }
                 }
             }
         }
-        self.synced = Some(started);
-        // a tombstone older than every later delta's start cannot meet an older image again
-        let horizon = started.millis() - 2 * overlap.as_millis() as i64;
+    }
+
+    /// Adds the rows of another shard (disjoint identifiers).
+    fn absorb(&mut self, other: Rows) {
+        let mut entries = other.entries;
+        self.entries.append(&mut entries);
+        self.deleted.extend(other.deleted);
+        self.bytes += other.bytes;
+    }
+
+    /// Forgets deletions older than every later delta's start can meet again.
+    fn forget_deletions_before(&mut self, horizon: i64) {
         self.deleted.retain(|_, t| t.millis() >= horizon);
+    }
+}
+
+/// Where a shard's full read stands.
+#[derive(Debug, Clone)]
+enum Cursor {
+    Start,
+    After(HashMap<String, AttributeValue>),
+    Done,
+}
+
+/// One shard of a full read: its cursor and what it has read so far.
+#[derive(Debug)]
+struct ShardLoad {
+    cursor: Cursor,
+    rows: Rows,
+}
+
+/// A full read of one type's `byChange` partitions in progress. It survives the call that
+/// could not finish it: the next call goes on from each shard's cursor.
+#[derive(Debug)]
+struct Load {
+    /// When the read started: every change older than this minus the overlap is in it, and
+    /// a delta from there brings what changed while it ran.
+    started: Timestamp,
+    shards: Vec<ShardLoad>,
+}
+
+impl Load {
+    fn new(shards: u32) -> Self {
+        Self {
+            started: Timestamp::now(),
+            shards: (0..shards)
+                .map(|_| ShardLoad {
+                    cursor: Cursor::Start,
+                    rows: Rows::default(),
+                })
+                .collect(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.shards.iter().all(|s| matches!(s.cursor, Cursor::Done))
+    }
+
+    fn entries_read(&self) -> usize {
+        self.shards.iter().map(|s| s.rows.entries.len()).sum()
+    }
+}
+
+/// The snapshot of one organization's entities of one type.
+#[derive(Debug)]
+struct TypeSnapshot {
+    rows: Rows,
+    /// When the read the rows are synced to started (local clock); `None` until a full read
+    /// completed.
+    synced: Option<Timestamp>,
+    loaded: Instant,
+    used: Instant,
+    /// A full read under way (the first one, or a reload).
+    load: Option<Load>,
+}
+
+impl TypeSnapshot {
+    fn new() -> Self {
+        Self {
+            rows: Rows::default(),
+            synced: None,
+            loaded: Instant::now(),
+            used: Instant::now(),
+            load: None,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.rows.bytes
+            + self
+                .load
+                .as_ref()
+                .map_or(0, |l| l.shards.iter().map(|s| s.rows.bytes).sum())
+    }
+
+    /// Applies a delta read that started at `started`.
+    fn apply(&mut self, rows: Vec<Entry>, started: Timestamp, overlap: Duration) {
+        self.rows.apply(rows);
+        self.synced = Some(started);
+        self.rows
+            .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
     }
 }
 
@@ -119,8 +229,17 @@ pub struct SnapshotPolicy {
     pub overlap: Duration,
     /// Age after which a snapshot is read again in full.
     pub reload_after: Duration,
-    /// Most entries kept in one process; the least recently used snapshots go first.
-    pub max_entries: usize,
+    /// Most bytes (as `Entry::weight` counts them) the process's snapshots hold; the least
+    /// recently used snapshots of other organizations go first.
+    pub max_bytes: usize,
+    /// How long one call may spend on the first full read of a type before it answers 503
+    /// (the read goes on from where it stopped in the next call).
+    pub load_budget: Duration,
+    /// How long one call spends on a reload while the old snapshot still serves.
+    pub reload_slice: Duration,
+    /// Items per Query page of a full read (`None`: DynamoDB's 1 MB pages); tests make it
+    /// small to see a read stop and go on between pages.
+    pub load_page_items: Option<i32>,
 }
 
 impl Default for SnapshotPolicy {
@@ -128,7 +247,10 @@ impl Default for SnapshotPolicy {
         Self {
             overlap: Duration::from_secs(5),
             reload_after: Duration::from_secs(900),
-            max_entries: 2_000_000,
+            max_bytes: 1 << 30,
+            load_budget: Duration::from_secs(5),
+            reload_slice: Duration::from_secs(1),
+            load_page_items: None,
         }
     }
 }
@@ -153,9 +275,20 @@ impl Levels<'_> {
     pub fn of(&self, kind: EntityKind) -> &Entities {
         self.map
             .get(&(self.org.to_string(), kind))
-            .map(|s| &s.entries)
+            .map(|s| &s.rows.entries)
             .unwrap_or(&EMPTY)
     }
+}
+
+/// What one call does for one type.
+enum Step {
+    /// Changes since a time, applied to a serving snapshot.
+    Delta(Timestamp),
+    /// Continue (or start) a full read; `serving` when an older snapshot still answers.
+    Load {
+        load: Load,
+        serving: Option<Timestamp>,
+    },
 }
 
 impl Snapshots {
@@ -170,87 +303,196 @@ impl Snapshots {
         }
     }
 
+    pub fn policy(&self) -> SnapshotPolicy {
+        self.policy
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, EntityKind), TypeSnapshot>> {
         // A panic while holding the lock leaves whole entries behind: keep using them.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What to read per type: `None` for a full read, `Some(since)` for a delta.
-    fn plan(&self, org: &str, kinds: &[EntityKind]) -> Vec<(EntityKind, Option<Timestamp>)> {
-        let map = self.lock();
+    /// What to read per type; a load under way is taken out until the call puts it back.
+    fn plan(&self, org: &str, kinds: &[EntityKind], shards: u32) -> Vec<(EntityKind, Step)> {
+        let mut map = self.lock();
         let overlap = self.policy.overlap.as_millis() as i64;
         kinds
             .iter()
             .map(|k| {
-                let since = map
-                    .get(&(org.to_string(), *k))
-                    .filter(|s| s.loaded.elapsed() < self.policy.reload_after)
-                    .and_then(|s| s.synced)
+                let snap = map
+                    .entry((org.to_string(), *k))
+                    .or_insert_with(TypeSnapshot::new);
+                let since = snap
+                    .synced
                     .map(|t| Timestamp::from_millis(t.millis() - overlap));
-                (*k, since)
+                let fresh = snap.loaded.elapsed() < self.policy.reload_after;
+                let step = match (since, fresh, snap.load.take()) {
+                    (Some(t), true, None) => Step::Delta(t),
+                    (serving, _, load) => Step::Load {
+                        load: load.unwrap_or_else(|| Load::new(shards)),
+                        serving,
+                    },
+                };
+                (*k, step)
             })
             .collect()
     }
 
-    /// Stores what a read that started at `started` brought.
-    fn store(
-        &self,
-        org: &str,
-        started: Timestamp,
-        results: Vec<(EntityKind, Option<Timestamp>, Vec<Entry>)>,
-    ) {
+    /// Stores what one call's reads brought for `kind`.
+    fn store(&self, org: &str, kind: EntityKind, outcome: Outcome) {
         let mut map = self.lock();
-        for (kind, since, rows) in results {
-            let key = (org.to_string(), kind);
-            let snapshot = match since {
-                None => map.entry(key).insert_entry(TypeSnapshot::new()).into_mut(),
-                Some(_) => map.entry(key).or_insert_with(TypeSnapshot::new),
-            };
-            snapshot.apply(rows, started, self.policy.overlap);
-            snapshot.used = Instant::now();
-        }
-        let total: usize = map.values().map(|s| s.entries.len()).sum();
-        if total > self.policy.max_entries {
-            let mut others: Vec<((String, EntityKind), Instant, usize)> = map
-                .iter()
-                .filter(|((o, _), _)| o != org)
-                .map(|(k, s)| (k.clone(), s.used, s.entries.len()))
-                .collect();
-            others.sort_by_key(|(_, used, _)| *used);
-            let mut excess = total - self.policy.max_entries;
-            for (key, _, len) in others {
-                if excess == 0 {
-                    break;
+        let snap = map
+            .entry((org.to_string(), kind))
+            .or_insert_with(TypeSnapshot::new);
+        snap.used = Instant::now();
+        match outcome {
+            Outcome::Delta { started, rows } => snap.apply(rows, started, self.policy.overlap),
+            Outcome::Loading(load) => snap.load = Some(load),
+            Outcome::Loaded {
+                load,
+                delta_started,
+                delta,
+            } => {
+                let mut rows = Rows::default();
+                for shard in load.shards {
+                    rows.absorb(shard.rows);
                 }
-                map.remove(&key);
-                excess = excess.saturating_sub(len);
+                snap.rows = rows;
+                snap.loaded = Instant::now();
+                snap.load = None;
+                snap.apply(delta, delta_started, self.policy.overlap);
             }
+        }
+        self.evict(&mut map, org);
+    }
+
+    /// Drops the least recently used snapshots of other organizations while the process
+    /// holds more than its budget.
+    fn evict(&self, map: &mut HashMap<(String, EntityKind), TypeSnapshot>, org: &str) {
+        let total: usize = map.values().map(TypeSnapshot::bytes).sum();
+        if total <= self.policy.max_bytes {
+            return;
+        }
+        let mut others: Vec<((String, EntityKind), Instant, usize)> = map
+            .iter()
+            .filter(|((o, _), _)| o != org)
+            .map(|(k, s)| (k.clone(), s.used, s.bytes()))
+            .collect();
+        others.sort_by_key(|(_, used, _)| *used);
+        let mut excess = total - self.policy.max_bytes;
+        for (key, _, bytes) in others {
+            if excess == 0 {
+                break;
+            }
+            map.remove(&key);
+            excess = excess.saturating_sub(bytes);
         }
     }
 }
 
+/// What one call's reads brought for one type.
+enum Outcome {
+    Delta {
+        started: Timestamp,
+        rows: Vec<Entry>,
+    },
+    Loading(Load),
+    Loaded {
+        load: Load,
+        delta_started: Timestamp,
+        delta: Vec<Entry>,
+    },
+}
+
 impl Store {
-    /// Brings the snapshots of `kinds` up to date: one Query per type, in parallel (the
-    /// first call of a process reads each type's whole `byChange` partition).
+    /// Brings the snapshots of `kinds` up to date, all types and shards in parallel: a
+    /// delta Query per shard of each warm type; the first call of a process reads each
+    /// type's `byChange` partitions in full, within the policy's budget, and answers
+    /// `StoreError::Loading` when it could not finish (the next call goes on from there).
     pub async fn refresh_snapshots(
         &self,
         org: &str,
         kinds: &[EntityKind],
     ) -> Result<(), StoreError> {
-        let started = Timestamp::now();
-        let plan = self.snapshots.plan(org, kinds);
-        let rows = try_all(
-            plan.iter()
-                .map(|(kind, since)| self.change_rows(org, *kind, *since)),
-        )
+        let policy = self.snapshots.policy();
+        let shards = index_shards();
+        let call_started = Timestamp::now();
+        let plan = self.snapshots.plan(org, kinds, shards);
+        let began = Instant::now();
+        let outcomes = try_all(plan.into_iter().map(|(kind, step)| async move {
+            let outcome = match step {
+                Step::Delta(since) => {
+                    let started = Timestamp::now();
+                    let rows = self.delta_rows(org, kind, since).await?;
+                    (Outcome::Delta { started, rows }, None)
+                }
+                Step::Load { mut load, serving } => {
+                    let budget = if serving.is_some() {
+                        policy.reload_slice
+                    } else {
+                        policy.load_budget
+                    };
+                    // while a reload runs, the old snapshot keeps serving, kept fresh
+                    let fresh = async {
+                        match serving {
+                            Some(since) => {
+                                let started = Timestamp::now();
+                                let rows = self.delta_rows(org, kind, since).await?;
+                                Ok(Some((started, rows)))
+                            }
+                            None => Ok(None),
+                        }
+                    };
+                    let (_, fresh) = futures_util::try_join!(
+                        self.continue_load(org, kind, &mut load, began + budget, policy),
+                        fresh
+                    )?;
+                    if load.done() {
+                        // A read that began in an earlier call catches up with what changed
+                        // since it started; one that began now is as fresh as a delta.
+                        let (delta_started, delta) = if load.started < call_started {
+                            let since = Timestamp::from_millis(
+                                load.started.millis() - policy.overlap.as_millis() as i64,
+                            );
+                            let started = Timestamp::now();
+                            (started, self.delta_rows(org, kind, since).await?)
+                        } else {
+                            (load.started, Vec::new())
+                        };
+                        (
+                            Outcome::Loaded {
+                                load,
+                                delta_started,
+                                delta,
+                            },
+                            None,
+                        )
+                    } else {
+                        let read = load.entries_read();
+                        match fresh {
+                            Some((started, rows)) => {
+                                self.snapshots.store(org, kind, Outcome::Loading(load));
+                                (Outcome::Delta { started, rows }, None)
+                            }
+                            None => (Outcome::Loading(load), Some(read)),
+                        }
+                    }
+                }
+            };
+            Ok::<_, StoreError>((kind, outcome))
+        }))
         .await?;
-        let results = plan
-            .into_iter()
-            .zip(rows)
-            .map(|((k, since), rows)| (k, since, rows))
-            .collect();
-        self.snapshots.store(org, started, results);
-        Ok(())
+        let mut loading: Option<usize> = None;
+        for (kind, (outcome, still)) in outcomes {
+            self.snapshots.store(org, kind, outcome);
+            if let Some(read) = still {
+                *loading.get_or_insert(0) += read;
+            }
+        }
+        match loading {
+            Some(read) => Err(StoreError::Loading { read }),
+            None => Ok(()),
+        }
     }
 
     /// Runs `f` over the organization's snapshots (refresh them first).
@@ -259,27 +501,96 @@ impl Store {
         f(&Levels { map: &map, org })
     }
 
-    /// Index entries of a type changed after `since` (all with `None`), in change order.
-    async fn change_rows(
+    /// Index entries of a type changed after `since`, from every shard in parallel.
+    async fn delta_rows(
         &self,
         org: &str,
         kind: EntityKind,
-        since: Option<Timestamp>,
+        since: Timestamp,
     ) -> Result<Vec<Entry>, StoreError> {
-        let mut query = self
-            .type_query(INDEX_BY_CHANGE, org, kind.as_str())
-            .projection_expression(PROJECTION)
-            .expression_attribute_names("#n", "name");
-        query = match since {
-            None => query.key_condition_expression("GSI1PK = :t"),
-            // GSI2SK is `<tu>#<id>`: every key of a later tu sorts after `<since>$`.
-            Some(t) => query
-                .key_condition_expression("GSI1PK = :t AND GSI2SK > :after")
-                .expression_attribute_values(":after", AttributeValue::S(format!("{t}$"))),
-        };
-        serde_dynamo::from_items(self.query_all(query).await?)
-            .map_err(|e| StoreError::serde("index entry", e))
+        let per_shard = try_all(
+            change_pks(org, kind.as_str())
+                .into_iter()
+                .map(|pk| async move {
+                    // GSI2SK is `<tu>#<id>`: every key of a later tu sorts after `<since>$`.
+                    let query = self
+                        .snapshot_query(pk)
+                        .key_condition_expression("GSI1PK = :t AND GSI2SK > :after")
+                        .expression_attribute_values(
+                            ":after",
+                            AttributeValue::S(format!("{since}$")),
+                        );
+                    let mut rows = Vec::new();
+                    let mut pages = query.into_paginator().send();
+                    while let Some(page) = pages.next().await {
+                        rows.extend(decode(page.map_err(|e| StoreError::from_sdk("Query", e))?)?);
+                    }
+                    Ok::<_, StoreError>(rows)
+                }),
+        )
+        .await?;
+        Ok(per_shard.into_iter().flatten().collect())
     }
+
+    /// Reads on in every unfinished shard of `load`, in parallel, page by page (each page
+    /// decoded and applied as it arrives), until each is done or `deadline` has passed.
+    async fn continue_load(
+        &self,
+        org: &str,
+        kind: EntityKind,
+        load: &mut Load,
+        deadline: Instant,
+        policy: SnapshotPolicy,
+    ) -> Result<(), StoreError> {
+        let pks = change_pks(org, kind.as_str());
+        try_all(
+            load.shards
+                .iter_mut()
+                .zip(pks)
+                .filter(|(s, _)| !matches!(s.cursor, Cursor::Done))
+                .map(|(shard, pk)| async move {
+                    loop {
+                        let start = match &shard.cursor {
+                            Cursor::Done => return Ok::<(), StoreError>(()),
+                            Cursor::Start => None,
+                            Cursor::After(key) => Some(key.clone()),
+                        };
+                        let page = self
+                            .snapshot_query(pk.clone())
+                            .key_condition_expression("GSI1PK = :t")
+                            .set_exclusive_start_key(start)
+                            .set_limit(policy.load_page_items)
+                            .send()
+                            .await
+                            .map_err(|e| StoreError::from_sdk("Query", e))?;
+                        let next = page.last_evaluated_key.clone();
+                        shard.rows.apply(decode(page)?);
+                        shard.cursor = match next {
+                            Some(key) if !key.is_empty() => Cursor::After(key),
+                            _ => Cursor::Done,
+                        };
+                        if Instant::now() >= deadline {
+                            return Ok(());
+                        }
+                    }
+                }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// A Query of one `byChange` partition for the snapshot's projection.
+    fn snapshot_query(&self, pk: String) -> super::ops::QueryBuilder {
+        self.change_query(pk)
+            .projection_expression(PROJECTION)
+            .expression_attribute_names("#n", "name")
+    }
+}
+
+/// A Query page's items as entries; the raw page is dropped here.
+fn decode(page: aws_sdk_dynamodb::operation::query::QueryOutput) -> Result<Vec<Entry>, StoreError> {
+    serde_dynamo::from_items(page.items.unwrap_or_default())
+        .map_err(|e| StoreError::serde("index entry", e))
 }
 
 #[cfg(test)]
@@ -304,7 +615,8 @@ mod tests {
     }
 
     fn ids(s: &TypeSnapshot) -> Vec<String> {
-        s.entries
+        s.rows
+            .entries
             .values()
             .map(|e| format!("{}@{}", e.id, e.ver))
             .collect()
@@ -361,26 +673,78 @@ mod tests {
             Timestamp::from_millis(2),
             overlap,
         );
-        assert!(s.deleted.contains_key("a"));
+        assert!(s.rows.deleted.contains_key("a"));
         s.apply(
             vec![row("b", 100, 1, false)],
             Timestamp::from_millis(100),
             overlap,
         );
-        assert!(!s.deleted.contains_key("a"));
+        assert!(!s.rows.deleted.contains_key("a"));
     }
 
     #[test]
-    fn eviction_keeps_the_calling_org() {
+    fn weights_follow_inserts_replacements_and_deletions() {
+        let mut rows = Rows::default();
+        rows.apply(vec![row("a", 10, 1, false), row("b", 10, 1, false)]);
+        let two = rows.bytes;
+        assert_eq!(
+            two,
+            row("a", 10, 1, false).weight() + row("b", 10, 1, false).weight()
+        );
+        rows.apply(vec![row("a", 11, 2, false)]);
+        assert_eq!(rows.bytes, two);
+        rows.apply(vec![row("a", 12, 0, true)]);
+        assert_eq!(rows.bytes, row("b", 10, 1, false).weight());
+        let mut other = Rows::default();
+        other.apply(vec![row("c", 10, 1, false)]);
+        rows.absorb(other);
+        assert_eq!(rows.entries.keys().collect::<Vec<_>>(), ["b", "c"]);
+        assert_eq!(rows.bytes, 2 * row("b", 10, 1, false).weight());
+    }
+
+    #[test]
+    fn eviction_keeps_the_calling_org_and_counts_bytes() {
+        let one = row("0", 1, 1, false).weight();
         let snaps = Snapshots::new(SnapshotPolicy {
-            max_entries: 3,
+            max_bytes: 3 * one,
             ..SnapshotPolicy::default()
         });
         let rows = |n: usize| (0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect();
-        snaps.store("o1", T, vec![(EntityKind::Product, None, rows(2))]);
-        snaps.store("o2", T, vec![(EntityKind::Product, None, rows(2))]);
+        let delta = |n| Outcome::Delta {
+            started: T,
+            rows: rows(n),
+        };
+        snaps.store("o1", EntityKind::Product, delta(2));
+        snaps.store("o2", EntityKind::Product, delta(2));
         let map = snaps.lock();
         assert!(map.contains_key(&("o2".to_string(), EntityKind::Product)));
         assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));
+    }
+
+    #[test]
+    fn a_load_counts_its_shards_until_every_one_is_done() {
+        let mut load = Load::new(3);
+        assert!(!load.done());
+        load.shards[0].rows.apply(vec![row("a", 1, 1, false)]);
+        load.shards[2].rows.apply(vec![row("b", 1, 1, false)]);
+        assert_eq!(load.entries_read(), 2);
+        for s in &mut load.shards {
+            s.cursor = Cursor::Done;
+        }
+        assert!(load.done());
+        let snaps = Snapshots::new(SnapshotPolicy::default());
+        snaps.store(
+            "o1",
+            EntityKind::Sku,
+            Outcome::Loaded {
+                load,
+                delta_started: T,
+                delta: vec![row("c", 60, 1, false), row("a", 61, 0, true)],
+            },
+        );
+        let map = snaps.lock();
+        let s = &map[&("o1".to_string(), EntityKind::Sku)];
+        assert_eq!(ids(s), ["b@1", "c@1"]);
+        assert_eq!(s.synced, Some(T));
     }
 }

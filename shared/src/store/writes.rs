@@ -5,7 +5,7 @@
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
-    change_sk, sku_ref_pk, tombstone_pk, type_pk, variant_ref_pk, GSI1PK, GSI2SK, REF_SK,
+    change_sk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK, GSI2SK, REF_SK,
     TOMBSTONE_SK, TTL,
 };
 use super::ops::{item_key, Item};
@@ -87,6 +87,16 @@ impl TreeWrite {
         }
         let group = self.groups.last_mut().expect("a group exists");
         group.push((action, Target::Entity));
+    }
+
+    /// The items this write puts, whole, in order: what the same write would store without
+    /// conditions or transactions (the benchmark's raw floor).
+    pub fn put_items(&self) -> Vec<Item> {
+        self.groups
+            .iter()
+            .flatten()
+            .filter_map(|(action, _)| action.put().map(|p| p.item().clone()))
+            .collect()
     }
 
     /// Appends the groups of `other`, in order.
@@ -297,7 +307,7 @@ fn tombstone(org: &str, item: &EntityItem) -> Item {
     let kind = item.kind.as_str();
     let s = |v: &str| AttributeValue::S(v.to_string());
     let mut t = item_key(tombstone_pk(org, kind, &item.id), TOMBSTONE_SK);
-    t.insert(GSI1PK.into(), s(&type_pk(org, kind)));
+    t.insert(GSI1PK.into(), s(&entity_change_pk(org, kind, &item.id)));
     t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), &item.id)));
     t.insert("id".into(), s(&item.id));
     t.insert("su".into(), s(&at.to_string()));

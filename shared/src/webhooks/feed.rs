@@ -7,7 +7,7 @@ use super::queue::QueueMessage;
 use super::topics::{self, Action, ENTITY_TYPES};
 use crate::app::App;
 use crate::domain::time::Timestamp;
-use crate::store::keys::{pending_sk, type_pk};
+use crate::store::keys::{is_change_pk, pending_sk};
 use crate::store::webhooks::{PendingKey, Subscription};
 use crate::store::StoreError;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
@@ -53,7 +53,10 @@ impl EntityImage {
         let org = self.pk.strip_prefix("O#")?.split('#').next()?;
         let is_entity = ENTITY_TYPES.contains(&self.kind.as_str())
             && self.del != Some(true)
-            && self.gsi1pk.as_deref() == Some(type_pk(org, &self.kind).as_str());
+            && self
+                .gsi1pk
+                .as_deref()
+                .is_some_and(|pk| is_change_pk(pk, org, &self.kind));
         is_entity.then_some(org)
     }
 }
@@ -268,7 +271,7 @@ mod tests {
     fn product(su: &str, tu: &str) -> serde_json::Value {
         json!({
             "PK": {"S": "O#abc123#P#chair"}, "SK": {"S": "L1"},
-            "GSI1PK": {"S": "O#abc123#T#product"}, "GSI2SK": {"S": format!("{tu}#chair")},
+            "GSI1PK": {"S": "O#abc123#T#product#0"}, "GSI2SK": {"S": format!("{tu}#chair")},
             "kind": {"S": "product"}, "id": {"S": "chair"}, "name": {"S": "Chair"},
             "su": {"S": su}, "tu": {"S": tu}, "ver": {"N": "2"}
         })
@@ -311,7 +314,7 @@ mod tests {
     fn non_entity_items_are_ignored() {
         let tombstone = json!({
             "PK": {"S": "O#abc123#X#product#chair"}, "SK": {"S": "DEL"},
-            "GSI1PK": {"S": "O#abc123#T#product"}, "kind": {"S": "product"},
+            "GSI1PK": {"S": "O#abc123#T#product#0"}, "kind": {"S": "product"},
             "id": {"S": "chair"}, "del": {"BOOL": true}
         });
         assert_eq!(change_of(&record("INSERT", json!(null), tombstone)), None);
@@ -321,7 +324,7 @@ mod tests {
         });
         assert_eq!(change_of(&record("INSERT", json!(null), pending)), None);
         let foreign = json!({
-            "PK": {"S": "O#abc123#P#chair"}, "GSI1PK": {"S": "O#other1#T#product"},
+            "PK": {"S": "O#abc123#P#chair"}, "GSI1PK": {"S": "O#other1#T#product#0"},
             "kind": {"S": "product"}, "id": {"S": "chair"}
         });
         assert_eq!(change_of(&record("INSERT", json!(null), foreign)), None);
