@@ -3,10 +3,19 @@
 # template's CodeUri points (target/lambda/<function>/bootstrap.zip), with each zip's size.
 # Installs what is missing: cargo-lambda and zig (PyPI, .tools/venv) and the Rust standard
 # library for aarch64-unknown-linux-gnu (rustup).
+#
+# `--no-lto` (what `make test` runs): the same cross-build and zips, opt-level 3, but without
+# the release profile's fat LTO and single codegen unit, whose eleven serial LTO links are
+# most of the build's time; it proves every function compiles and links for arm64 and lands
+# where the template's CodeUri points. Deploy with the plain `make build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/tools.sh --dev
 export PATH="$PWD/.tools/venv/bin:$PATH"
+if [ "${1:-}" = "--no-lto" ]; then
+  echo "[build] without fat LTO (CARGO_PROFILE_RELEASE_LTO=false, 16 codegen units): not the deploy build"
+  export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+fi
 if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
   echo "[build] adding the aarch64-unknown-linux-gnu target (rustup)"
   rustup target add aarch64-unknown-linux-gnu

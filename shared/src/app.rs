@@ -19,6 +19,8 @@ pub struct App {
     pub auth: Authenticator,
     /// The webhook delivery queue, when one is configured.
     pub queue: Option<DeliveryQueue>,
+    /// S3, for imports' upload URLs, when an import bucket is configured.
+    pub s3: Option<aws_sdk_s3::Client>,
 }
 
 /// One authenticated, routed request.
@@ -51,6 +53,7 @@ impl App {
             store,
             auth,
             queue: None,
+            s3: None,
         }
     }
 
@@ -64,8 +67,14 @@ impl App {
         )
         .with_snapshot_policy(config.snapshots);
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(&shared), &config.webhooks);
+        let s3 = config
+            .imports
+            .bucket
+            .is_some()
+            .then(|| crate::imports::s3_client(&shared));
         let mut app = Self::new(config, store);
         app.queue = queue;
+        app.s3 = s3;
         Box::leak(Box::new(app))
     }
 

@@ -30,6 +30,8 @@ pub struct Config {
     /// time one call may spend on a cold read; `CATALOG_SNAPSHOT_MAX_BYTES` (default half of
     /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB).
     pub snapshots: crate::store::snapshot::SnapshotPolicy,
+    /// The import bucket, queue and batching (`imports/mod.rs`).
+    pub imports: crate::imports::ImportConfig,
     /// Queues, coalescing window, retry schedule and URL policy of webhooks.
     pub webhooks: crate::webhooks::WebhookConfig,
 }
@@ -45,6 +47,7 @@ impl Default for Config {
             max_bulk_body_bytes: 6 * 1024 * 1024,
             bulk_concurrency: 16,
             snapshots: Default::default(),
+            imports: Default::default(),
             webhooks: Default::default(),
         }
     }
@@ -94,6 +97,7 @@ impl Config {
                     .map(|n| n.clamp(1, 10_000) as i32),
                 ..defaults.snapshots
             },
+            imports: crate::imports::ImportConfig::from_lookup(&lookup),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup, local_mode),
         }
     }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod imports;
 pub mod search;
 pub mod store;
 pub mod telemetry;

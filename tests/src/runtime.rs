@@ -2,7 +2,7 @@
 //! `/2018-06-01/runtime/invocation/next` on its own port, exactly as inside Lambda. HTTP
 //! requests become API Gateway HTTP API (v2) events and the function's v2 response comes back.
 
-use crate::ddb::{die_with_parent, keep, loopback_listener};
+use crate::ddb::{die_with_parent, loopback_listener};
 use crate::{Request, Response};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -116,7 +116,7 @@ impl Emulator {
             )
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
-            .with_state(queue);
+            .with_state(queue.clone());
         let mut env = self.env.lock().expect("lock").clone();
         match variant {
             "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
@@ -133,11 +133,15 @@ impl Emulator {
         self.handle.spawn(async move {
             let listener =
                 tokio::net::TcpListener::from_std(listener).expect("runtime API listener");
-            tokio::spawn(async move { axum::serve(listener, app).await });
-            // Spawned on the emulator's thread, which lives as long as the test process.
+            axum::serve(listener, app).await
+        });
+        // As Lambda replaces a sandbox whose process died, a process that exits is started
+        // again, and the invocation it was running fails. The thread lives as long as the
+        // test process, so the children's PDEATHSIG fires only when the tests end.
+        std::thread::spawn(move || loop {
             let child = die_with_parent(
                 Command::new(&binary)
-                    .envs(env)
+                    .envs(env.clone())
                     .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}"))
                     .env("AWS_LAMBDA_FUNCTION_NAME", &name)
                     .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
@@ -145,9 +149,24 @@ impl Emulator {
                     .stdout(Stdio::inherit())
                     .stderr(Stdio::inherit()),
             )
-            .spawn()
-            .expect("function process starts");
-            keep(child);
+            .spawn();
+            let Ok(mut child) = child else {
+                eprintln!("[runtime] {name} does not start");
+                return;
+            };
+            let status = child.wait();
+            eprintln!("[runtime] {name} exited ({status:?}); starting it again");
+            let lost: Vec<Reply> = queue
+                .pending
+                .lock()
+                .expect("lock")
+                .drain()
+                .map(|(_, reply)| reply)
+                .collect();
+            for reply in lost {
+                let _ = reply.send(Err("the function process exited".into()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
         });
     }
 

@@ -64,7 +64,14 @@ fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
     aws_sdk_dynamodbstreams::Client::from_conf(config)
 }
 
-/// Starts moto's server on a free port; it dies with the test process.
+/// moto's server of this test binary (SQS for webhooks, S3 and SQS for imports), started
+/// on first use; it dies with the test process.
+pub fn moto() -> &'static str {
+    static MOTO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MOTO.get_or_init(start_moto)
+}
+
+/// Starts moto's server on a free port.
 fn start_moto() -> String {
     let bin = crate::repo_root().join(".tools/venv/bin/moto_server");
     assert!(
@@ -101,7 +108,7 @@ fn start_moto() -> String {
 
 async fn start() -> Hooks {
     let stack = crate::stack().await;
-    let endpoint = start_moto();
+    let endpoint = moto().to_string();
     let sqs = sqs_client(&endpoint);
     let (queue_url, dead_letter_url) = create_delivery_queues(&sqs).await.expect("queues created");
     stack.runtime.extend_env(vec![

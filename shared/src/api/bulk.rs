@@ -2,16 +2,20 @@
 //! independent, answered with a status per line. The single PATCH is its one-item case: the
 //! same parsing, validation and write (`tree_patch`, `products::upsert_product`); what the
 //! bulk route adds is that reads are shared (definitions, scopes, families and referenced
-//! metaobjects in one round for the whole request) and items are written concurrently.
+//! metaobjects in one round for the whole request, the product items in one batched read so
+//! that a new product costs no tree read) and items are written concurrently.
 
 use super::products::upsert_product;
 use super::references;
-use super::tree_patch::{ProductPatch, RawProductPatch};
+use super::tree_patch::{self, ProductPatch, RawProductPatch};
 use crate::app::{App, Call};
 use crate::domain::identifier;
 use crate::error::ApiError;
 use crate::http::request::BulkItem;
 use crate::http::{ApiResponse, JsonBody, Query};
+use crate::store::items::EntityItem;
+use crate::store::keys::{product_pk, PRODUCT_SK};
+use crate::store::ops::item_key;
 use crate::store::settings::WriteContext;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -98,12 +102,25 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     let items = call
         .request
         .json_items(app.config.max_bulk_body_bytes, MAX_BULK_ITEMS)?;
+    let outcomes = write_items(app, call.org(), items, None).await?;
+    let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
+    Ok(ApiResponse::json(200, json!({ "result": lines })))
+}
+
+/// Validates and writes bulk items (the bulk route's body, an import's batch), each atomic
+/// and independent; one outcome per item, in order. `source` (an import id) marks the
+/// products its lines create, so that a line applied again reports the same status.
+pub async fn write_items(
+    app: &App,
+    org: &str,
+    items: Vec<BulkItem>,
+    source: Option<&str>,
+) -> Result<Vec<LineOutcome>, ApiError> {
     let bodies: Vec<(usize, Result<JsonBody, ApiError>)> = items
         .into_iter()
         .map(|BulkItem { line, body }| (line, body.map(JsonBody)))
         .collect();
     let shaped = shape(&bodies);
-    let org = call.org();
 
     // One read of everything the valid items name: definitions, scopes, families.
     let mut wanted = Vec::new();
@@ -120,7 +137,13 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     };
     let mut checked: Vec<(usize, Option<&str>, Result<ProductPatch, ApiError>)> = shaped
         .into_iter()
-        .map(|(line, id, raw)| (line, id, raw.and_then(|r| r.validate(&ctx))))
+        .map(|(line, id, raw)| {
+            let patch = raw.and_then(|r| r.validate(&ctx)).map(|mut p| {
+                p.source = source.map(|s| format!("{s}#{line}"));
+                p
+            });
+            (line, id, patch)
+        })
         .collect();
 
     // One read of every metaobject the valid items reference.
@@ -142,38 +165,140 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
         }
     }
 
-    // Writes, a bounded number at a time; each item retries its own lost conditions.
-    let mut writes = Vec::with_capacity(checked.len());
-    for (line, id, patch) in &checked {
-        writes.push(write_line(app, org, *line, *id, patch));
+    // One batched read of the valid items' product items: a new product needs no tree read.
+    let keys = checked
+        .iter()
+        .filter(|(_, _, p)| p.is_ok())
+        .filter_map(|(_, id, _)| *id)
+        .map(|id| item_key(product_pk(org, id), PRODUCT_SK))
+        .collect::<Vec<_>>();
+    let mut found: HashMap<String, EntityItem> = if keys.is_empty() {
+        HashMap::new()
+    } else {
+        app.store
+            .get_entities(keys)
+            .await?
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect()
+    };
+
+    // New products (no links to resolve) are planned here and packed into shared
+    // transactions of at most 100 actions: each is all or nothing, and a batch that fails for
+    // any reason is written again item by item. Every other item reads, plans and commits on
+    // its own, retrying its own lost conditions.
+    let mut outcomes: Vec<Option<LineOutcome>> = vec![None; checked.len()];
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
+    for (i, (line, id, patch)) in checked.iter().enumerate() {
+        let (Some(id), Ok(patch)) = (id, patch) else {
+            outcomes[i] = Some(refused(*line, *id, patch));
+            continue;
+        };
+        let known = found.remove(*id);
+        if known.is_some() || patch.assets.is_some() || patch.categories.is_some() {
+            alone.push((i, Some(known)));
+            continue;
+        }
+        match tree_patch::plan(org, id, None, patch, true) {
+            Ok(plan) if plan.write.len() <= MAX_TRANSACTION_ACTIONS => {
+                let fits = batches
+                    .last()
+                    .is_some_and(|b| b.write.len() + plan.write.len() <= MAX_TRANSACTION_ACTIONS);
+                if !fits {
+                    batches.push(Batch::default());
+                }
+                let batch = batches.last_mut().expect("a batch");
+                batch.write.append(plan.write);
+                batch.items.push(i);
+            }
+            _ => alone.push((i, Some(None))),
+        }
     }
-    let outcomes: Vec<LineOutcome> = futures_util::stream::iter(writes)
-        .buffered(app.config.bulk_concurrency)
+    let committed: Vec<(Batch, bool)> = futures_util::stream::iter(batches)
+        .map(|batch| async move {
+            let ok = app.store.commit(&batch.write).await.is_ok();
+            (batch, ok)
+        })
+        .buffer_unordered(app.config.bulk_concurrency)
         .collect()
         .await;
-    Ok(ApiResponse::json(
-        200,
-        json!({"result": outcomes.iter().map(LineOutcome::render).collect::<Vec<_>>()}),
-    ))
+    for (batch, ok) in committed {
+        for i in batch.items {
+            if ok {
+                let (line, id, _) = &checked[i];
+                outcomes[i] = Some(LineOutcome {
+                    line: *line,
+                    identifier: id.map(str::to_string),
+                    status: 201,
+                    error: None,
+                });
+            } else {
+                alone.push((i, None));
+            }
+        }
+    }
+    alone.sort_by_key(|(i, _)| *i);
+    let mut writes = Vec::with_capacity(alone.len());
+    for (i, known) in alone {
+        let (line, id, patch) = &checked[i];
+        writes.push(async move { (i, write_line(app, org, *line, *id, patch, known).await) });
+    }
+    let written: Vec<(usize, LineOutcome)> = futures_util::stream::iter(writes)
+        .buffer_unordered(app.config.bulk_concurrency)
+        .collect()
+        .await;
+    for (i, outcome) in written {
+        outcomes[i] = Some(outcome);
+    }
+    Ok(outcomes
+        .into_iter()
+        .zip(&checked)
+        .map(|(o, (line, id, patch))| o.unwrap_or_else(|| refused(*line, *id, patch)))
+        .collect())
 }
 
-/// Writes one item (or reports why it cannot be written).
+/// Most actions DynamoDB takes in one transaction.
+const MAX_TRANSACTION_ACTIONS: usize = 100;
+
+/// New products written in one transaction, by their index in the request.
+#[derive(Default)]
+struct Batch {
+    write: crate::store::writes::TreeWrite,
+    items: Vec<usize>,
+}
+
+/// The outcome of an item refused before any write.
+fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, ApiError>) -> LineOutcome {
+    let e = match patch {
+        Err(e) => e.clone(),
+        Ok(_) => ApiError::internal(),
+    };
+    LineOutcome {
+        line,
+        identifier: id.map(str::to_string),
+        status: e.status,
+        error: Some(e.message),
+    }
+}
+
+/// Writes one item on its own: read, plan, commit, retry.
 async fn write_line(
     app: &App,
     org: &str,
     line: usize,
     id: Option<&str>,
     patch: &Result<ProductPatch, ApiError>,
+    known: Option<Option<EntityItem>>,
 ) -> LineOutcome {
-    let result = match (id, patch) {
-        (Some(id), Ok(patch)) => upsert_product(app, org, id, patch).await.map(|r| r.status),
-        (_, Err(e)) => Err(e.clone()),
-        (None, Ok(_)) => Err(ApiError::internal()),
+    let (Some(id), Ok(patch)) = (id, patch) else {
+        return refused(line, id, patch);
     };
+    let result = upsert_product(app, org, id, patch, known).await;
     LineOutcome {
         line,
-        identifier: id.map(str::to_string),
-        status: result.as_ref().map_or_else(|e| e.status, |s| *s),
+        identifier: Some(id.to_string()),
+        status: result.as_ref().map_or_else(|e| e.status, |r| r.status),
         error: result.err().map(|e| e.message),
     }
 }

@@ -9,8 +9,9 @@ use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::{Paging, Query};
+use crate::search::engine::{Embedded, ListEngine};
 use crate::search::parse::{parse_json, RawSearch};
-use crate::search::select::{levels_needed, select, Completeness, Criteria, Requirement};
+use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::store::metrics::in_parallel;
@@ -137,17 +138,19 @@ fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
 }
 
 /// The requested page of the entities of `target` the list returns (identifier order), and
-/// their total: one round trip brings the snapshots up to date (one Query per entity type
-/// involved) and, with `search` or completeness, reads the definitions, scopes and profile
-/// they name (one BatchGetItem). Only the page's entries are copied out of the snapshots.
+/// their total, from the list engine (`search/engine.rs`): one round trip brings it up to
+/// date (the embedded engine: one delta Query per shard of each entity type involved) and,
+/// with `search` or completeness, reads the definitions, scopes and profile they name (one
+/// BatchGetItem). Only the page's entries are copied out of the engine.
 pub async fn matching(
     store: &Store,
     org: &str,
     target: EntityKind,
     req: &ListRequest,
 ) -> Result<(Vec<IndexEntry>, usize), ApiError> {
+    let engine = Embedded(store);
     let kinds = levels(target, req);
-    let refresh = store.refresh_snapshots(org, &kinds);
+    let refresh = engine.refresh(org, &kinds);
     let mut criteria = Criteria {
         any: req.any,
         updated_after: req.updated_after,
@@ -171,14 +174,7 @@ pub async fn matching(
             criteria.completeness = completeness(q, ctx.profile.as_ref(), &ctx.scopes)?;
         }
     }
-    Ok(store.with_snapshots(org, |levels| {
-        let all = select(levels, target, &criteria);
-        let page = all[req.paging.range(all.len())]
-            .iter()
-            .map(|e| e.index_entry())
-            .collect();
-        (page, all.len())
-    }))
+    Ok(engine.page(org, target, &criteria, &|total| req.paging.range(total)))
 }
 
 /// The completeness condition of a request: the profile must exist, the channel must exist

@@ -5,6 +5,7 @@ pub mod attributes;
 pub mod bulk;
 pub mod bundles;
 pub mod categories;
+pub mod imports;
 pub mod include;
 pub mod links;
 pub mod lists;
@@ -34,6 +35,7 @@ pub const FUNCTIONS: &[&Api] = &[
     &categories::API,
     &bundles::API,
     &metaobjects::API,
+    &imports::API,
 ];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit

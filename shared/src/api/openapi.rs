@@ -136,6 +136,44 @@ fn schemas() -> Value {
     let field = json!({"type": "object", "properties": {
         "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
         "isMulti": {"type": "boolean"}, "options": array(string())}, "required": ["key", "type"]});
+    let import = object(&[
+        ("id", string(), true),
+        (
+            "status",
+            json!({"enum": ["awaiting_upload", "running", "succeeded", "completed_with_errors", "failed"]}),
+            true,
+        ),
+        (
+            "total",
+            json!({"type": ["integer", "null"], "description": "Lines in the file, once counted"}),
+            true,
+        ),
+        ("processed", json!({"type": "integer"}), true),
+        ("created", json!({"type": "integer"}), true),
+        ("updated", json!({"type": "integer"}), true),
+        ("failed", json!({"type": "integer"}), true),
+        (
+            "errors",
+            array(object(&[
+                ("line", json!({"type": "integer"}), true),
+                ("identifier", nullable("string"), true),
+                ("status", json!({"type": "integer"}), true),
+                ("error", string(), true),
+            ])),
+            true,
+        ),
+        ("createdAt", time(), true),
+        (
+            "startedAt",
+            json!({"type": ["string", "null"], "format": "date-time"}),
+            true,
+        ),
+        (
+            "finishedAt",
+            json!({"type": ["string", "null"], "format": "date-time"}),
+            true,
+        ),
+    ]);
     let mut all = json!({
         "Error": object(&[("error", json!({"type": "string", "example": "product 'abc' not found"}), true)]),
         "Pagination": object(&[
@@ -166,6 +204,9 @@ fn schemas() -> Value {
         "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
             ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
         "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
+        "Import": import.clone(),
+        "ImportCreated": {"allOf": [import, object(&[("uploadUrl", json!({"type": "string", "description": "Presigned S3 URL: PUT the file here"}), true),
+            ("expiresAt", time(), true)])]},
         "BulkLine": object(&[("line", json!({"type": "integer", "minimum": 1}), true),
             ("identifier", nullable("string"), true),
             ("status", json!({"type": "integer", "description": "What PATCH /products/{identifier} would have answered: 201, 200 or an error status"}), true),
@@ -228,6 +269,7 @@ fn schemas() -> Value {
             "items": input(&[("identifier", identifier(), true), ("name", string(), false), ("values", values.clone(), false),
                 ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
                 ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)])},
+        "ImportCreate": input(&[("format", json!({"enum": ["ndjson"]}), false)]),
         "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
         "AssetCreate": asset_input,
         "AssetPatch": input(&[("url", http_url(), false), ("name", name(), false),
@@ -431,6 +473,9 @@ fn op(route: &Route) -> Op {
         ("GET", "/metaobjects/{definition}/{identifier}") => o("Get a metaobject", &[], None, 200, Single("Metaobject")),
         ("PUT", "/metaobjects/{definition}/{identifier}") => o("Create (201) or replace (200) a metaobject", &[], Some("MetaobjectPut"), 200, Single("Metaobject")),
         ("DELETE", "/metaobjects/{definition}/{identifier}") => o("Delete a metaobject (409 while referenced)", &[], None, 200, Single("Deleted")),
+        ("GET", "/imports") => o("List imports, newest first", PAGE, None, 200, List("Import")),
+        ("POST", "/imports") => o("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some("ImportCreate"), 201, Single("ImportCreated")),
+        ("GET", "/imports/{id}") => o("An import's status, counts and first 100 failed lines", &[], None, 200, Single("Import")),
         ("GET", "/webhooks") => o("List webhook subscriptions", PAGE, None, 200, List("Webhook")),
         ("POST", "/webhooks") => o("Create a webhook subscription (the secret is shown once)", &[], Some("WebhookCreate"), 201, Single("Webhook")),
         ("GET", "/webhooks/{id}") => o("Get a webhook subscription", &[], None, 200, Single("Webhook")),
@@ -738,14 +783,14 @@ mod tests {
         }
     }
 
-    /// Webhook ids are generated, so the document cannot name one; every other operation
+    /// Webhook and import ids are generated, so the document cannot name one; every other operation
     /// with a path parameter or a body has examples of them.
     #[test]
     fn every_operation_but_those_of_a_webhook_id_has_examples() {
         let doc = document();
         for route in served() {
             let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
-            if route.path.starts_with("/webhooks/{id}") {
+            if route.path.starts_with("/webhooks/{id}") || route.path == "/imports/{id}" {
                 continue;
             }
             for p in op["parameters"].as_array().unwrap() {

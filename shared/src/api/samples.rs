@@ -219,6 +219,12 @@ pub fn writes() -> Vec<Sample> {
             json!({"name": "Old set", "items": [{"sku": "chair-walnut-m", "quantity": 2}]}),
         ),
         write(
+            "ndjson-import",
+            "POST",
+            "/imports",
+            json!({"format": "ndjson"}),
+        ),
+        write(
             "subscription",
             "POST",
             "/webhooks",

@@ -44,6 +44,9 @@ pub struct ProductPatch {
     pub assets: Option<Vec<AssetInput>>,
     /// The complete set of categories.
     pub categories: Option<Vec<String>>,
+    /// The import line this patch comes from (`<import id>#<line>`), recorded on the product
+    /// it creates: applied again (an import resuming after a crash), it answers 201 again.
+    pub source: Option<String>,
 }
 
 /// An entity of the body before its values are validated against the definitions.
@@ -278,6 +281,7 @@ impl<'a> RawProductPatch<'a> {
                 })
                 .transpose()?,
             categories: self.categories.clone(),
+            source: None,
         };
         for (v, skus) in &self.variants {
             patch.variants.push(VariantPatch {
@@ -425,6 +429,7 @@ pub async fn parse_sku_patch(
 #[derive(Debug)]
 pub struct Plan {
     pub product: EntityItem,
+    /// The product is new (or was created by this same import line before).
     pub created: bool,
     pub write: TreeWrite,
     /// Every entity written, as written (the product too).
@@ -523,7 +528,11 @@ pub fn plan(
         ),
         None => return Err(ApiError::entity_not_found("product", product_id)),
     };
-    let created = product.expect == Expect::Absent;
+    let created = product.expect == Expect::Absent
+        || (patch.source.is_some() && product.item.src == patch.source);
+    if product.expect == Expect::Absent {
+        product.item.src = patch.source.clone();
+    }
     product.changed_self |= apply_entity(&mut product.item, &patch.entity);
     if let Some(family) = patch.family {
         if product.item.family_id != family {

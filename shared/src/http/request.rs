@@ -167,17 +167,7 @@ impl ApiRequest {
                     .into_iter()
                     .map(|(line, l)| BulkItem {
                         line,
-                        body: if nesting_depth(l.as_bytes()) > MAX_JSON_DEPTH {
-                            Err(ApiError::bad_request(format!(
-                                "line nests deeper than {MAX_JSON_DEPTH} levels"
-                            )))
-                        } else {
-                            serde_json::from_str::<Value>(l)
-                                .map_err(|e| {
-                                    ApiError::bad_request(format!("line is not valid JSON: {e}"))
-                                })
-                                .and_then(object_item)
-                        },
+                        body: ndjson_line(l),
                     })
                     .collect())
             }
@@ -205,6 +195,19 @@ const NOT_A_LIST: &str = "request body must be a JSON array of objects (or NDJSO
 pub struct BulkItem {
     pub line: usize,
     pub body: Result<serde_json::Map<String, Value>, ApiError>,
+}
+
+/// One NDJSON line as a JSON object, or why it is not one (the bulk route's NDJSON body and
+/// an import's file parse lines alike).
+pub fn ndjson_line(line: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    if nesting_depth(line.as_bytes()) > MAX_JSON_DEPTH {
+        return Err(ApiError::bad_request(format!(
+            "line nests deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
+    serde_json::from_str::<Value>(line)
+        .map_err(|e| ApiError::bad_request(format!("line is not valid JSON: {e}")))
+        .and_then(object_item)
 }
 
 fn object_item(v: Value) -> Result<serde_json::Map<String, Value>, ApiError> {

@@ -1,7 +1,9 @@
 //! The `search` filter of the list endpoints: the operator matrix (`operators.rs`), parsing
 //! and validation (`parse.rs`), evaluation against stored values (`eval.rs`), and which
-//! entities a list returns across levels and with completeness (`select.rs`).
+//! entities a list returns across levels and with completeness (`select.rs`), and the list
+//! engine port the handlers call (`engine.rs`).
 
+pub mod engine;
 pub mod eval;
 pub mod operators;
 pub mod parse;

@@ -43,6 +43,13 @@ pub struct Criteria {
     pub now: Option<Timestamp>,
 }
 
+impl Criteria {
+    /// Whether the criteria select every entity (no filter of any kind).
+    pub fn is_everything(&self) -> bool {
+        self.filters.is_empty() && self.updated_after.is_none() && self.completeness.is_none()
+    }
+}
+
 /// The entity types a list of `target` needs snapshots of, for filters on `keys` (as given,
 /// before validation) and `updated_after`.
 pub fn levels_needed<'a>(

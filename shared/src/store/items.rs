@@ -64,6 +64,10 @@ pub struct EntityItem {
     /// A product's categories, once set through PATCH /products (`None` before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<Vec<String>>,
+    /// The import line that created the product (`<import id>#<line>`), so that a line
+    /// applied again after the import resumes reports the same 201.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
 }
 
 /// An organization's settings item.

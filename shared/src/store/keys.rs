@@ -138,6 +138,11 @@ pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
 }
 pub const TOMBSTONE_SK: &str = "DEL";
 
+/// Import jobs: one partition per organization, sort key the import id (a ULID: time order).
+pub fn imports_pk(org: &str) -> String {
+    format!("O#{org}#I")
+}
+
 /// Completeness profiles: one partition per organization, sort key the profile identifier.
 pub fn profiles_pk(org: &str) -> String {
     format!("O#{org}#C")
@@ -190,6 +195,7 @@ mod tests {
             change_pk("abc123", "product", 3),
             tombstone_pk("abc123", "sku", "s#1"),
             profiles_pk("abc123"),
+            imports_pk("abc123"),
             webhooks_pk("abc123"),
             deliveries_pk("abc123", "wh_1"),
             pending_pk("abc123", "wh_1"),

@@ -4,6 +4,7 @@
 
 pub mod attributes;
 pub mod errors;
+pub mod imports;
 pub mod items;
 pub mod keys;
 pub mod lists;

@@ -69,6 +69,7 @@ impl EntityItem {
             ak,
             assets: Vec::new(),
             categories: None,
+            src: None,
         }
     }
 

@@ -1,175 +1,106 @@
-//! `make bench`: list latency at catalog scale, through the real products function on
-//! DynamoDB Local. Seeds N products (one variant, three SKUs each, with values), then times
-//! `GET /v1/products?limit=100` unfiltered, with two filters (first page and a deep page),
-//! and with a SKU-level filter, and prints a Markdown table for docs/performance.md.
+//! `make bench`: ingestion and lists at catalog scale, through the real function binaries on
+//! DynamoDB Local (docs/performance.md quotes its output).
 //!
-//! Usage: `bench [--products N] [--samples N]` (defaults 10000 and 50). The harness runs
-//! the binaries of `CATALOG_E2E_PROFILE` (`make bench` builds and uses `release`).
+//! 1. Ingestion: the same products (one variant, three SKUs; five values on the product, one
+//!    on the variant, two on each SKU) written by sequential single PATCHes, by bulk PATCHes
+//!    of 100 and of 1,000 items, and by the raw floor: BatchWriteItem of the very items those
+//!    writes store, with the bulk route's parallelism, no API. Entities per second for each.
+//! 2. Lists: N products seeded through the bulk API, then the first call of fresh function
+//!    processes (time until the first answer, calls, DynamoDB requests, peak RSS) beside the
+//!    floor (a raw parallel Query of the same index partitions, nothing decoded), and warm
+//!    p50/p95 of the same calls, page 1 and the last page.
+//!
+//! Usage: `bench [--products N] [--ingest N] [--samples N] [--timeout S]`; unknown flags are
+//! refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
-use catalog::domain::attributes::AttributeType;
-use catalog::domain::time::Timestamp;
-use catalog::domain::values::{StoredAttribute, StoredEntry, StoredValues};
-use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{encode, stack, Org};
-use futures_util::stream::{self, StreamExt, TryStreamExt};
+use catalog::store::keys::{change_pks, index_shards};
+use catalog_e2e::{encode, send_to, stack, Org, Request, Response};
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const COLORS: [&str; 5] = ["red", "blue", "green", "black", "white"];
 const SIZES: [&str; 3] = ["S", "M", "L"];
+const MATERIALS: [&str; 3] = ["oak", "pine", "steel"];
+/// Entities per product tree: the product, its variant, three SKUs.
+const TREE: usize = 5;
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} takes a number"))
+struct Args {
+    products: usize,
+    ingest: usize,
+    samples: usize,
+    timeout: Duration,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: bench [--products N] [--ingest N] [--samples N] [--timeout SECONDS]\n\
+         --products  products seeded for the list figures (default 10000)\n\
+         --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
+         --samples   warm samples per list row (default 30)\n\
+         --timeout   seconds one call may take before it counts as no answer (default 60)"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        products: 10_000,
+        ingest: 2_000,
+        samples: 30,
+        timeout: Duration::from_secs(60),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut number = || -> usize {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| usage())
+        };
+        match flag.as_str() {
+            "--products" => args.products = number(),
+            "--ingest" => args.ingest = number(),
+            "--samples" => args.samples = number().max(1),
+            "--timeout" => args.timeout = Duration::from_secs(number() as u64),
+            _ => usage(),
+        }
+    }
+    args
+}
+
+/// Bulk item of product `i`: five product values, one variant value, two per SKU.
+fn tree(i: usize) -> Value {
+    let p = format!("p{i:07}");
+    let skus: Vec<Value> = (0..3)
+        .map(|s| {
+            json!({"identifier": format!("{p}-v-{s}"), "values": {
+                "price": format!("{}.00 EUR", 10 + (i + s) % 90),
+                "ean": format!("400{i:07}{s}")}})
         })
-        .unwrap_or(default)
+        .collect();
+    json!({
+        "identifier": p,
+        "name": format!("Product {i}"),
+        "values": {
+            "brand": format!("Brand {:02}", i % 40),
+            "color": COLORS[i % COLORS.len()],
+            "price": format!("{}.{:02} EUR", 5 + i % 200, i % 100),
+            "material": MATERIALS[i % MATERIALS.len()],
+            "weight": format!("{}.5 kg", 1 + i % 20),
+        },
+        "variants": [{"identifier": format!("{p}-v"), "values": {"size": SIZES[i % SIZES.len()]}, "skus": skus}]
+    })
 }
 
-fn one(t: AttributeType, value: String) -> StoredAttribute {
-    StoredAttribute {
-        attr_type: t,
-        is_multi: false,
-        metaobject_definition: None,
-        entries: vec![StoredEntry {
-            locale: None,
-            channel: None,
-            value,
-        }],
-    }
-}
-
-fn values(pairs: Vec<(&str, StoredAttribute)>) -> StoredValues {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
-/// Product `i`, its variant and its three SKUs.
-fn tree(org: &str, i: usize, at: Timestamp) -> Vec<EntityItem> {
-    let p = format!("p{i:06}");
-    let v = format!("{p}-v");
-    let product_values = values(vec![
-        (
-            "brand",
-            one(AttributeType::Text, format!("Brand {:02}", i % 40)),
-        ),
-        (
-            "color",
-            one(AttributeType::Select, COLORS[i % COLORS.len()].to_string()),
-        ),
-        (
-            "price",
-            one(
-                AttributeType::Price,
-                format!("{}.{:02} EUR", 5 + i % 200, i % 100),
-            ),
-        ),
-    ]);
-    let mut items = vec![
-        EntityItem::new(
-            org,
-            EntityKind::Product,
-            &p,
-            (None, None),
-            &format!("Product {i}"),
-            product_values,
-            at,
-        ),
-        EntityItem::new(
-            org,
-            EntityKind::Variant,
-            &v,
-            (Some(&p), None),
-            &v,
-            values(vec![(
-                "size",
-                one(AttributeType::Select, SIZES[i % SIZES.len()].to_string()),
-            )]),
-            at,
-        ),
-    ];
-    for s in 0..3 {
-        let id = format!("{v}-{s}");
-        let price = one(
-            AttributeType::Price,
-            format!("{}.00 EUR", 10 + (i + s) % 90),
-        );
-        let ean = one(AttributeType::Text, format!("400{i:06}{s}"));
-        items.push(EntityItem::new(
-            org,
-            EntityKind::Sku,
-            &id,
-            (Some(&p), Some(&v)),
-            &id,
-            values(vec![("price", price), ("ean", ean)]),
-            at,
-        ));
-    }
-    items
-}
-
-struct Row {
-    name: String,
-    results: u64,
-    requests: u32,
-    round_trips: u32,
-    p50: Duration,
-    p95: Duration,
-}
-
-async fn measure(org: &Org, name: &str, path: &str, samples: usize) -> Row {
-    for _ in 0..3 {
-        let r = org.get(path).await;
-        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
-    }
-    let mut times = Vec::with_capacity(samples);
-    let mut last = None;
-    for _ in 0..samples {
-        let start = Instant::now();
-        let r = org.get(path).await;
-        times.push(start.elapsed());
-        assert_eq!(r.status, 200);
-        last = Some(r);
-    }
-    times.sort();
-    let r = last.expect("samples > 0");
-    Row {
-        name: name.to_string(),
-        results: r.body["pagination"]["totalResults"].as_u64().unwrap_or(0),
-        requests: r.ddb_requests(),
-        round_trips: r.ddb_round_trips(),
-        p50: times[times.len() / 2],
-        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1000.0)
-}
-
-#[tokio::main]
-async fn main() {
-    let products = arg("--products", 10_000);
-    let samples = arg("--samples", 50).max(1);
-    let org = Org::new().await;
+async fn define_catalog(org: &Org) {
     for (entity, key, t, extra) in [
         ("product", "brand", "text", json!({})),
-        (
-            "product",
-            "color",
-            "select",
-            json!({"options": COLORS.to_vec()}),
-        ),
+        ("product", "color", "select", json!({"options": COLORS})),
         ("product", "price", "price", json!({})),
-        (
-            "variant",
-            "size",
-            "select",
-            json!({"options": SIZES.to_vec()}),
-        ),
+        ("product", "material", "text", json!({})),
+        ("product", "weight", "weight", json!({})),
+        ("variant", "size", "select", json!({"options": SIZES})),
         ("sku", "price", "price", json!({})),
         ("sku", "ean", "text", json!({})),
     ] {
@@ -179,105 +110,506 @@ async fn main() {
             .extend(extra.as_object().unwrap().clone());
         org.define(body).await;
     }
+}
 
+/// A call with a deadline: `None` when it does not answer in time.
+async fn timed(req: Request, function: Option<&str>, timeout: Duration) -> Option<Response> {
+    let call = async {
+        match function {
+            Some(f) => send_to(f, req).await,
+            None => req.send().await,
+        }
+    };
+    tokio::time::timeout(timeout, call).await.ok()
+}
+
+fn bulk_request(org: &Org, items: &[Value]) -> Request {
+    Request::new("PATCH", "/v1/products")
+        .bearer(&org.key)
+        .json(Value::Array(items.to_vec()))
+}
+
+/// Writes products `range` through the bulk route, `per_request` items a call, `parallel`
+/// calls at once. Panics on a line that is not 200/201 (the seed must be whole).
+async fn bulk_write(
+    org: &Org,
+    range: std::ops::Range<usize>,
+    per_request: usize,
+    parallel: usize,
+    timeout: Duration,
+) -> Result<Duration, String> {
     let started = Instant::now();
+    let chunks: Vec<Vec<Value>> = range
+        .collect::<Vec<_>>()
+        .chunks(per_request)
+        .map(|c| c.iter().map(|i| tree(*i)).collect())
+        .collect();
+    let results: Vec<Result<(), String>> = stream::iter(chunks)
+        .map(|items| async move {
+            let r = timed(bulk_request(org, &items), None, timeout)
+                .await
+                .ok_or_else(|| format!("no answer in {} s", timeout.as_secs()))?;
+            if r.status != 200 {
+                return Err(format!("status {}: {}", r.status, r.body));
+            }
+            for line in r.body["result"].as_array().into_iter().flatten() {
+                if line["status"] != 200 && line["status"] != 201 {
+                    return Err(format!("line failed: {line}"));
+                }
+            }
+            Ok(())
+        })
+        .buffer_unordered(parallel)
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    Ok(started.elapsed())
+}
+
+fn rate(products: usize, took: Duration) -> String {
+    format!(
+        "{:.0}",
+        (products * TREE) as f64 / took.as_secs_f64().max(1e-9)
+    )
+}
+
+/// The raw floor: BatchWriteItem of exactly the items the bulk route stores for `range`
+/// (entities and identity items), 25 per request, `parallel` requests at once.
+async fn raw_floor(org: &Org, range: std::ops::Range<usize>, parallel: usize) -> Duration {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    use catalog::domain::attributes::TargetEntity;
+    use catalog::store::items::EntityKind;
+    use catalog::store::writes::{Expect, TreeWrite};
     let store = stack().await.store();
-    let at = Timestamp::now();
-    let org_id = org.id.clone();
-    stream::iter((0..products).step_by(8))
-        .map(|first| {
-            let store = store.clone();
-            let org_id = org_id.clone();
+    // The items a bulk write of a fresh tree stores: built with the library's own planner.
+    let mut wanted = Vec::new();
+    for (e, k) in [
+        (TargetEntity::Product, "brand"),
+        (TargetEntity::Product, "color"),
+        (TargetEntity::Product, "price"),
+        (TargetEntity::Product, "material"),
+        (TargetEntity::Product, "weight"),
+        (TargetEntity::Variant, "size"),
+        (TargetEntity::Sku, "price"),
+        (TargetEntity::Sku, "ean"),
+    ] {
+        wanted.push((e, k.to_string()));
+    }
+    let ctx = store
+        .write_context(&org.id, &wanted, &[])
+        .await
+        .expect("context");
+    let mut items = Vec::new();
+    for i in range {
+        let mut body = tree(i);
+        let id = body["identifier"].as_str().unwrap().to_string();
+        body.as_object_mut().unwrap().remove("identifier");
+        let body = catalog::http::JsonBody(body.as_object().unwrap().clone());
+        let raw = catalog::api::tree_patch::RawProductPatch::parse(&id, &body, &[]).unwrap();
+        let patch = raw.validate(&ctx).unwrap();
+        let plan = catalog::api::tree_patch::plan(&org.id, &id, None, &patch, true).unwrap();
+        let mut write = TreeWrite::new();
+        for item in &plan.items {
+            write.put(&org.id, item, Expect::Absent).unwrap();
+        }
+        debug_assert!(plan.items.iter().any(|e| e.kind == EntityKind::Product));
+        items.extend(write.put_items());
+    }
+    let started = Instant::now();
+    let table = store.table().to_string();
+    let batches: Vec<Vec<WriteRequest>> = items
+        .chunks(25)
+        .map(|c| {
+            c.iter()
+                .map(|item| {
+                    WriteRequest::builder()
+                        .put_request(
+                            PutRequest::builder()
+                                .set_item(Some(item.clone()))
+                                .build()
+                                .unwrap(),
+                        )
+                        .build()
+                })
+                .collect()
+        })
+        .collect();
+    stream::iter(batches)
+        .map(|mut batch| {
+            let client = store.client().clone();
+            let table = table.clone();
             async move {
-                let items: Vec<EntityItem> = (first..(first + 8).min(products))
-                    .flat_map(|i| tree(&org_id, i, at))
-                    .collect();
-                store.create_entities(&org_id, &items).await
+                while !batch.is_empty() {
+                    let out = client
+                        .batch_write_item()
+                        .request_items(&table, batch)
+                        .send()
+                        .await
+                        .expect("BatchWriteItem");
+                    batch = out
+                        .unprocessed_items
+                        .and_then(|mut u| u.remove(&table))
+                        .unwrap_or_default();
+                }
             }
         })
-        .buffer_unordered(8)
-        .try_collect::<Vec<()>>()
-        .await
-        .expect("seeded");
-    let seeded = started.elapsed();
-    eprintln!(
-        "seeded {products} products, {products} variants, {} SKUs in {:.1} s",
-        products * 3,
-        seeded.as_secs_f64()
-    );
+        .buffer_unordered(parallel)
+        .collect::<Vec<()>>()
+        .await;
+    started.elapsed()
+}
 
-    let two = json!({
-        "product.color": [{"operator": "IN", "value": ["red", "blue"]}],
-        "product.price": [{"operator": "GREATER_THAN", "value": 50}]
-    });
-    let cross = json!({
+async fn ingestion(args: &Args) {
+    let n = args.ingest;
+    let singles = (n / 10).max(10);
+    println!("## Ingestion\n");
+    println!(
+        "Products of one variant and three SKUs (5 entities; 5 values on the product, 1 on the variant, 2 on each SKU), each row into an empty organization.\n"
+    );
+    println!("| Write path | products | entities | seconds | entities/s |");
+    println!("|---|---|---|---|---|");
+    let mut rates: HashMap<&str, f64> = HashMap::new();
+    let mut row = |name: &'static str, products: usize, took: Result<Duration, String>| match took {
+        Ok(t) => {
+            rates.insert(name, (products * TREE) as f64 / t.as_secs_f64());
+            println!(
+                "| {name} | {products} | {} | {:.1} | {} |",
+                products * TREE,
+                t.as_secs_f64(),
+                rate(products, t)
+            );
+        }
+        Err(e) => println!("| {name} | {products} | {} | {e} | – |", products * TREE),
+    };
+
+    let org = Org::new().await;
+    define_catalog(&org).await;
+    let started = Instant::now();
+    let mut single: Result<Duration, String> = Ok(Duration::ZERO);
+    for i in 0..singles {
+        let mut body = tree(i);
+        let id = body["identifier"].as_str().unwrap().to_string();
+        body.as_object_mut().unwrap().remove("identifier");
+        let req = Request::new("PATCH", &format!("/v1/products/{id}"))
+            .bearer(&org.key)
+            .json(body);
+        match timed(req, None, args.timeout).await {
+            Some(r) if r.status == 201 => {}
+            Some(r) => {
+                single = Err(format!("status {}", r.status));
+                break;
+            }
+            None => {
+                single = Err(format!("no answer in {} s", args.timeout.as_secs()));
+                break;
+            }
+        }
+    }
+    row(
+        "sequential single PATCHes",
+        singles,
+        single.map(|_| started.elapsed()),
+    );
+    for (name, per) in [
+        ("bulk PATCH, 100 per request", 100),
+        ("bulk PATCH, 1,000 per request", 1000),
+    ] {
+        let org = Org::new().await;
+        define_catalog(&org).await;
+        row(name, n, bulk_write(&org, 0..n, per, 1, args.timeout).await);
+    }
+    let org = Org::new().await;
+    define_catalog(&org).await;
+    let parallel = 16;
+    row(
+        "raw floor: BatchWriteItem, 16 in parallel",
+        n,
+        Ok(raw_floor(&org, 0..n, parallel).await),
+    );
+    let floor = rates
+        .get("raw floor: BatchWriteItem, 16 in parallel")
+        .copied();
+    let single = rates.get("sequential single PATCHes").copied();
+    for name in [
+        "bulk PATCH, 100 per request",
+        "bulk PATCH, 1,000 per request",
+    ] {
+        if let (Some(b), Some(s), Some(f)) = (rates.get(name), single, floor) {
+            println!(
+                "\n{name}: {:.1}× sequential single PATCHes, {:.0}% of the raw floor.",
+                b / s,
+                100.0 * b / f
+            );
+        }
+    }
+    println!();
+}
+
+/// Peak resident memory (VmHWM) of the function process named `name`, in MiB.
+fn peak_rss_mib(name: &str) -> Option<f64> {
+    let pid = catalog_e2e::function_pid(name)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The floor of a cold read: every shard of each type's index partition queried in parallel,
+/// all pages, nothing decoded. Items, approximate bytes (attribute names and values), time.
+async fn raw_read(org: &str, types: &[&str]) -> (usize, usize, Duration) {
+    let store = stack().await.store();
+    let started = Instant::now();
+    let pks: Vec<String> = types.iter().flat_map(|t| change_pks(org, t)).collect();
+    let counts: Vec<(usize, usize)> = futures_util::future::join_all(pks.into_iter().map(|pk| {
+        let client = store.client().clone();
+        let table = store.table().to_string();
+        async move {
+            let mut pages = client
+                .query()
+                .table_name(table)
+                .index_name("byChange")
+                .key_condition_expression("GSI1PK = :t")
+                .expression_attribute_values(":t", aws_sdk_dynamodb::types::AttributeValue::S(pk))
+                .into_paginator()
+                .send();
+            let (mut n, mut bytes) = (0, 0);
+            while let Some(page) = pages.next().await {
+                let page = page.expect("Query");
+                for item in page.items() {
+                    n += 1;
+                    bytes += item.iter().map(|(k, v)| k.len() + size(v)).sum::<usize>();
+                }
+            }
+            (n, bytes)
+        }
+    }))
+    .await;
+    let (n, bytes) = counts
+        .into_iter()
+        .fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    (n, bytes, started.elapsed())
+}
+
+fn size(v: &aws_sdk_dynamodb::types::AttributeValue) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    match v {
+        A::S(s) => s.len(),
+        A::N(n) => n.len(),
+        A::Bool(_) | A::Null(_) => 1,
+        A::M(m) => 3 + m.iter().map(|(k, v)| k.len() + size(v)).sum::<usize>(),
+        A::L(l) => 3 + l.iter().map(size).sum::<usize>(),
+        A::Ss(l) => l.iter().map(String::len).sum(),
+        _ => 8,
+    }
+}
+
+struct Warm {
+    p50: Duration,
+    p95: Duration,
+    requests: u32,
+    results: u64,
+}
+
+async fn warm(org: &Org, function: &str, path: &str, args: &Args) -> Result<Warm, String> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for i in 0..args.samples + 3 {
+        let started = Instant::now();
+        let r = timed(
+            Request::new("GET", path).bearer(&org.key),
+            Some(function),
+            args.timeout,
+        )
+        .await
+        .ok_or_else(|| format!("no answer in {} s", args.timeout.as_secs()))?;
+        if r.status != 200 {
+            return Err(format!("status {}: {}", r.status, r.body));
+        }
+        if i >= 3 {
+            times.push(started.elapsed());
+        }
+        last = Some(r);
+    }
+    times.sort();
+    let r = last.expect("samples");
+    Ok(Warm {
+        p50: times[times.len() / 2],
+        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
+        requests: r.ddb_requests(),
+        results: r.body["pagination"]["totalResults"].as_u64().unwrap_or(0),
+    })
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+async fn lists(args: &Args) {
+    let n = args.products;
+    let org = Org::new().await;
+    define_catalog(&org).await;
+    let seeded = bulk_write(&org, 0..n, 1000, 2, args.timeout).await;
+    println!("## Lists\n");
+    match &seeded {
+        Ok(t) => println!(
+            "Catalog: {n} products, {n} variants, {} SKUs, seeded through `PATCH /v1/products` (1,000 per request, 2 requests at once) in {:.1} s ({} entities/s). Index shards per type: {}.\n",
+            3 * n,
+            t.as_secs_f64(),
+            rate(n, *t),
+            index_shards()
+        ),
+        Err(e) => {
+            println!("Seeding {n} products failed: {e}\n");
+            return;
+        }
+    }
+    let sku_and_product = json!({
         "product.brand": [{"operator": "CONTAINS", "value": "brand 1"}],
         "sku.price": [{"operator": "LESS_THAN", "value": "20 EUR"}]
     });
-    let filtered = format!("/v1/products?limit=100&search={}", encode(&two.to_string()));
-    // the first call of the process: start, cold auth, full snapshot reads
-    let start = Instant::now();
-    let first: Value = org.get(&filtered).await.body;
-    let cold = start.elapsed();
-    let total = first["pagination"]["totalResults"].as_u64().unwrap_or(0);
-    let last_page = total.div_ceil(100).max(1);
-    let cross_path = format!(
-        "/v1/products?limit=100&search={}",
-        encode(&cross.to_string())
-    );
-    let rows = vec![
-        measure(
-            &org,
-            "unfiltered, page 1",
-            "/v1/products?limit=100",
-            samples,
-        )
-        .await,
-        measure(
-            &org,
-            "unfiltered, page 50",
-            "/v1/products?limit=100&page=50",
-            samples,
-        )
-        .await,
-        measure(&org, "two filters, page 1", &filtered, samples).await,
-        measure(
-            &org,
-            &format!("two filters, page {last_page} (last)"),
-            &format!("{filtered}&page={last_page}"),
-            samples,
-        )
-        .await,
-        measure(&org, "product + SKU filter, page 1", &cross_path, samples).await,
-        measure(
-            &org,
-            "two filters + include=variants,skus",
-            &format!("{filtered}&include=variants,skus"),
-            samples,
-        )
-        .await,
+    let product_filter = json!({"product.color": [{"operator": "IN", "value": ["red", "blue"]}]});
+    let calls: Vec<(&str, &str, String, &[&str])> = vec![
+        (
+            "/products unfiltered",
+            "products",
+            "/v1/products?limit=100".to_string(),
+            &["product"],
+        ),
+        (
+            "/products, product + SKU filter",
+            "products",
+            format!(
+                "/v1/products?limit=100&search={}",
+                encode(&sku_and_product.to_string())
+            ),
+            &["product", "sku"],
+        ),
+        (
+            "/skus, product filter",
+            "skus",
+            format!(
+                "/v1/skus?limit=100&search={}",
+                encode(&product_filter.to_string())
+            ),
+            &["sku", "product"],
+        ),
     ];
-
-    println!(
-        "Catalog: {products} products, {products} variants, {} SKUs (seeded in {:.1} s); {samples} samples per row after 3 warm-up calls.\n",
-        products * 3,
-        seeded.as_secs_f64()
-    );
-    println!("| `GET /v1/products?limit=100` | results | DynamoDB requests (round trips) | p50 ms | p95 ms |");
-    println!("|---|---|---|---|---|");
-    for r in &rows {
-        println!(
-            "| {} | {} | {} ({}) | {} | {} |",
-            r.name,
-            r.results,
-            r.requests,
-            r.round_trips,
-            ms(r.p50),
-            ms(r.p95)
+    println!("### First call of a fresh function process\n");
+    println!("Each row starts a new process of the function and calls until the first 200 (a cold read that cannot finish within the call's budget answers 503 and goes on in the next call). The floor reads the same index partitions (every shard, in parallel) without decoding.\n");
+    println!("| Call | first answer after (s) | calls | DynamoDB requests | peak RSS (MiB) | floor: items, MB, s |");
+    println!("|---|---|---|---|---|---|");
+    let mut fresh = 0;
+    for (name, function, path, types) in &calls {
+        fresh += 1;
+        let process = format!("{function}@cold{fresh}");
+        let started = Instant::now();
+        let mut outcome = Err("no call".to_string());
+        let (mut tries, mut requests) = (0, 0);
+        while started.elapsed() < args.timeout {
+            tries += 1;
+            match timed(
+                Request::new("GET", path).bearer(&org.key),
+                Some(&process),
+                args.timeout,
+            )
+            .await
+            {
+                None => {
+                    outcome = Err(format!("no answer in {} s", args.timeout.as_secs()));
+                    break;
+                }
+                Some(r) => {
+                    requests += r
+                        .headers
+                        .get("x-catalog-ddb-requests")
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .unwrap_or(0);
+                    match r.status {
+                        200 => {
+                            outcome = Ok(started.elapsed());
+                            break;
+                        }
+                        503 => {
+                            outcome = Err(format!("503 after {} calls", tries));
+                        }
+                        s => {
+                            outcome = Err(format!("status {s}: {}", r.body));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let rss = peak_rss_mib(&process)
+            .map(|m| format!("{m:.0}"))
+            .unwrap_or_else(|| "–".into());
+        let (items, bytes, floor) = raw_read(&org.id, types).await;
+        let floor = format!(
+            "{items}, {:.1}, {:.2}",
+            bytes as f64 / 1e6,
+            floor.as_secs_f64()
         );
+        match outcome {
+            Ok(t) => println!(
+                "| {name} | {:.2} | {tries} | {requests} | {rss} | {floor} |",
+                t.as_secs_f64()
+            ),
+            Err(e) => println!("| {name} | {e} | {tries} | {requests} | {rss} | {floor} |"),
+        }
     }
+    println!("\n### Warm calls\n");
     println!(
-        "\nFirst call of a fresh function process (process start, key lookup, full snapshot reads of {products} products): {} ms.",
-        ms(cold)
+        "{} samples per row after 3 warm-up calls, one process per function.\n",
+        args.samples
     );
+    println!("| Call | results | DynamoDB requests | p50 ms | p95 ms |");
+    println!("|---|---|---|---|---|");
+    for (name, function, path, _) in &calls {
+        let first = warm(&org, function, path, args).await;
+        let last_page = first
+            .as_ref()
+            .map(|w| w.results.div_ceil(100).max(1))
+            .unwrap_or(1);
+        let rows = [
+            (format!("{name}, page 1"), first),
+            (
+                format!("{name}, page {last_page} (last)"),
+                warm(&org, function, &format!("{path}&page={last_page}"), args).await,
+            ),
+        ];
+        for (label, w) in rows {
+            match w {
+                Ok(w) => println!(
+                    "| {label} | {} | {} | {} | {} |",
+                    w.results,
+                    w.requests,
+                    ms(w.p50),
+                    ms(w.p95)
+                ),
+                Err(e) => println!("| {label} | {e} | – | – | – |"),
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = parse_args();
+    println!(
+        "Machine: {} cores; DynamoDB Local in memory; function binaries of profile `{}`.\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::var("CATALOG_E2E_PROFILE").unwrap_or_else(|_| "debug".into())
+    );
+    if args.ingest > 0 {
+        ingestion(&args).await;
+    }
+    if args.products > 0 {
+        lists(&args).await;
+    }
 }

@@ -1,0 +1,118 @@
+//! `/imports` routes (scope `catalog:write`): an import is created with a presigned upload
+//! URL; the upload starts it (S3 event → import queue → `imports/worker.rs`); its progress,
+//! counts and first errors are read back here.
+
+use crate::app::{Api, App, Call};
+use crate::auth::apikey::prefixed_ulid;
+use crate::auth::Scope;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::imports::object_key;
+use crate::store::imports::ImportItem;
+use lambda_http::BoxFuture;
+use serde_json::{json, Value};
+
+pub const ROUTES: &[Route] = &[
+    Route::new("GET", "/imports", Scope::CatalogWrite),
+    Route::new("POST", "/imports", Scope::CatalogWrite),
+    Route::new("GET", "/imports/{id}", Scope::CatalogWrite),
+];
+
+pub const API: Api = Api {
+    function: "imports",
+    routes: ROUTES,
+    dispatch,
+};
+
+fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
+    Box::pin(async move {
+        match (call.route.route.method, call.route.route.path) {
+            ("GET", "/imports") => list(app, &call).await,
+            ("POST", "/imports") => create(app, &call).await,
+            ("GET", "/imports/{id}") => get(app, &call).await,
+            _ => Err(ApiError::internal()),
+        }
+    })
+}
+
+/// An import as served (decisions.md).
+pub fn render(job: &ImportItem) -> Value {
+    json!({
+        "id": job.id,
+        "status": job.status,
+        "total": job.total,
+        "processed": job.processed,
+        "created": job.created,
+        "updated": job.updated,
+        "failed": job.failed,
+        "errors": job.errors,
+        "createdAt": job.created_at,
+        "startedAt": job.started_at,
+        "finishedAt": job.finished_at,
+    })
+}
+
+/// POST /imports `{"format": "ndjson"}`: 201 with the upload URL (valid one hour).
+async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["format"])?;
+    match body.opt_str("format")? {
+        None | Some("ndjson") => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "field 'format': '{other}' is not supported (allowed: ndjson)"
+            )))
+        }
+    }
+    let (Some(s3), Some(bucket)) = (&app.s3, &app.config.imports.bucket) else {
+        return Err(ApiError::new(
+            503,
+            "imports are not configured for this deployment",
+        ));
+    };
+    let id = prefixed_ulid("imp_");
+    let now = Timestamp::now();
+    let ttl = app.config.imports.upload_ttl;
+    let expires = Timestamp::from_millis(now.millis() + ttl.as_millis() as i64);
+    let presigning = aws_sdk_s3::presigning::PresigningConfig::expires_in(ttl).map_err(|e| {
+        tracing::error!(error = %e, "presigning config");
+        ApiError::internal()
+    })?;
+    let upload = s3
+        .put_object()
+        .bucket(bucket)
+        .key(object_key(call.org(), &id))
+        .presigned(presigning)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = ?e, "presigning the upload URL");
+            ApiError::internal()
+        })?;
+    let job = ImportItem::new(call.org(), &id, now, expires);
+    app.store.create_import(&job).await?;
+    let mut result = render(&job);
+    result["uploadUrl"] = json!(upload.uri());
+    result["expiresAt"] = json!(expires);
+    Ok(ApiResponse::single(201, result))
+}
+
+async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let id = call.route.identifier(0, "import")?;
+    let job = app
+        .store
+        .get_import(call.org(), id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("import", id))?;
+    Ok(ApiResponse::single(200, render(&job)))
+}
+
+/// GET /imports: newest first.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let all = app.store.list_imports(call.org()).await?;
+    Ok(paging.envelope(&all, render))
+}

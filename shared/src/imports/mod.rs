@@ -1,0 +1,129 @@
+//! Imports of NDJSON files larger than one request: the client uploads to a presigned S3
+//! URL, the upload's event notification reaches the import queue, and the import worker
+//! applies the file in batches through the bulk write path, checkpointing after each batch
+//! (`lines.rs` splits the file, `worker.rs` runs a job).
+
+pub mod lines;
+pub mod worker;
+
+use std::time::Duration;
+
+/// Import settings, read once at cold start.
+#[derive(Debug, Clone)]
+pub struct ImportConfig {
+    /// The bucket uploads go to (`CATALOG_IMPORT_BUCKET`); unset, imports are off.
+    pub bucket: Option<String>,
+    /// The import queue (`CATALOG_IMPORT_QUEUE_URL`): the worker queues its own continuation.
+    pub queue_url: Option<String>,
+    /// Lines applied per batch and checkpoint (`CATALOG_IMPORT_BATCH_LINES`, default 1000).
+    pub batch_lines: usize,
+    /// The most one invocation works before it hands over to a continuation message
+    /// (`CATALOG_IMPORT_SLICE_SECONDS`; default: until `reserve` before the deadline).
+    pub slice: Option<Duration>,
+    /// Time kept free before the invocation's deadline (`CATALOG_IMPORT_RESERVE_SECONDS`,
+    /// default 20): no batch starts later than this.
+    pub reserve: Duration,
+    /// How long an upload URL works (decisions.md: 1 hour).
+    pub upload_ttl: Duration,
+}
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        Self {
+            bucket: None,
+            queue_url: None,
+            batch_lines: 1000,
+            slice: None,
+            reserve: Duration::from_secs(20),
+            upload_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl ImportConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Self {
+        let d = Self::default();
+        let text = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let number = |name: &str| text(name).and_then(|v| v.trim().parse::<u64>().ok());
+        Self {
+            bucket: text("CATALOG_IMPORT_BUCKET"),
+            queue_url: text("CATALOG_IMPORT_QUEUE_URL"),
+            batch_lines: number("CATALOG_IMPORT_BATCH_LINES")
+                .map(|n| n.clamp(1, crate::api::bulk::MAX_BULK_ITEMS as u64) as usize)
+                .unwrap_or(d.batch_lines),
+            slice: number("CATALOG_IMPORT_SLICE_SECONDS")
+                .filter(|n| *n > 0)
+                .map(Duration::from_secs),
+            reserve: number("CATALOG_IMPORT_RESERVE_SECONDS")
+                .map(Duration::from_secs)
+                .unwrap_or(d.reserve),
+            upload_ttl: d.upload_ttl,
+        }
+    }
+}
+
+/// Where an import's file lives in the bucket.
+pub fn object_key(org: &str, id: &str) -> String {
+    format!("imports/{org}/{id}.ndjson")
+}
+
+/// The organization and import of an object key (as S3 event notifications give it,
+/// URL-encoded with `+` for spaces).
+pub fn parse_object_key(encoded: &str) -> Option<(String, String)> {
+    let plus = encoded.replace('+', " ");
+    let key = percent_encoding::percent_decode_str(&plus)
+        .decode_utf8()
+        .ok()?;
+    let rest = key.strip_prefix("imports/")?;
+    let (org, file) = rest.split_once('/')?;
+    let id = file.strip_suffix(".ndjson")?;
+    let plain =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    (plain(org) && plain(id)).then(|| (org.to_string(), id.to_string()))
+}
+
+/// An S3 client for the configured endpoint: path-style addressing when an endpoint
+/// override is set (a local S3), virtual-hosted otherwise.
+pub fn s3_client(shared: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let local =
+        std::env::var("AWS_ENDPOINT_URL_S3").is_ok() || std::env::var("AWS_ENDPOINT_URL").is_ok();
+    let config = aws_sdk_s3::config::Builder::from(shared)
+        .force_path_style(local)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_keys_round_trip_and_refuse_strangers() {
+        let key = object_key("abc123", "imp_01ARZ");
+        assert_eq!(key, "imports/abc123/imp_01ARZ.ndjson");
+        assert_eq!(
+            parse_object_key("imports%2Fabc123%2Fimp_01ARZ.ndjson"),
+            Some(("abc123".into(), "imp_01ARZ".into()))
+        );
+        assert_eq!(
+            parse_object_key(&key),
+            Some(("abc123".into(), "imp_01ARZ".into()))
+        );
+        assert_eq!(parse_object_key("imports/abc123/x.csv"), None);
+        assert_eq!(parse_object_key("other/abc123/x.ndjson"), None);
+        assert_eq!(parse_object_key("imports/a+b/x.ndjson"), None);
+        assert_eq!(parse_object_key("imports/../x.ndjson"), None);
+    }
+
+    #[test]
+    fn settings_have_bounds() {
+        let c = ImportConfig::from_lookup(&|n: &str| match n {
+            "CATALOG_IMPORT_BATCH_LINES" => Some("5000".into()),
+            "CATALOG_IMPORT_SLICE_SECONDS" => Some("2".into()),
+            _ => None,
+        });
+        assert_eq!(c.batch_lines, 1000);
+        assert_eq!(c.slice, Some(Duration::from_secs(2)));
+        assert_eq!(c.bucket, None);
+    }
+}

@@ -1,0 +1,112 @@
+//! The import side of the local stack for e2e tests, wired as the template wires it: moto's
+//! S3 (the import bucket, notifying the import queue of every upload) and SQS (the queue),
+//! and the local event source mapping feeding the queue to the real `import-worker` binary.
+//!
+//! Call `imports().await` first in a test that creates imports: the functions must start
+//! with the bucket and queue in their environment.
+
+use crate::local::{run_queue, Invoker};
+use crate::webhooks::{moto, sqs_client};
+use aws_sdk_sqs::types::QueueAttributeName;
+use std::sync::Arc;
+
+pub const BUCKET: &str = "catalog-imports-e2e";
+/// Lines per batch and checkpoint in the tests: an import of 10,000 lines has 20.
+pub const BATCH_LINES: usize = 500;
+
+pub struct Imports {
+    pub queue_url: String,
+}
+
+static IMPORTS: tokio::sync::OnceCell<Imports> = tokio::sync::OnceCell::const_new();
+
+/// Starts (once) the bucket, the queue, the notification and the poller.
+pub async fn imports() -> &'static Imports {
+    IMPORTS.get_or_init(start).await
+}
+
+/// An S3 client for the emulator (path-style, as the functions use it locally).
+pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "local", "local", None, None, "e2e",
+        ))
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+async fn start() -> Imports {
+    let stack = crate::stack().await;
+    let endpoint = moto().to_string();
+    let sqs = sqs_client(&endpoint);
+    let queue_url = sqs
+        .create_queue()
+        .queue_name("catalog-imports-e2e")
+        .attributes(QueueAttributeName::VisibilityTimeout, "5")
+        .send()
+        .await
+        .expect("import queue")
+        .queue_url
+        .expect("queue url");
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("queue attributes")
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .expect("queue arn");
+    let s3 = s3_client(&endpoint);
+    s3.create_bucket()
+        .bucket(BUCKET)
+        .send()
+        .await
+        .expect("bucket");
+    use aws_sdk_s3::types::{Event, NotificationConfiguration, QueueConfiguration};
+    s3.put_bucket_notification_configuration()
+        .bucket(BUCKET)
+        .notification_configuration(
+            NotificationConfiguration::builder()
+                .queue_configurations(
+                    QueueConfiguration::builder()
+                        .queue_arn(arn)
+                        .events(Event::from("s3:ObjectCreated:*"))
+                        .build()
+                        .expect("queue configuration"),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("bucket notification");
+    stack.runtime.extend_env(vec![
+        ("AWS_ENDPOINT_URL_S3", endpoint.clone()),
+        ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
+        ("CATALOG_IMPORT_BUCKET", BUCKET.into()),
+        ("CATALOG_IMPORT_QUEUE_URL", queue_url.clone()),
+        ("CATALOG_IMPORT_BATCH_LINES", BATCH_LINES.to_string()),
+        // an invocation hands over to a continuation after about a second
+        ("CATALOG_IMPORT_SLICE_SECONDS", "1".into()),
+        ("CATALOG_IMPORT_RESERVE_SECONDS", "0".into()),
+    ]);
+    let invoke: Invoker = Arc::new(|function, event| {
+        Box::pin(async move {
+            crate::stack()
+                .await
+                .runtime
+                .try_invoke(&function, event)
+                .await
+        })
+    });
+    let queue = queue_url.clone();
+    stack.runtime.handle.spawn(async move {
+        run_queue(sqs_client(&endpoint), queue, "import-worker".into(), invoke).await
+    });
+    Imports { queue_url }
+}

@@ -1,0 +1,243 @@
+//! Imports end to end: the real `imports` and `import-worker` binaries, moto's S3 (presigned
+//! upload, bucket notification) and SQS (the import queue, fed to the worker as the event
+//! source mapping does), DynamoDB Local.
+
+use catalog_e2e::imports::{imports, BATCH_LINES};
+use catalog_e2e::webhooks::eventually;
+use catalog_e2e::{function_pid, Org};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LINES: usize = 10_000;
+
+/// The import file: product `i` with one variant, a value on each; known bad lines; blank
+/// lines (counted as lines, not as items).
+/// A line the import must refuse: (line, identifier, status, error).
+type Refused = (u64, Option<String>, u16, String);
+
+fn file() -> (String, Vec<Refused>) {
+    let mut text = String::new();
+    let mut bad = Vec::new();
+    let mut number = 0u64;
+    for i in 0..LINES {
+        number += 1;
+        let id = format!("m{i:05}");
+        let line = if i % 1000 == 7 {
+            bad.push((
+                number,
+                Some(id.clone()),
+                400,
+                "values: unknown attribute 'product.colour'".to_string(),
+            ));
+            json!({"identifier": id, "values": {"colour": "red"}}).to_string()
+        } else if i % 2500 == 11 {
+            let cut = format!("{{\"identifier\":\"{id}\"");
+            bad.push((
+                number,
+                None,
+                400,
+                format!(
+                    "line is not valid JSON: EOF while parsing an object at line 1 column {}",
+                    cut.len()
+                ),
+            ));
+            cut
+        } else {
+            json!({"identifier": id, "name": format!("Model {i}"), "values": {"color": "red"},
+                   "variants": [{"identifier": format!("{id}-v"), "values": {"size": "M"}}]})
+            .to_string()
+        };
+        text.push_str(&line);
+        text.push('\n');
+        if i % 3000 == 0 {
+            number += 1;
+            text.push('\n');
+        }
+    }
+    (text, bad)
+}
+
+async fn catalog(org: &Org) {
+    org.define(
+        json!({"key": "color", "displayName": "Color", "type": "text", "targetEntity": "product"}),
+    )
+    .await;
+    org.define(
+        json!({"key": "size", "displayName": "Size", "type": "text", "targetEntity": "variant"}),
+    )
+    .await;
+}
+
+/// Creates an import, uploads `text` to its URL and returns its id.
+async fn start_import(org: &Org, text: &str) -> String {
+    let r = org.post("/v1/imports", json!({"format": "ndjson"})).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let result = &r.body["result"];
+    assert_eq!(result["status"], "awaiting_upload");
+    assert_eq!(result["processed"], 0);
+    assert!(result["id"].as_str().unwrap().starts_with("imp_"));
+    let url = result["uploadUrl"].as_str().unwrap();
+    let put = reqwest::Client::new()
+        .put(url)
+        .body(text.to_string())
+        .send()
+        .await
+        .expect("upload");
+    assert!(put.status().is_success(), "{}", put.status());
+    result["id"].as_str().unwrap().to_string()
+}
+
+async fn finished(org: &Org, id: &str) -> Value {
+    eventually("the import to finish", Duration::from_secs(240), || async {
+        let r = org.get(&format!("/v1/imports/{id}")).await;
+        assert_eq!(r.status, 200);
+        let status = r.body["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        (status == "completed_with_errors" || status == "succeeded")
+            .then_some(r.body["result"].clone())
+    })
+    .await
+}
+
+fn counts(job: &Value) -> Value {
+    json!({
+        "status": job["status"], "total": job["total"], "processed": job["processed"],
+        "created": job["created"], "updated": job["updated"], "failed": job["failed"],
+        "errors": job["errors"],
+    })
+}
+
+/// Everything the import wrote, as the API shows it (timestamps aside).
+async fn state(org: &Org) -> Vec<Value> {
+    let mut all = Vec::new();
+    for page in 1.. {
+        let r = org
+            .get(&format!("/v1/variants?limit=200&page={page}"))
+            .await;
+        assert_eq!(r.status, 200);
+        let result = r.body["result"].as_array().unwrap().clone();
+        if result.is_empty() {
+            break;
+        }
+        all.extend(result.into_iter().map(|v| {
+            json!({"id": v["identifier"], "product": v["product"]["identifier"],
+                   "size": v["attributes"]["variant.size"][0]["value"]})
+        }));
+    }
+    all
+}
+
+#[tokio::test]
+async fn an_import_reports_exact_counts_and_a_killed_worker_ends_the_same() {
+    imports().await;
+    let (text, bad) = file();
+    let expected_errors: Vec<Value> = bad
+        .iter()
+        .take(100)
+        .map(|(line, id, status, error)| {
+            json!({"line": line, "identifier": id, "status": status, "error": error})
+        })
+        .collect();
+    let good = (LINES - bad.len()) as u64;
+
+    // Uninterrupted.
+    let calm = Org::new().await;
+    catalog(&calm).await;
+    let id = start_import(&calm, &text).await;
+    let job = finished(&calm, &id).await;
+    let calm_counts = counts(&job);
+    assert_eq!(
+        calm_counts,
+        json!({"status": "completed_with_errors", "total": LINES, "processed": LINES,
+               "created": good, "updated": 0, "failed": bad.len(), "errors": expected_errors})
+    );
+    assert!(job["startedAt"].is_string() && job["finishedAt"].is_string());
+    let listed = calm.get("/v1/products?limit=1").await;
+    assert_eq!(listed.body["pagination"]["totalResults"], good);
+
+    // The same file, with the worker's process killed while it works: the queue hands the
+    // message out again, a new process resumes at the last checkpoint.
+    let rough = Org::new().await;
+    catalog(&rough).await;
+    let id = start_import(&rough, &text).await;
+    let path = format!("/v1/imports/{id}");
+    eventually(
+        "the import to be under way",
+        Duration::from_secs(120),
+        || async {
+            let r = rough.get(&path).await;
+            let processed = r.body["result"]["processed"].as_u64().unwrap_or(0);
+            (processed >= 3 * BATCH_LINES as u64).then_some(())
+        },
+    )
+    .await;
+    let pid = function_pid("import-worker").expect("the worker's process");
+    // SAFETY: a plain kill(2) of our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let killed_at = rough.get(&path).await.body["result"]["processed"].clone();
+    let job = finished(&rough, &id).await;
+    assert_eq!(counts(&job), calm_counts);
+    assert!(
+        killed_at.as_u64().unwrap() < LINES as u64,
+        "the kill came before the end: {killed_at}"
+    );
+    assert_eq!(state(&rough).await, state(&calm).await);
+}
+
+#[tokio::test]
+async fn imports_are_listed_newest_first_and_refuse_bad_requests() {
+    imports().await;
+    let org = Org::new().await;
+    let first = org.post("/v1/imports", json!({})).await;
+    let second = org.post("/v1/imports", json!({"format": "ndjson"})).await;
+    assert_eq!((first.status, second.status), (201, 201));
+    let listed = org.get("/v1/imports").await;
+    assert_eq!(listed.status, 200);
+    let ids: Vec<&Value> = listed.body["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| &j["id"])
+        .collect();
+    assert_eq!(
+        ids,
+        vec![&second.body["result"]["id"], &first.body["result"]["id"]]
+    );
+    assert_eq!(listed.body["pagination"]["totalResults"], 2);
+    let got = org
+        .get(&format!(
+            "/v1/imports/{}",
+            first.body["result"]["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        got.body["result"],
+        json!({"id": first.body["result"]["id"], "status": "awaiting_upload", "total": null,
+               "processed": 0, "created": 0, "updated": 0, "failed": 0, "errors": [],
+               "createdAt": first.body["result"]["createdAt"], "startedAt": null, "finishedAt": null})
+    );
+    let csv = org.post("/v1/imports", json!({"format": "csv"})).await;
+    assert_eq!(
+        (csv.status, csv.body),
+        (
+            400,
+            json!({"error": "field 'format': 'csv' is not supported (allowed: ndjson)"})
+        )
+    );
+    let missing = org.get("/v1/imports/imp_nothing").await;
+    assert_eq!(
+        (missing.status, missing.body),
+        (404, json!({"error": "import 'imp_nothing' not found"}))
+    );
+    // Another organization sees none of them.
+    let other = Org::new().await;
+    let theirs = other
+        .get(&format!(
+            "/v1/imports/{}",
+            first.body["result"]["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(theirs.status, 404);
+}
