@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole service locally, one command (make dev): installs what is missing, starts
-# DynamoDB Local (data kept in .local/dynamodb) and the SQS emulator (moto), creates the
-# table, the delivery queues and a dev organization and key, runs every function under
+# DynamoDB Local (data kept in .local/dynamodb) and moto (SQS and S3), creates the table,
+# the delivery queues, the import bucket and queue, and a dev organization and key, runs every function under
 # `cargo lambda watch` behind its router on port 9000, and the local event source mappings
-# (stream -> change-feed, queue -> webhook-delivery). Prints the base URL and key (also in
+# (stream -> change-feed, queues -> webhook-delivery and import-worker). Prints the base URL and key (also in
 # .local/env). Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,7 @@ done
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$DDB_PORT"
 export AWS_ENDPOINT_URL_DYNAMODB_STREAMS="$AWS_ENDPOINT_URL_DYNAMODB"
 export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$SQS_PORT"
+export AWS_ENDPOINT_URL_S3="http://127.0.0.1:$SQS_PORT"
 export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 export CATALOG_TABLE=catalog CATALOG_LOCAL_MODE=1 CATALOG_DEBUG_HEADERS=1
 
@@ -68,6 +69,9 @@ CATALOG_DELIVERY_QUEUE_URL=$CATALOG_DELIVERY_QUEUE_URL
 CATALOG_DEAD_LETTER_QUEUE_URL=$CATALOG_DEAD_LETTER_QUEUE_URL
 CATALOG_WEBHOOK_COALESCE_SECONDS=${CATALOG_WEBHOOK_COALESCE_SECONDS:-2}
 CATALOG_WEBHOOK_RETRY_SCHEDULE=${CATALOG_WEBHOOK_RETRY_SCHEDULE:-5,10,30,60,120,300,600}
+AWS_ENDPOINT_URL_S3=$AWS_ENDPOINT_URL_S3
+CATALOG_IMPORT_BUCKET=$CATALOG_IMPORT_BUCKET
+CATALOG_IMPORT_QUEUE_URL=$CATALOG_IMPORT_QUEUE_URL
 ENV
 
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
@@ -79,8 +83,9 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 
-echo "[dev] starting the local event source mappings (stream -> change-feed, queue -> webhook-delivery)"
+echo "[dev] starting the local event source mappings (stream -> change-feed, queues -> webhook-delivery, import-worker)"
 CATALOG_INVOKE_URL="http://127.0.0.1:$API_PORT" CATALOG_DELIVERY_QUEUE_URL="$CATALOG_DELIVERY_QUEUE_URL" \
+  CATALOG_IMPORT_QUEUE_URL="$CATALOG_IMPORT_QUEUE_URL" \
   target/debug/local-poller run >.local/poller.log 2>&1 &
 pids+=($!)
 
@@ -101,6 +106,11 @@ Try:
 Webhooks (deliveries are real POSTs; loopback http is allowed in local mode):
   curl -s -X POST "$CATALOG_BASE_URL/webhooks" -H "Authorization: Bearer $CATALOG_API_KEY" \
        -H "Content-Type: application/json" -d '{"url":"http://127.0.0.1:8080/hook","topics":["*"]}'
+
+Bulk writes and imports (S3 is moto's, on the same port as SQS):
+  curl -s -X PATCH "$CATALOG_BASE_URL/products" -H "Authorization: Bearer $CATALOG_API_KEY" \
+       -H "Content-Type: application/x-ndjson" --data-binary \$'{"identifier":"p2"}\n{"identifier":"p3"}\n'
+  target/debug/catalog-admin import FILE.ndjson --url "$CATALOG_BASE_URL" --key "$CATALOG_API_KEY"
 
 Logs: .local/watch.log, .local/poller.log, .local/dynamodb.log, .local/sqs.log. Press Ctrl-C to stop.
 MSG

@@ -5,9 +5,8 @@
 //! Call `imports().await` first in a test that creates imports: the functions must start
 //! with the bucket and queue in their environment.
 
-use crate::local::{run_queue, Invoker};
+use crate::local::{create_import_resources, run_queue, Invoker};
 use crate::webhooks::{moto, sqs_client};
-use aws_sdk_sqs::types::QueueAttributeName;
 use std::sync::Arc;
 
 pub const BUCKET: &str = "catalog-imports-e2e";
@@ -43,48 +42,9 @@ async fn start() -> Imports {
     let stack = crate::stack().await;
     let endpoint = moto().to_string();
     let sqs = sqs_client(&endpoint);
-    let queue_url = sqs
-        .create_queue()
-        .queue_name("catalog-imports-e2e")
-        .attributes(QueueAttributeName::VisibilityTimeout, "5")
-        .send()
+    let queue_url = create_import_resources(&sqs, &s3_client(&endpoint), BUCKET, 5)
         .await
-        .expect("import queue")
-        .queue_url
-        .expect("queue url");
-    let arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .expect("queue attributes")
-        .attributes
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-        .expect("queue arn");
-    let s3 = s3_client(&endpoint);
-    s3.create_bucket()
-        .bucket(BUCKET)
-        .send()
-        .await
-        .expect("bucket");
-    use aws_sdk_s3::types::{Event, NotificationConfiguration, QueueConfiguration};
-    s3.put_bucket_notification_configuration()
-        .bucket(BUCKET)
-        .notification_configuration(
-            NotificationConfiguration::builder()
-                .queue_configurations(
-                    QueueConfiguration::builder()
-                        .queue_arn(arn)
-                        .events(Event::from("s3:ObjectCreated:*"))
-                        .build()
-                        .expect("queue configuration"),
-                )
-                .build(),
-        )
-        .send()
-        .await
-        .expect("bucket notification");
+        .expect("import bucket and queue");
     stack.runtime.extend_env(vec![
         ("AWS_ENDPOINT_URL_S3", endpoint.clone()),
         ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),

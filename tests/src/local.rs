@@ -256,6 +256,70 @@ pub async fn create_delivery_queues(sqs: &aws_sdk_sqs::Client) -> Result<(String
     Ok((queue_url, dead_letter_url))
 }
 
+/// The import bucket and queue, wired as the template wires them: every object created under
+/// `imports/` notifies the queue. `visibility` is the queue's visibility timeout (seconds).
+/// Returns the queue's URL.
+pub async fn create_import_resources(
+    sqs: &aws_sdk_sqs::Client,
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    visibility: u32,
+) -> Result<String, String> {
+    use aws_sdk_s3::types::{
+        Event, FilterRule, FilterRuleName, NotificationConfiguration,
+        NotificationConfigurationFilter, QueueConfiguration, S3KeyFilter,
+    };
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(format!("{bucket}-queue"))
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility.to_string(),
+        )
+        .send()
+        .await
+        .map_err(|e| format!("CreateQueue: {e:?}"))?
+        .queue_url
+        .ok_or("no queue URL")?;
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| format!("GetQueueAttributes: {e:?}"))?
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .ok_or("no queue ARN")?;
+    // An existing bucket (a restarted `make dev`) is fine.
+    let _ = s3.create_bucket().bucket(bucket).send().await;
+    let prefix = FilterRule::builder()
+        .name(FilterRuleName::Prefix)
+        .value("imports/")
+        .build();
+    let queue = QueueConfiguration::builder()
+        .queue_arn(arn)
+        .events(Event::from("s3:ObjectCreated:*"))
+        .filter(
+            NotificationConfigurationFilter::builder()
+                .key(S3KeyFilter::builder().filter_rules(prefix).build())
+                .build(),
+        )
+        .build()
+        .map_err(|e| e.to_string())?;
+    s3.put_bucket_notification_configuration()
+        .bucket(bucket)
+        .notification_configuration(
+            NotificationConfiguration::builder()
+                .queue_configurations(queue)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| format!("PutBucketNotificationConfiguration: {e:?}"))?;
+    Ok(queue_url)
+}
+
 /// Polls a queue forever, feeding `function` batches of up to 10 messages.
 pub async fn run_queue(
     client: aws_sdk_sqs::Client,

@@ -185,6 +185,10 @@ async fn sample_events_work_against_the_real_functions() {
         ("products", "events/products/delete-product.json", 200),
         ("webhooks", "events/webhooks/create-webhook.json", 201),
         ("webhooks", "events/webhooks/list-webhooks.json", 200),
+        ("imports", "events/imports/list-imports.json", 200),
+        // Not HTTP: a batch whose records all succeed reports no failures (the upload's
+        // import does not exist: nothing to run).
+        ("import-worker", "events/import-worker/s3-upload.json", 0),
         // Not HTTP: a batch whose records all succeed reports no failures.
         ("change-feed", "events/change-feed/stream-batch.json", 0),
         (

@@ -20,6 +20,8 @@ async fn schemathesis_finds_no_failures_on_any_operation() {
         "{} is missing: run scripts/check-openapi.sh (make test does)",
         exe.display()
     );
+    // Imports are configured (moto's S3), so that POST /imports answers as deployed.
+    catalog_e2e::imports::imports().await;
     let org = Org::new().await;
     seed_the_sample_catalog(&org).await;
     let port = gateway::start().await;

@@ -241,3 +241,43 @@ async fn imports_are_listed_newest_first_and_refuse_bad_requests() {
         .await;
     assert_eq!(theirs.status, 404);
 }
+
+/// `catalog-admin import`: uploads a file through the API and shows a progress bar until the
+/// import finishes (through the local HTTP gateway, as a client on the network would).
+#[tokio::test]
+async fn the_cli_uploads_and_shows_progress_to_the_end() {
+    imports().await;
+    let org = Org::new().await;
+    let port = catalog_e2e::gateway::start().await;
+    let lines: String = (0..1200)
+        .map(|i| format!("{}\n", json!({"identifier": format!("cli{i:04}")})))
+        .collect();
+    let file = std::env::temp_dir().join(format!("catalog-import-{}.ndjson", org.id));
+    std::fs::write(&file, lines).unwrap();
+    let mut cli = std::process::Command::new(catalog_e2e::binary("catalog-admin"));
+    cli.args(["import", "--file", file.to_str().unwrap()])
+        .args([
+            "--url",
+            &format!("http://127.0.0.1:{port}/v1"),
+            "--key",
+            &org.key,
+        ]);
+    let out = tokio::task::spawn_blocking(move || cli.output())
+        .await
+        .unwrap()
+        .expect("catalog-admin runs");
+    let _ = std::fs::remove_file(&file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("uploading"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "[{}] 100%  1200/1200 lines  created 1200  updated 0  failed 0  (succeeded)",
+            "#".repeat(30)
+        )),
+        "{stderr}"
+    );
+    let job: Value = serde_json::from_slice(&out.stdout).expect("the import as JSON");
+    assert_eq!(job["status"], "succeeded");
+    assert_eq!(job["created"], 1200);
+}

@@ -22,6 +22,10 @@ Commands:
   revoke-key --org ID --key KEY_ID     revoke a key
   enable-api --org ID                  enable API access for an organization
   disable-api --org ID                 disable API access for an organization
+  import --file PATH [--url URL] [--key KEY]
+                                       create an import, upload the NDJSON file to it and show
+                                       its progress until it finishes (URL and KEY default to
+                                       CATALOG_BASE_URL and CATALOG_API_KEY, as .local/env sets)
   dev-setup [--env-file PATH] [--base-url URL]
                                        local stack: create the table, reuse the key in PATH if it
                                        still works or create a dev organization and key, and write
@@ -91,6 +95,33 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
         "table-yaml" => print!("{}", TABLE.cloudformation_yaml(0)),
         "router-toml" => print!("{}", catalog::api::router_toml()),
         "openapi" => print!("{}", catalog::api::openapi::yaml()),
+        "import" => {
+            let from_env = |name: &str, var: &str| {
+                flags
+                    .get(name)
+                    .cloned()
+                    .or_else(|| std::env::var(var).ok())
+                    .ok_or_else(|| format!("--{name} (or {var}) is required"))
+            };
+            let base = from_env("url", "CATALOG_BASE_URL")?;
+            let key = from_env("key", "CATALOG_API_KEY")?;
+            let file = std::path::PathBuf::from(need(flags, "file")?);
+            let job = catalog::imports::client::import_file(
+                base.trim_end_matches('/'),
+                &key,
+                &file,
+                std::time::Duration::from_secs(1),
+                &mut std::io::stderr(),
+            )
+            .await?;
+            for e in job["errors"].as_array().into_iter().flatten().take(10) {
+                eprintln!("  line {}: {} {}", e["line"], e["status"], e["error"]);
+            }
+            println!("{}", serde_json::to_string_pretty(&job).unwrap_or_default());
+            if job["status"] == "failed" {
+                return Err("the import failed".into());
+            }
+        }
         "create-table" => {
             let s = store().await;
             let created = s.ensure_table().await.map_err(store_err)?;

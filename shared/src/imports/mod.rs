@@ -1,8 +1,10 @@
 //! Imports of NDJSON files larger than one request: the client uploads to a presigned S3
 //! URL, the upload's event notification reaches the import queue, and the import worker
 //! applies the file in batches through the bulk write path, checkpointing after each batch
-//! (`lines.rs` splits the file, `worker.rs` runs a job).
+//! (`lines.rs` splits the file, `worker.rs` runs a job, `client.rs` is the operator CLI's
+//! upload with a progress bar).
 
+pub mod client;
 pub mod lines;
 pub mod worker;
 

@@ -1,15 +1,18 @@
 //! `make dev`'s event source mappings: reads DynamoDB Local's stream and the SQS emulator's
-//! delivery queue the way Lambda does and invokes the functions running under
+//! delivery and import queues the way Lambda does and invokes the functions running under
 //! `cargo lambda watch` (POST `/2015-03-31/functions/<name>/invocations`).
 //!
 //! Usage:
-//!   local-poller queues              creates the queues, prints their URLs as env lines
+//!   local-poller queues              creates the queues and the import bucket (S3 notifying
+//!                                    the import queue), prints their names as env lines
 //!   local-poller run                 polls until stopped
-//! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, CATALOG_TABLE,
-//! CATALOG_DELIVERY_QUEUE_URL (run), CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
+//! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
+//! CATALOG_TABLE, CATALOG_DELIVERY_QUEUE_URL and CATALOG_IMPORT_QUEUE_URL (run),
+//! CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
 
 use catalog_e2e::local::{
-    create_delivery_queues, run_queue, run_stream, stream_arn, Invoker, Start,
+    create_delivery_queues, create_import_resources, run_queue, run_stream, stream_arn, Invoker,
+    Start,
 };
 use std::sync::Arc;
 
@@ -26,6 +29,13 @@ async fn main() {
             let (queue, dlq) = create_delivery_queues(&sqs).await.expect("queues created");
             println!("CATALOG_DELIVERY_QUEUE_URL={queue}");
             println!("CATALOG_DEAD_LETTER_QUEUE_URL={dlq}");
+            let s3 = catalog::imports::s3_client(&shared);
+            let bucket = "catalog-imports-local";
+            let imports = create_import_resources(&sqs, &s3, bucket, 720)
+                .await
+                .expect("import bucket and queue created");
+            println!("CATALOG_IMPORT_BUCKET={bucket}");
+            println!("CATALOG_IMPORT_QUEUE_URL={imports}");
         }
         Some("run") => {
             let ddb = aws_sdk_dynamodb::Client::new(&shared);
@@ -59,13 +69,21 @@ async fn main() {
                 Start::Latest,
             ));
             let deliver = tokio::spawn(run_queue(
-                sqs,
+                sqs.clone(),
                 env("CATALOG_DELIVERY_QUEUE_URL"),
                 "webhook-delivery".into(),
+                invoke.clone(),
+            ));
+            let import = tokio::spawn(run_queue(
+                sqs,
+                env("CATALOG_IMPORT_QUEUE_URL"),
+                "import-worker".into(),
                 invoke,
             ));
-            eprintln!("[local-poller] stream -> change-feed, queue -> webhook-delivery");
-            let _ = tokio::join!(feed, deliver);
+            eprintln!(
+                "[local-poller] stream -> change-feed, deliveries -> webhook-delivery, imports -> import-worker"
+            );
+            let _ = tokio::join!(feed, deliver, import);
         }
         _ => {
             eprintln!("usage: local-poller queues|run");
