@@ -12,6 +12,8 @@ echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
 echo "[test] cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "[test] no import circles between the modules of shared/src"
+python3 scripts/check-module-cycles.py
 echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
 echo "[test] infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"

@@ -129,11 +129,15 @@ impl App {
         api: &'static Api,
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
-        // The one public route, the API's description, needs no key.
-        if let Ok(m) = routes::find(api.routes, &request.method, &request.path) {
-            if m.route.scope.is_none() {
-                crate::http::Query::parse(&request.query, &[])?;
-                return Ok(ApiResponse::json(200, crate::api::openapi::document()));
+        // A public route (the API's description) is dispatched without a key.
+        if let Ok(route) = routes::find(api.routes, &request.method, &request.path) {
+            if route.route.scope.is_none() {
+                let call = Call {
+                    principal: Principal::anonymous(),
+                    route,
+                    request,
+                };
+                return (api.dispatch)(self, call).await;
             }
         }
         let principal = self

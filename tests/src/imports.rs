@@ -19,9 +19,24 @@ pub struct Imports {
 
 static IMPORTS: tokio::sync::OnceCell<Imports> = tokio::sync::OnceCell::const_new();
 
-/// Starts (once) the bucket, the queue, the notification and the poller.
+/// Starts (once) the bucket, the queue, the notification and the poller, with the tests'
+/// settings: batches of [`BATCH_LINES`], a continuation after about a second.
 pub async fn imports() -> &'static Imports {
-    IMPORTS.get_or_init(start).await
+    IMPORTS
+        .get_or_init(|| {
+            start(vec![
+                ("CATALOG_IMPORT_BATCH_LINES", BATCH_LINES.to_string()),
+                ("CATALOG_IMPORT_SLICE_SECONDS", "1".into()),
+                ("CATALOG_IMPORT_RESERVE_SECONDS", "0".into()),
+            ])
+        })
+        .await
+}
+
+/// The same stack with the production settings (batches of 1,000 lines, continuations
+/// before the invocation's deadline), for the benchmark.
+pub async fn imports_as_deployed() -> &'static Imports {
+    IMPORTS.get_or_init(|| start(Vec::new())).await
 }
 
 /// An S3 client for the emulator (path-style, as the functions use it locally).
@@ -38,7 +53,7 @@ pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(config)
 }
 
-async fn start() -> Imports {
+async fn start(settings: Vec<(&'static str, String)>) -> Imports {
     let stack = crate::stack().await;
     let endpoint = moto().to_string();
     let sqs = sqs_client(&endpoint);
@@ -50,11 +65,8 @@ async fn start() -> Imports {
         ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
         ("CATALOG_IMPORT_BUCKET", BUCKET.into()),
         ("CATALOG_IMPORT_QUEUE_URL", queue_url.clone()),
-        ("CATALOG_IMPORT_BATCH_LINES", BATCH_LINES.to_string()),
-        // an invocation hands over to a continuation after about a second
-        ("CATALOG_IMPORT_SLICE_SECONDS", "1".into()),
-        ("CATALOG_IMPORT_RESERVE_SECONDS", "0".into()),
     ]);
+    stack.runtime.extend_env(settings);
     let invoke: Invoker = Arc::new(|function, event| {
         Box::pin(async move {
             crate::stack()

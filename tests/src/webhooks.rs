@@ -267,6 +267,22 @@ impl Receiver {
         }
     }
 
+    /// Exactly `n` requests: waits for them (within `within`), then watches for one more
+    /// coalescing window and a second, and fails if anything else arrives meanwhile.
+    pub async fn wait_for_exactly(&self, n: usize, within: Duration) -> Vec<Received> {
+        let got = self.wait_for(n, within).await;
+        // Absence is what is asserted here: the window is the assertion, not a synchronization.
+        tokio::time::sleep(Duration::from_secs(COALESCE_SECONDS + 1)).await;
+        let after = self.received();
+        assert_eq!(
+            after.len(),
+            n,
+            "an extra request arrived after the {n} expected: {:?}",
+            after[n..].iter().map(|r| &r.json).collect::<Vec<_>>()
+        );
+        got
+    }
+
     /// Requests answered 2xx (the deliveries that succeeded).
     pub fn delivered(&self) -> Vec<Received> {
         let s = self.state.lock().expect("lock");

@@ -2,7 +2,7 @@
 //! `variants` and `skus` functions: nested writes, inherited attributes, change tracking,
 //! deletes and the DynamoDB requests each call costs.
 
-use catalog_e2e::{Org, Response};
+use catalog_e2e::{Org, Request, Response};
 use serde_json::{json, Value};
 
 fn ts(r: &Value, field: &str) -> String {
@@ -485,6 +485,8 @@ async fn deletes_cascade_and_free_identifiers() {
     assert_eq!(s.body["result"]["product"]["identifier"], "table");
 }
 
+/// Eight writers of one product, each through its own function process (as eight Lambda
+/// instances would be): their optimistic writes really race, and all of them land.
 #[tokio::test]
 async fn concurrent_patches_of_one_product_all_land() {
     let org = Org::new().await;
@@ -492,11 +494,10 @@ async fn concurrent_patches_of_one_product_all_land() {
     let writers = (0..8).map(|i| {
         let org = &org;
         async move {
-            org.patch(
-                "/v1/products/busy",
-                json!({"variants": [{"identifier": format!("busy-{i}"), "skus": [{"identifier": format!("busy-{i}-s")}]}]}),
-            )
-            .await
+            let req = Request::new("PATCH", "/v1/products/busy")
+                .bearer(&org.key)
+                .json(json!({"variants": [{"identifier": format!("busy-{i}"), "skus": [{"identifier": format!("busy-{i}-s")}]}]}));
+            catalog_e2e::send_to(&format!("products@racer{i}"), req).await
         }
     });
     for r in futures_util::future::join_all(writers).await {

@@ -277,7 +277,7 @@ async fn a_failing_receiver_gets_retries_with_the_same_id() {
     let receiver = Receiver::start(3).await;
     let (hook, _) = subscribe(&org, &receiver.url(), &["product.created"]).await;
     put_product(&org, "desk", json!({"name": "Desk"})).await;
-    let got = receiver.wait_for(4, DELIVERY).await;
+    let got = receiver.wait_for_exactly(4, DELIVERY).await;
     let ids: BTreeSet<&str> = got.iter().map(|r| r.json["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 1, "every retry carries the same id");
     let id = *ids.iter().next().unwrap();
@@ -346,7 +346,7 @@ async fn deleting_a_product_announces_every_removed_entity() {
     )
     .await;
     assert_eq!(org.delete("/v1/products/bed").await.status, 200);
-    let got = receiver.wait_for(7, DELIVERY).await;
+    let got = receiver.wait_for_exactly(7, DELIVERY).await;
     let events = events_of(&got);
     let expected: BTreeSet<(String, String, String)> = [
         ("product", "bed"),
@@ -418,7 +418,7 @@ async fn assets_categories_bundles_and_metaobjects_announce_their_changes() {
     assert_eq!(r.status, 201);
     org.metaobjects("shade", json!([]), &["linen"]).await;
     assert_eq!(org.delete("/v1/assets/lamp-photo").await.status, 200);
-    let got = receiver.wait_for(5, DELIVERY).await;
+    let got = receiver.wait_for_exactly(5, DELIVERY).await;
     let events = events_of(&got);
     let expected: BTreeSet<(String, String, String)> = [
         ("asset.created", "asset", "lamp-photo"),

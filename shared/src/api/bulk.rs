@@ -5,7 +5,7 @@
 //! metaobjects in one round for the whole request, the product items in one batched read so
 //! that a new product costs no tree read) and items are written concurrently.
 
-use super::products::upsert_product;
+use super::product_write::upsert_product;
 use super::references;
 use super::tree_patch::{self, ProductPatch, RawProductPatch};
 use crate::app::{App, Call};
@@ -21,8 +21,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
-/// Most items one bulk request holds (decisions.md).
-pub const MAX_BULK_ITEMS: usize = 1000;
+pub use crate::http::request::MAX_BULK_ITEMS;
 
 /// One line of the answer.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@
 //! the product write, removals after it; a delete unlinks (or at least re-versions) every
 //! product in `linkedBy` before the conditional delete of the target.
 
-use super::assets::{apply, new_asset};
+use super::asset_input::{apply, new_asset};
 use super::retry::{with_retries, Retry};
 use super::tree_patch::ProductPatch;
 use crate::app::App;
@@ -21,9 +21,6 @@ use crate::store::writes::{set_member, version_bump, Expect, TreeWrite, LINKED_B
 use crate::store::Store;
 use crate::store::StoreError;
 use std::collections::HashSet;
-
-/// Most assets, or categories, one product links.
-pub const MAX_LINKS: usize = 100;
 
 /// The product field that holds links to `kind`.
 fn links_of(product: &mut EntityItem, kind: ResourceKind) -> Option<&mut Vec<String>> {

@@ -1,5 +1,6 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
+pub mod asset_input;
 pub mod assets;
 pub mod attributes;
 pub mod bulk;
@@ -11,6 +12,7 @@ pub mod links;
 pub mod lists;
 pub mod metaobjects;
 pub mod openapi;
+pub mod product_write;
 pub mod products;
 pub mod references;
 pub mod render;

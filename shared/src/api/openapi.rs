@@ -11,6 +11,12 @@ use serde_json::{json, Map, Value};
 /// The one route served without authentication.
 pub const ROUTE: Route = Route::public("GET", "/openapi.json");
 
+/// GET /openapi.json: this document (no key, no storage).
+pub fn serve(call: &crate::app::Call) -> Result<crate::http::ApiResponse, crate::error::ApiError> {
+    crate::http::Query::parse(&call.request.query, &[])?;
+    Ok(crate::http::ApiResponse::json(200, document()))
+}
+
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }

@@ -11,10 +11,8 @@ use crate::app::{Api, App, Call};
 use crate::auth::Scope;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody, Query, Route};
-use crate::store::items::EntityItem;
 use crate::store::items::EntityKind;
-use crate::store::metrics::in_parallel;
-use crate::store::products::{ProductTree, TreeDepth};
+use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
 use lambda_http::BoxFuture;
 
@@ -41,6 +39,7 @@ fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiRespo
             ("GET", "/products/{identifier}") => get_product(app, &call).await,
             ("PATCH", "/products/{identifier}") => patch_product(app, &call).await,
             ("DELETE", "/products/{identifier}") => delete_product(app, &call).await,
+            ("GET", "/openapi.json") => super::openapi::serve(&call),
             _ => Err(ApiError::internal()),
         }
     })
@@ -111,56 +110,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     let patch = tree_patch::parse_product_patch(app, call, id, &body).await?;
-    upsert_product(app, call.org(), id, &patch, None).await
-}
-
-/// Writes one validated product patch: read the tree (and link targets), plan, commit,
-/// again on a lost condition. The single PATCH and every item of the bulk PATCH.
-///
-/// `known` is the product item as a batched read found it (`Some(None)`: absent), which
-/// spares the first attempt its tree read when that is all the plan needs: the product
-/// does not exist, or the patch names no variants. Every retry reads afresh.
-pub(super) async fn upsert_product(
-    app: &App,
-    org: &str,
-    id: &str,
-    patch: &tree_patch::ProductPatch,
-    known: Option<Option<EntityItem>>,
-) -> Result<ApiResponse, ApiError> {
-    let depth = patch.depth();
-    let known = &std::sync::Mutex::new(match known {
-        Some(None) => Some(None),
-        Some(Some(product)) if depth == TreeDepth::Product => Some(Some(ProductTree {
-            product,
-            variants: Vec::new(),
-            skus: Vec::new(),
-        })),
-        _ => None,
-    });
-    with_retries(&format!("product '{id}'"), move || async move {
-        let first = known.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let read_tree = async {
-            match first {
-                Some(tree) => Ok(tree),
-                None => app.store.get_product_tree(org, id, depth).await,
-            }
-        };
-        let (tree, targets) = in_parallel(async {
-            futures_util::try_join!(read_tree, links::targets(&app.store, org, patch))
-        })
-        .await?;
-        let old = tree.as_ref().map(|t| t.product.clone());
-        let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
-        // links added before the product write, the tree, links dropped after it
-        let mut write = links::product_link_writes(org, id, patch, &targets, old.as_ref())?;
-        write.append(std::mem::take(&mut plan.write));
-        links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
-        if !write.is_empty() {
-            app.store.commit(&write).await?;
-        }
-        Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
-    })
-    .await
+    super::product_write::upsert_product(app, call.org(), id, &patch, None).await
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity

@@ -140,7 +140,11 @@ mod tests {
             &format!("{}x", &parsed.secret[1..]),
             &key.secret_hash
         ));
-        assert!(!key.plain.contains(&key.secret_hash));
+        // only the secret's SHA-256 is kept: not the secret, nothing of it in clear
+        assert_eq!(key.secret_hash, hash_secret(&parsed.secret));
+        assert_eq!(key.secret_hash.len(), 64);
+        assert_ne!(key.secret_hash, parsed.secret);
+        assert!(!key.secret_hash.contains(&parsed.secret[..8]));
     }
 
     #[test]

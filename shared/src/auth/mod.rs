@@ -19,6 +19,15 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// The caller of a public route: no organization, no scope.
+    pub fn anonymous() -> Self {
+        Self {
+            org: String::new(),
+            key_id: String::new(),
+            scopes: Vec::new(),
+        }
+    }
+
     pub fn has(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }

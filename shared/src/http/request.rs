@@ -5,6 +5,9 @@ use lambda_http::{Body, RequestExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// Most items one bulk request (or one import batch) holds (decisions.md).
+pub const MAX_BULK_ITEMS: usize = 1000;
+
 /// JSON nested deeper than this is refused before it reaches any handler.
 pub const MAX_JSON_DEPTH: usize = 32;
 

@@ -5,7 +5,7 @@
 
 use super::keys::imports_pk;
 use super::ops::item_key;
-use super::writes::Expect;
+use super::ops::Expect;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -2,7 +2,6 @@
 //! GetItem, and BatchGetItem with chunking and unprocessed-key retries.
 
 use super::keys::{PK, SK};
-use super::writes::Expect;
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use serde::de::DeserializeOwned;
@@ -10,6 +9,15 @@ use std::collections::HashMap;
 
 pub type Item = HashMap<String, AttributeValue>;
 pub(crate) type QueryBuilder = aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+
+/// What a conditional write expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The item must not exist (creation).
+    Absent,
+    /// The item must still be at this version.
+    Version(u64),
+}
 
 /// BatchGetItem reads at most 100 keys per request.
 const BATCH_GET_LIMIT: usize = 100;

@@ -6,7 +6,8 @@ use super::keys::{
     change_sk, entity_change_pk, product_pk, sku_sk, variant_sk, PRODUCT_SK, SKU_LEVEL,
 };
 use super::ops::item_key;
-use super::writes::{Expect, TreeWrite};
+use super::ops::Expect;
+use super::writes::TreeWrite;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;

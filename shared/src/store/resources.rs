@@ -4,8 +4,8 @@
 //! its type's `byChange` partition, so the change feed sees it like any entity.
 
 use super::keys::{change_sk, entity_change_pk, metaobjects_pk, resource_pk};
+use super::ops::Expect;
 use super::ops::{item_key, Item};
-use super::writes::Expect;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;

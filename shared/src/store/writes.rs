@@ -22,14 +22,7 @@ use std::collections::HashMap;
 /// TransactWriteItems takes at most 100 actions.
 pub const TRANSACTION_LIMIT: usize = 100;
 
-/// What an entity write expects to find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
-    /// The entity must not exist (creation).
-    Absent,
-    /// The entity must still be at this version.
-    Version(u64),
-}
+pub use super::ops::Expect;
 
 /// What a transaction action stands for, to explain a cancellation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +130,12 @@ impl TreeWrite {
             }
         }
         out
+    }
+
+    /// How many actions each transaction of this write holds, in order (groups are never
+    /// split between two).
+    pub fn transaction_sizes(&self) -> Vec<usize> {
+        self.transactions().iter().map(Vec::len).collect()
     }
 
     /// Identity items this write claims, by partition key: (key, kind, identifier).

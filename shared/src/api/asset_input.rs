@@ -1,0 +1,218 @@
+//! The asset input model shared by the asset routes and product writes that create or link
+//! assets: an asset object's shape check, its validation, how it applies to an asset item,
+//! and the link limits and identifier lists of product links.
+
+use crate::domain::attributes::TargetEntity;
+use crate::domain::identifier;
+use crate::domain::names;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{self, ScopeRules, ValueChange};
+use crate::error::ApiError;
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::settings::WriteContext;
+use serde_json::{Map, Value};
+
+/// Most assets, or categories, one product links.
+pub const MAX_LINKS: usize = 100;
+
+/// An asset's fields from a request body, shape-checked; values not yet validated.
+pub struct RawAsset<'a> {
+    /// Where the object is in the body, for errors (`""` or `"assets[2]."`).
+    pub at: String,
+    pub identifier: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub url: Option<&'a str>,
+    pub mime_type: Option<&'a str>,
+    pub values: Option<&'a Map<String, Value>>,
+}
+
+/// A validated asset write: the fields given, and value changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssetInput {
+    pub identifier: String,
+    pub name: Option<String>,
+    pub url: Option<String>,
+    pub mime_type: Option<String>,
+    pub values: Vec<ValueChange>,
+}
+
+fn is_media_type(s: &str) -> bool {
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.len() <= 127
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    s.split_once('/').is_some_and(|(a, b)| token(a) && token(b))
+}
+
+/// Shape-checks an asset object (`fields` are the ones allowed there).
+pub fn raw_asset<'a>(
+    at: String,
+    obj: &'a Map<String, Value>,
+    fields: &[&str],
+) -> Result<RawAsset<'a>, ApiError> {
+    let bad = |m: String| ApiError::bad_request(format!("{at}{m}"));
+    if let Some(k) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
+        return Err(bad(format!(
+            "unknown field '{k}' (allowed: {})",
+            fields.join(", ")
+        )));
+    }
+    let text = |field: &str| -> Result<Option<&'a str>, ApiError> {
+        match obj.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(bad(format!("field '{field}' must be a string"))),
+        }
+    };
+    let identifier = text("identifier")?;
+    if let Some(id) = identifier {
+        identifier::validate("asset", id).map_err(|e| bad(e.message))?;
+    }
+    let name = text("name")?;
+    if let Some(n) = name {
+        names::validate("name", n).map_err(|e| bad(e.message))?;
+    }
+    let url = text("url")?;
+    if let Some(u) = url {
+        let ok = url::Url::parse(u)
+            .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+        if !ok || u.len() > 2048 {
+            return Err(bad(format!(
+                "field 'url': '{u}' is not an absolute http(s) URL of at most 2048 characters"
+            )));
+        }
+    }
+    let mime_type = text("mimeType")?;
+    if let Some(m) = mime_type.filter(|m| !is_media_type(m)) {
+        return Err(bad(format!(
+            "field 'mimeType': '{m}' is not a media type like image/png"
+        )));
+    }
+    let values = match obj.get("values") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(bad("field 'values' must be an object".into())),
+    };
+    Ok(RawAsset {
+        at,
+        identifier,
+        name,
+        url,
+        mime_type,
+        values,
+    })
+}
+
+impl RawAsset<'_> {
+    /// The asset attribute keys its values name.
+    pub fn wanted(&self) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
+        self.values
+            .into_iter()
+            .flat_map(|m| m.keys().map(|k| (TargetEntity::Asset, k.clone())))
+    }
+
+    /// Validates the values against the asset attribute definitions of `ctx`.
+    pub fn validate(&self, id: &str, ctx: &WriteContext) -> Result<AssetInput, ApiError> {
+        let languages = ctx.scopes.language_codes();
+        let channels = ctx.scopes.channel_ids();
+        let rules = ScopeRules {
+            languages: Some(&languages),
+            channels: Some(&channels),
+        };
+        let values = match self.values {
+            None => Vec::new(),
+            Some(m) => values::parse_values("asset", m, &ctx.defs_of(TargetEntity::Asset), &rules)
+                .map_err(|e| ApiError::bad_request(format!("{}{}", self.at, e.message)))?,
+        };
+        Ok(AssetInput {
+            identifier: id.to_string(),
+            name: self.name.map(str::to_string),
+            url: self.url.map(str::to_string),
+            mime_type: self.mime_type.map(str::to_string),
+            values,
+        })
+    }
+}
+
+/// Applies an asset write; whether anything changed.
+pub fn apply(item: &mut ResourceItem, input: &AssetInput) -> bool {
+    let mut changed = values::apply(&mut item.vals, &input.values);
+    if let Some(n) = input.name.as_ref().filter(|n| **n != item.name) {
+        item.name = n.clone();
+        changed = true;
+    }
+    for (field, given) in [
+        (&mut item.url, &input.url),
+        (&mut item.mime_type, &input.mime_type),
+    ] {
+        if given.is_some() && field != given {
+            field.clone_from(given);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// A new asset from `input` (its `url` is required), created at `at`.
+pub fn new_asset(org: &str, input: &AssetInput, at: Timestamp) -> ResourceItem {
+    let mut item = ResourceItem::new(org, Shelf::ASSETS, &input.identifier, &input.identifier, at);
+    apply(&mut item, input);
+    item.touch(at);
+    item
+}
+
+/// A body array of distinct identifiers of `what` (at most `MAX_LINKS`).
+pub fn distinct_ids(list: &[Value], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+    if list.len() > MAX_LINKS {
+        return Err(ApiError::bad_request(format!(
+            "field '{field}': at most {MAX_LINKS} {what} identifiers"
+        )));
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for v in list {
+        let id = v.as_str().ok_or_else(|| {
+            ApiError::bad_request(format!("field '{field}': {v} is not a {what} identifier"))
+        })?;
+        identifier::validate(what, id)
+            .map_err(|e| ApiError::bad_request(format!("field '{field}': {}", e.message)))?;
+        if ids.iter().any(|x| x == id) {
+            return Err(ApiError::bad_request(format!(
+                "field '{field}': {what} '{id}' is given twice"
+            )));
+        }
+        ids.push(id.to_string());
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_type_slash_subtype_tokens() {
+        assert!(is_media_type("image/png") && is_media_type("application/vnd.ms-excel"));
+        assert!(!is_media_type("png") && !is_media_type("image/") && !is_media_type("a b/c"));
+    }
+
+    #[test]
+    fn apply_changes_only_given_fields() {
+        let input = AssetInput {
+            identifier: "a".into(),
+            url: Some("https://x.example/a.png".into()),
+            ..Default::default()
+        };
+        let mut item = new_asset("o", &input, Timestamp::from_millis(1));
+        assert_eq!(item.name, "a");
+        assert_eq!(item.ver, 1);
+        let rename = AssetInput {
+            name: Some("Logo".into()),
+            ..input.clone()
+        };
+        assert!(apply(&mut item, &rename));
+        assert_eq!(item.url.as_deref(), Some("https://x.example/a.png"));
+        assert!(!apply(&mut item, &rename), "same again changes nothing");
+    }
+}
