@@ -108,9 +108,12 @@ pub fn raw_asset<'a>(
 impl RawAsset<'_> {
     /// The asset attribute keys its values name.
     pub fn wanted(&self) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
-        self.values
-            .into_iter()
-            .flat_map(|m| m.keys().map(|k| (TargetEntity::Asset, k.clone())))
+        self.values.into_iter().flat_map(|m| {
+            // a key too long for any attribute is not looked up (validation calls it unknown)
+            m.keys()
+                .filter(|k| k.len() <= 64)
+                .map(|k| (TargetEntity::Asset, k.clone()))
+        })
     }
 
     /// Validates the values against the asset attribute definitions of `ctx`.

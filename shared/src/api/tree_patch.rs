@@ -144,10 +144,17 @@ fn wanted_keys(
     entity: TargetEntity,
     values: Option<&Map<String, Value>>,
 ) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
-    values
-        .into_iter()
-        .flat_map(move |m| m.keys().map(move |k| (entity, k.clone())))
+    // A key no attribute can have (too long for a key) is not looked up: validation then
+    // reports it as unknown.
+    values.into_iter().flat_map(move |m| {
+        m.keys()
+            .filter(|k| k.len() <= MAX_KEY_BYTES)
+            .map(move |k| (entity, k.clone()))
+    })
 }
+
+/// Attribute keys are at most 64 characters (`[a-z][a-z0-9_]{0,63}`).
+const MAX_KEY_BYTES: usize = 64;
 
 /// Validates one entity's values against the context; errors name where they are.
 fn entity_patch(

@@ -101,21 +101,24 @@ impl Importer {
     /// Runs import `id` of `org` from its checkpoint until it finishes or time runs short.
     pub async fn run(&self, org: &str, id: &str, deadline: Instant) -> Result<(), String> {
         let started = Instant::now();
+        let reserved = deadline.checked_sub(self.config.reserve).unwrap_or(started);
         let stop_at = self
             .config
             .slice
-            .map_or(deadline, |s| (started + s).min(deadline))
-            .checked_sub(self.config.reserve.min(deadline - started))
-            .unwrap_or(started);
+            .map_or(reserved, |s| (started + s).min(reserved));
         match self.advance(org, id, stop_at).await {
-            Ok(true) => self.continue_later(org, id).await,
-            Ok(false) | Err(Stop::Lost) => Ok(()),
+            Ok(true) => self.continue_later(org, id, 0).await,
+            Ok(false) => Ok(()),
+            // Another worker saved the job since this one read it. It carries on; should it
+            // stop (or should this save have been an SDK retry of one that did commit), a
+            // continuation a minute later finds the job where it is and goes on.
+            Err(Stop::Lost) => self.continue_later(org, id, 60).await,
             Err(Stop::Failed(e)) => Err(e),
         }
     }
 
-    /// Queues the import's continuation on the import queue.
-    async fn continue_later(&self, org: &str, id: &str) -> Result<(), String> {
+    /// Queues the import's continuation on the import queue, `delay` seconds from now.
+    async fn continue_later(&self, org: &str, id: &str, delay: i32) -> Result<(), String> {
         let url = self
             .config
             .queue_url
@@ -125,6 +128,7 @@ impl Importer {
             .send_message()
             .queue_url(url)
             .message_body(json!({"import": {"org": org, "id": id}}).to_string())
+            .delay_seconds(delay)
             .send()
             .await
             .map_err(|e| format!("SendMessage: {e:?}"))?;
@@ -159,6 +163,10 @@ impl Importer {
             store.save_import(&mut job).await?;
         }
         let Some(mut body) = self.read_from(&key, job.offset).await? else {
+            // Past the end of the file, or the file is gone (expired, deleted).
+            if !self.exists(&key).await? {
+                return self.fail(&mut job, "the uploaded file is gone").await;
+            }
             return self.finish(&mut job).await;
         };
         let mut splitter = Splitter::new(job.offset, job.line, MAX_LINE_BYTES);
@@ -222,6 +230,15 @@ impl Importer {
         let outcomes = write_items(self.app, org, items, Some(&job.id))
             .await
             .map_err(|e| Stop::Failed(e.message))?;
+        // Storage throttled or unavailable for a line is not the line's fault: the batch is
+        // applied again later (re-applying is safe), nothing of it is counted now.
+        if let Some(o) = outcomes.iter().find(|o| o.status == 503) {
+            return Err(Stop::Failed(format!(
+                "line {}: {}",
+                o.line,
+                o.error.as_deref().unwrap_or_default()
+            )));
+        }
         for o in &outcomes {
             job.count(
                 o.line as u64,

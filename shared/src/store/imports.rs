@@ -80,6 +80,17 @@ pub struct ImportItem {
     pub ttl: i64,
 }
 
+/// An error kept in an import holds at most this many characters (the record stays far
+/// below DynamoDB's item limit whatever the lines say).
+pub const MAX_ERROR_CHARS: usize = 300;
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 impl ImportItem {
     pub fn new(org: &str, id: &str, now: Timestamp, expires_at: Timestamp) -> Self {
         Self {
@@ -119,7 +130,7 @@ impl ImportItem {
                         line,
                         identifier: identifier.map(str::to_string),
                         status,
-                        error: error.unwrap_or_default().to_string(),
+                        error: clip(error.unwrap_or_default(), MAX_ERROR_CHARS),
                     });
                 }
             }
@@ -186,5 +197,8 @@ mod tests {
         assert!(!job.status.finished());
         assert!(ImportStatus::CompletedWithErrors.finished());
         assert_eq!(job.ttl, 1 + IMPORT_RETENTION_DAYS * 86_400);
+        job.count(121, None, 400, Some(&"é".repeat(10_000)));
+        assert_eq!(clip(&"é".repeat(10_000), 300).chars().count(), 301);
+        assert_eq!(clip("short", 300), "short");
     }
 }

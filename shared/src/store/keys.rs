@@ -83,7 +83,8 @@ pub const DEFAULT_INDEX_SHARDS: u32 = 16;
 /// How many `byChange` partitions one organization's entities of one type spread over
 /// (`CATALOG_INDEX_SHARDS`, 1 to 64, default 16), so that neither writes nor a cold list
 /// read are bound to one partition's throughput. Read once per process. Fixed for a table's
-/// life: entries written under another count stay out of lists until written again.
+/// life: after a change, entries written under another count stay out of lists until they
+/// are written again (every write moves an entry to its current shard, `reshard`).
 pub fn index_shards() -> u32 {
     static SHARDS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *SHARDS.get_or_init(|| {
@@ -112,6 +113,22 @@ pub fn change_pk(org: &str, entity_type: &str, shard: u32) -> String {
 /// The `byChange` partition of the entity `identifier` of `entity_type`.
 pub fn entity_change_pk(org: &str, entity_type: &str, identifier: &str) -> String {
     change_pk(org, entity_type, shard_of(identifier, index_shards()))
+}
+
+/// `pk` (an entity's `byChange` partition, sharded or from before sharding) pointed at the
+/// shard `identifier` belongs to under the current count: every write refreshes it, so an
+/// entry written under another count moves to its shard when it is next written.
+pub fn reshard(pk: &str, identifier: &str) -> String {
+    match pk.split_once("#T#") {
+        Some((org, rest)) => {
+            let entity_type = rest.split('#').next().unwrap_or(rest);
+            format!(
+                "{org}#T#{entity_type}#{}",
+                shard_of(identifier, index_shards())
+            )
+        }
+        None => pk.to_string(),
+    }
 }
 
 /// Every `byChange` partition of an entity type, in shard order.
@@ -233,6 +250,9 @@ mod tests {
             "sku"
         ));
         assert!(!is_change_pk("O#abc123#T#sku#1x", "abc123", "sku"));
+        let moved = reshard("O#abc123#T#sku", "s1");
+        assert_eq!(moved, entity_change_pk("abc123", "sku", "s1"));
+        assert_eq!(reshard(&moved, "s1"), moved);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
-    change_sk, entity_change_pk, product_pk, sku_sk, variant_sk, PRODUCT_SK, SKU_LEVEL,
+    change_sk, entity_change_pk, product_pk, reshard, sku_sk, variant_sk, PRODUCT_SK, SKU_LEVEL,
 };
 use super::ops::item_key;
 use super::ops::Expect;
@@ -84,6 +84,7 @@ impl EntityItem {
     /// the tree timestamp moves. Also refreshes the derived index fields and the version.
     pub fn touch_tree(&mut self, at: Timestamp) {
         self.tu = self.tu.max(at);
+        self.gsi1pk = reshard(&self.gsi1pk, &self.id);
         self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
         self.ak = self.vals.keys().cloned().collect();
         self.ver += 1;

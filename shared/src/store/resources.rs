@@ -3,7 +3,7 @@
 //! identifier order and a uniqueness check is one conditional put. Each item also sits in
 //! its type's `byChange` partition, so the change feed sees it like any entity.
 
-use super::keys::{change_sk, entity_change_pk, metaobjects_pk, resource_pk};
+use super::keys::{change_sk, entity_change_pk, metaobjects_pk, reshard, resource_pk};
 use super::ops::Expect;
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
@@ -158,6 +158,7 @@ impl ResourceItem {
     pub fn touch(&mut self, at: Timestamp) {
         self.su = self.su.max(at);
         self.tu = self.tu.max(at);
+        self.gsi1pk = reshard(&self.gsi1pk, &self.id);
         self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
         self.ak = self.vals.keys().cloned().collect();
         self.ver += 1;

@@ -346,7 +346,11 @@ impl Snapshots {
             .or_insert_with(TypeSnapshot::new);
         snap.used = Instant::now();
         match outcome {
-            Outcome::Delta { started, rows } => snap.apply(rows, started, self.policy.overlap),
+            // A delta only completes a snapshot that was read in full (not one evicted since).
+            Outcome::Delta { started, rows } if snap.synced.is_some() => {
+                snap.apply(rows, started, self.policy.overlap)
+            }
+            Outcome::Delta { .. } => {}
             Outcome::Loading(load) => snap.load = Some(load),
             Outcome::Loaded {
                 load,
@@ -419,80 +423,116 @@ impl Store {
         let call_started = Timestamp::now();
         let plan = self.snapshots.plan(org, kinds, shards);
         let began = Instant::now();
+        // Every type's outcome is kept, even when another type's read failed: a load's
+        // progress is never thrown away.
         let outcomes = try_all(plan.into_iter().map(|(kind, step)| async move {
-            let outcome = match step {
-                Step::Delta(since) => {
-                    let started = Timestamp::now();
-                    let rows = self.delta_rows(org, kind, since).await?;
-                    (Outcome::Delta { started, rows }, None)
-                }
-                Step::Load { mut load, serving } => {
-                    let budget = if serving.is_some() {
-                        policy.reload_slice
-                    } else {
-                        policy.load_budget
-                    };
-                    // while a reload runs, the old snapshot keeps serving, kept fresh
-                    let fresh = async {
-                        match serving {
-                            Some(since) => {
-                                let started = Timestamp::now();
-                                let rows = self.delta_rows(org, kind, since).await?;
-                                Ok(Some((started, rows)))
-                            }
-                            None => Ok(None),
-                        }
-                    };
-                    let (_, fresh) = futures_util::try_join!(
-                        self.continue_load(org, kind, &mut load, began + budget, policy),
-                        fresh
-                    )?;
-                    if load.done() {
-                        // A read that began in an earlier call catches up with what changed
-                        // since it started; one that began now is as fresh as a delta.
-                        let (delta_started, delta) = if load.started < call_started {
-                            let since = Timestamp::from_millis(
-                                load.started.millis() - policy.overlap.as_millis() as i64,
-                            );
-                            let started = Timestamp::now();
-                            (started, self.delta_rows(org, kind, since).await?)
-                        } else {
-                            (load.started, Vec::new())
-                        };
-                        (
-                            Outcome::Loaded {
-                                load,
-                                delta_started,
-                                delta,
-                            },
-                            None,
-                        )
-                    } else {
-                        let read = load.entries_read();
-                        match fresh {
-                            Some((started, rows)) => {
-                                self.snapshots.store(org, kind, Outcome::Loading(load));
-                                (Outcome::Delta { started, rows }, None)
-                            }
-                            None => (Outcome::Loading(load), Some(read)),
-                        }
-                    }
-                }
-            };
+            let outcome = self
+                .refresh_kind(org, kind, step, call_started, began + policy.load_budget)
+                .await;
             Ok::<_, StoreError>((kind, outcome))
         }))
         .await?;
         let mut loading: Option<usize> = None;
-        for (kind, (outcome, still)) in outcomes {
-            self.snapshots.store(org, kind, outcome);
-            if let Some(read) = still {
-                *loading.get_or_insert(0) += read;
+        let mut failed = None;
+        for (kind, outcome) in outcomes {
+            match outcome {
+                Ok((outcome, still)) => {
+                    self.snapshots.store(org, kind, outcome);
+                    if let Some(read) = still {
+                        *loading.get_or_insert(0) += read;
+                    }
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
-        match loading {
-            Some(read) => Err(StoreError::Loading { read }),
-            None => Ok(()),
+        match (failed, loading) {
+            (Some(e), _) => Err(e),
+            (None, Some(read)) => Err(StoreError::Loading { read }),
+            (None, None) => Ok(()),
         }
+    }
+
+    /// One type's part of a refresh: its delta, or the next part of its full read (put
+    /// back on any failure, so that the next call goes on from there).
+    async fn refresh_kind(
+        &self,
+        org: &str,
+        kind: EntityKind,
+        step: Step,
+        call_started: Timestamp,
+        load_deadline: Instant,
+    ) -> Result<(Outcome, Option<usize>), StoreError> {
+        let policy = self.snapshots.policy();
+        let (mut load, serving) = match step {
+            Step::Delta(since) => {
+                let started = Timestamp::now();
+                let rows = self.delta_rows(org, kind, since).await?;
+                return Ok((Outcome::Delta { started, rows }, None));
+            }
+            Step::Load { load, serving } => (load, serving),
+        };
+        let deadline = match serving {
+            Some(_) => load_deadline - policy.load_budget + policy.reload_slice,
+            None => load_deadline,
+        };
+        // while a reload runs, the old snapshot keeps serving, kept fresh
+        let fresh = async {
+            match serving {
+                Some(since) => {
+                    let started = Timestamp::now();
+                    let rows = self.delta_rows(org, kind, since).await?;
+                    Ok(Some((started, rows)))
+                }
+                None => Ok(None),
+            }
+        };
+        let (loaded, fresh) = futures_util::join!(
+            self.continue_load(org, kind, &mut load, deadline, policy),
+            fresh
+        );
+        let fresh = match (loaded, fresh) {
+            (Ok(()), Ok(fresh)) => fresh,
+            (Err(e), _) | (_, Err(e)) => {
+                self.snapshots.store(org, kind, Outcome::Loading(load));
+                return Err(e);
+            }
+        };
+        if !load.done() {
+            let read = load.entries_read();
+            return Ok(match fresh {
+                Some((started, rows)) => {
+                    self.snapshots.store(org, kind, Outcome::Loading(load));
+                    (Outcome::Delta { started, rows }, None)
+                }
+                None => (Outcome::Loading(load), Some(read)),
+            });
+        }
+        // A read that began in an earlier call catches up with what changed since it
+        // started; one that began now is as fresh as a delta.
+        let (delta_started, delta) = if load.started < call_started {
+            let since =
+                Timestamp::from_millis(load.started.millis() - policy.overlap.as_millis() as i64);
+            let started = Timestamp::now();
+            match self.delta_rows(org, kind, since).await {
+                Ok(rows) => (started, rows),
+                Err(e) => {
+                    self.snapshots.store(org, kind, Outcome::Loading(load));
+                    return Err(e);
+                }
+            }
+        } else {
+            (load.started, Vec::new())
+        };
+        Ok((
+            Outcome::Loaded {
+                load,
+                delta_started,
+                delta,
+            },
+            None,
+        ))
     }
 
     /// Runs `f` over the organization's snapshots (refresh them first).
@@ -709,16 +749,40 @@ mod tests {
             max_bytes: 3 * one,
             ..SnapshotPolicy::default()
         });
-        let rows = |n: usize| (0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect();
-        let delta = |n| Outcome::Delta {
-            started: T,
-            rows: rows(n),
+        let loaded = |n: usize| {
+            let mut load = Load::new(1);
+            load.shards[0]
+                .rows
+                .apply((0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect());
+            load.shards[0].cursor = Cursor::Done;
+            Outcome::Loaded {
+                load,
+                delta_started: T,
+                delta: Vec::new(),
+            }
         };
-        snaps.store("o1", EntityKind::Product, delta(2));
-        snaps.store("o2", EntityKind::Product, delta(2));
+        snaps.store("o1", EntityKind::Product, loaded(2));
+        snaps.store("o2", EntityKind::Product, loaded(2));
         let map = snaps.lock();
         assert!(map.contains_key(&("o2".to_string(), EntityKind::Product)));
         assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));
+    }
+
+    #[test]
+    fn a_delta_never_completes_a_snapshot_that_was_not_read_in_full() {
+        let snaps = Snapshots::new(SnapshotPolicy::default());
+        snaps.store(
+            "o1",
+            EntityKind::Product,
+            Outcome::Delta {
+                started: T,
+                rows: vec![row("a", 1, 1, false)],
+            },
+        );
+        let map = snaps.lock();
+        let s = &map[&("o1".to_string(), EntityKind::Product)];
+        assert_eq!(s.synced, None, "the next call reads it in full");
+        assert!(s.rows.entries.is_empty());
     }
 
     #[test]
