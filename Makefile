@@ -13,5 +13,5 @@ build: ## every function for arm64 (release, zipped for infra/template.yaml), wi
 lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
 	./scripts/lint-template.sh
 
-bench: ## list latency at 10,000 products / 30,000 SKUs (optimized build); see docs/performance.md
+bench: ## ingestion (single, bulk, raw floor) and lists at 10,000 products (optimized build); see docs/performance.md
 	./scripts/bench.sh
