@@ -7,7 +7,6 @@
 
 use crate::local::{create_import_resources, run_queue, Invoker};
 use crate::webhooks::{moto, sqs_client};
-use std::sync::Arc;
 
 pub const BUCKET: &str = "catalog-imports-e2e";
 /// Lines per batch and checkpoint in the tests: an import of 10,000 lines has 20.
@@ -67,15 +66,7 @@ async fn start(settings: Vec<(&'static str, String)>) -> Imports {
         ("CATALOG_IMPORT_QUEUE_URL", queue_url.clone()),
     ]);
     stack.runtime.extend_env(settings);
-    let invoke: Invoker = Arc::new(|function, event| {
-        Box::pin(async move {
-            crate::stack()
-                .await
-                .runtime
-                .try_invoke(&function, event)
-                .await
-        })
-    });
+    let invoke: Invoker = crate::local::emulator_invoker();
     let queue = queue_url.clone();
     stack.runtime.handle.spawn(async move {
         run_queue(sqs_client(&endpoint), queue, "import-worker".into(), invoke).await

@@ -234,16 +234,7 @@ pub async fn create_delivery_queues(sqs: &aws_sdk_sqs::Client) -> Result<(String
         }
     };
     let dead_letter_url = create("deliveries-dlq", vec![]).await?;
-    let dlq_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&dead_letter_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .map_err(|e| format!("GetQueueAttributes: {e:?}"))?
-        .attributes
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-        .ok_or("the dead-letter queue has no ARN")?;
+    let dlq_arn = queue_arn(sqs, &dead_letter_url).await?;
     let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"20"}}"#);
     let queue_url = create(
         "deliveries",
@@ -254,6 +245,32 @@ pub async fn create_delivery_queues(sqs: &aws_sdk_sqs::Client) -> Result<(String
     )
     .await?;
     Ok((queue_url, dead_letter_url))
+}
+
+/// A queue's ARN.
+pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<String, String> {
+    sqs.get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| format!("GetQueueAttributes: {e:?}"))?
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .ok_or_else(|| format!("{queue_url} has no ARN"))
+}
+
+/// Invokes functions through the test stack's Runtime API emulator.
+pub fn emulator_invoker() -> Invoker {
+    Arc::new(|function, event| {
+        Box::pin(async move {
+            crate::stack()
+                .await
+                .runtime
+                .try_invoke(&function, event)
+                .await
+        })
+    })
 }
 
 /// The import bucket and queue, wired as the template wires them: every object created under
@@ -281,16 +298,7 @@ pub async fn create_import_resources(
         .map_err(|e| format!("CreateQueue: {e:?}"))?
         .queue_url
         .ok_or("no queue URL")?;
-    let arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .map_err(|e| format!("GetQueueAttributes: {e:?}"))?
-        .attributes
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-        .ok_or("no queue ARN")?;
+    let arn = queue_arn(sqs, &queue_url).await?;
     // An existing bucket (a restarted `make dev`) is fine.
     let _ = s3.create_bucket().bucket(bucket).send().await;
     let prefix = FilterRule::builder()
@@ -327,16 +335,7 @@ pub async fn run_queue(
     function: String,
     invoke: Invoker,
 ) {
-    let arn = client
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .ok()
-        .and_then(|o| o.attributes)
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-        .unwrap_or_default();
+    let arn = queue_arn(&client, &queue_url).await.unwrap_or_default();
     loop {
         let received = client
             .receive_message()

@@ -129,15 +129,7 @@ async fn start() -> Hooks {
         ),
     ]);
     let stream_arn = stream_arn(stack.store().client(), crate::TABLE).await;
-    let invoke: Invoker = Arc::new(|function, event| {
-        Box::pin(async move {
-            crate::stack()
-                .await
-                .runtime
-                .try_invoke(&function, event)
-                .await
-        })
-    });
+    let invoke: Invoker = crate::local::emulator_invoker();
     let (ddb, sqs_endpoint, queue) = (
         stack.ddb_endpoint.clone(),
         endpoint.clone(),

@@ -418,7 +418,6 @@ impl Store {
         org: &str,
         kinds: &[EntityKind],
     ) -> Result<(), StoreError> {
-        let policy = self.snapshots.policy();
         let shards = index_shards();
         let call_started = Timestamp::now();
         let plan = self.snapshots.plan(org, kinds, shards);
@@ -427,7 +426,7 @@ impl Store {
         // progress is never thrown away.
         let outcomes = try_all(plan.into_iter().map(|(kind, step)| async move {
             let outcome = self
-                .refresh_kind(org, kind, step, call_started, began + policy.load_budget)
+                .refresh_kind(org, kind, step, call_started, began)
                 .await;
             Ok::<_, StoreError>((kind, outcome))
         }))
@@ -462,7 +461,7 @@ impl Store {
         kind: EntityKind,
         step: Step,
         call_started: Timestamp,
-        load_deadline: Instant,
+        began: Instant,
     ) -> Result<(Outcome, Option<usize>), StoreError> {
         let policy = self.snapshots.policy();
         let (mut load, serving) = match step {
@@ -473,10 +472,11 @@ impl Store {
             }
             Step::Load { load, serving } => (load, serving),
         };
-        let deadline = match serving {
-            Some(_) => load_deadline - policy.load_budget + policy.reload_slice,
-            None => load_deadline,
-        };
+        let deadline = began
+            + match serving {
+                Some(_) => policy.reload_slice,
+                None => policy.load_budget,
+            };
         // while a reload runs, the old snapshot keeps serving, kept fresh
         let fresh = async {
             match serving {
