@@ -38,11 +38,71 @@ impl Call {
 
 pub type Handler = fn(&'static App, Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>>;
 
-/// What one function serves: its routes and the dispatcher for them.
+/// One route a function serves, declared once: method, path, scope and OpenAPI description
+/// (the `Route`), and the handler that answers it.
+#[derive(Clone, Copy)]
+pub struct Endpoint {
+    pub route: Route,
+    pub handler: Handler,
+}
+
+impl Endpoint {
+    pub const fn new(route: Route, handler: Handler) -> Self {
+        Self { route, handler }
+    }
+}
+
+impl AsRef<Route> for Endpoint {
+    fn as_ref(&self) -> &Route {
+        &self.route
+    }
+}
+
+/// Turns `async fn name(app: &App, call: &Call) -> Result<ApiResponse, ApiError>` into a
+/// [`Handler`], usable in a `const` endpoint table.
+macro_rules! handler {
+    ($f:path) => {{
+        fn handle(
+            app: &'static $crate::app::App,
+            call: $crate::app::Call,
+        ) -> ::lambda_http::BoxFuture<
+            'static,
+            Result<$crate::http::ApiResponse, $crate::error::ApiError>,
+        > {
+            Box::pin(async move { $f(app, &call).await })
+        }
+        handle as $crate::app::Handler
+    }};
+}
+pub(crate) use handler;
+
+/// Concatenates endpoint tables in a `const` (a function serving two route groups).
+pub const fn concat<const N: usize>(a: &[Endpoint], b: &[Endpoint]) -> [Endpoint; N] {
+    assert!(a.len() + b.len() == N, "concat: wrong length");
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < N {
+        out[i] = b[i - a.len()];
+        i += 1;
+    }
+    out
+}
+
+/// What one function serves.
 pub struct Api {
     pub function: &'static str,
-    pub routes: &'static [Route],
-    pub dispatch: Handler,
+    pub endpoints: &'static [Endpoint],
+}
+
+impl Api {
+    /// Its routes, in table order.
+    pub fn routes(&self) -> impl Iterator<Item = &'static Route> {
+        self.endpoints.iter().map(|e| &e.route)
+    }
 }
 
 impl App {
@@ -130,28 +190,30 @@ impl App {
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
         // A public route (the API's description) is dispatched without a key.
-        if let Ok(route) = routes::find(api.routes, &request.method, &request.path) {
+        if let Ok(route) = routes::find(api.endpoints, &request.method, &request.path) {
             if route.route.scope.is_none() {
+                let handler = api.endpoints[route.index].handler;
                 let call = Call {
                     principal: Principal::anonymous(),
                     route,
                     request,
                 };
-                return (api.dispatch)(self, call).await;
+                return handler(self, call).await;
             }
         }
         let principal = self
             .auth
             .authenticate(&self.store, request.authorization.as_deref())
             .await?;
-        let route = routes::find(api.routes, &request.method, &request.path)?;
+        let route = routes::find(api.endpoints, &request.method, &request.path)?;
         if let Some(scope) = route.route.scope.filter(|s| !principal.has(*s)) {
             return Err(ApiError::forbidden(format!(
                 "this API key lacks the '{}' scope",
                 scope.as_str()
             )));
         }
-        (api.dispatch)(
+        let handler = api.endpoints[route.index].handler;
+        handler(
             self,
             Call {
                 principal,

@@ -231,7 +231,7 @@ proptest! {
                                        method in prop::sample::select(vec!["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
                                        pairs in prop::collection::vec(("[a-z_]{1,10}", "\\PC{0,20}"), 0..5)) {
         for api in FUNCTIONS {
-            match routes::find(api.routes, method, &path) {
+            match routes::find(api.endpoints, method, &path) {
                 Ok(m) => {
                     for (i, p) in m.params.iter().enumerate() {
                         if let Err(e) = m.identifier(i, "entity") {

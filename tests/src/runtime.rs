@@ -74,7 +74,7 @@ impl Emulator {
     /// The function serving `method path`, from the library's route tables.
     fn function_for(method: &str, path: &str) -> &'static str {
         for api in catalog::api::FUNCTIONS {
-            match catalog::http::routes::find(api.routes, method, path) {
+            match catalog::http::routes::find(api.endpoints, method, path) {
                 Ok(_) => return api.function,
                 Err(e) if e.status == 405 => return api.function,
                 Err(_) => {}

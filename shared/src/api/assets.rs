@@ -5,53 +5,155 @@ use super::asset_input::{apply, new_asset, raw_asset, RawAsset, MAX_LINKS};
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/assets", Scope::CatalogRead),
-    Route::new("POST", "/assets", Scope::CatalogWrite),
-    Route::new("GET", "/assets/{identifier}", Scope::CatalogRead),
-    Route::new("PATCH", "/assets/{identifier}", Scope::CatalogWrite),
-    Route::new("DELETE", "/assets/{identifier}", Scope::CatalogWrite),
-    Route::new("GET", "/products/{identifier}/assets", Scope::CatalogRead),
-    Route::new("PUT", "/products/{identifier}/assets", Scope::CatalogWrite),
-    Route::new("POST", "/products/{identifier}/assets", Scope::CatalogWrite),
-    Route::new("GET", "/variants/{identifier}/assets", Scope::CatalogRead),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/assets",
+            Scope::CatalogRead,
+            Doc::new(
+                "List assets",
+                &["asset_search", "limit", "page"],
+                None,
+                200,
+                Body::List("Asset"),
+            ),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/assets",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create an asset (409 when the identifier exists)",
+                &[],
+                Some("AssetCreate"),
+                201,
+                Body::Single("Asset"),
+            ),
+        ),
+        handler!(create),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/assets/{identifier}",
+            Scope::CatalogRead,
+            Doc::new("Get an asset", &[], None, 200, Body::Single("Asset")),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PATCH",
+            "/assets/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Update an asset; omitted fields are unchanged",
+                &[],
+                Some("AssetPatch"),
+                200,
+                Body::Single("Asset"),
+            ),
+        ),
+        handler!(patch),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/assets/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete an asset, unlinking it everywhere",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/products/{identifier}/assets",
+            Scope::CatalogRead,
+            Doc::new(
+                "List a product's assets, in link order",
+                PAGE,
+                None,
+                200,
+                Body::List("Asset"),
+            ),
+        ),
+        handler!(product_assets),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PUT",
+            "/products/{identifier}/assets",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Make the given assets the complete set, in order",
+                &[],
+                Some("AssetLinks"),
+                200,
+                Body::List("Asset"),
+            ),
+        ),
+        handler!(replace_links),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/products/{identifier}/assets",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Add assets without replacing (already linked: no duplicate)",
+                &[],
+                Some("AssetLinks"),
+                200,
+                Body::List("Asset"),
+            ),
+        ),
+        handler!(add_links),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/variants/{identifier}/assets",
+            Scope::CatalogRead,
+            Doc::new(
+                "List a variant's assets (its product's)",
+                PAGE,
+                None,
+                200,
+                Body::List("Asset"),
+            ),
+        ),
+        handler!(variant_assets),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "assets",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/assets") => list(app, &call).await,
-            ("POST", "/assets") => create(app, &call).await,
-            ("GET", "/assets/{identifier}") => get(app, &call).await,
-            ("PATCH", "/assets/{identifier}") => patch(app, &call).await,
-            ("DELETE", "/assets/{identifier}") => delete(app, &call).await,
-            ("GET", "/products/{identifier}/assets") => product_assets(app, &call).await,
-            ("PUT", "/products/{identifier}/assets") => relink(app, &call, true).await,
-            ("POST", "/products/{identifier}/assets") => relink(app, &call, false).await,
-            ("GET", "/variants/{identifier}/assets") => variant_assets(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// The media type an asset URL suggests by its extension, when none was given.
 fn mime_from_url(url: &str) -> &'static str {
@@ -248,6 +350,16 @@ fn asset_ids(body: &JsonBody) -> Result<Vec<String>, ApiError> {
 /// complete set, in order (PUT), or are appended unless already linked (POST). Every asset
 /// must exist (400 otherwise). Reads the product, then the assets; one write of the product
 /// and the assets' `linkedBy` sets.
+/// PUT /products/{identifier}/assets: the given assets become the complete set, in order.
+async fn replace_links(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    relink(app, call, true).await
+}
+
+/// POST /products/{identifier}/assets: adds the given assets (no duplicates).
+async fn add_links(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    relink(app, call, false).await
+}
+
 async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, ApiError> {
     let pid = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;

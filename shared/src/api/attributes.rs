@@ -1,60 +1,87 @@
 //! `/attributes` routes: attribute definitions.
 
 use super::settings;
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeDefinition, AttributeType, TargetEntity};
 use crate::domain::names;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 
-const ATTRIBUTE_ROUTES: &[Route] = &[
-    Route::new("GET", "/attributes", Scope::CatalogRead),
-    Route::new("POST", "/attributes", Scope::CatalogWrite),
-    Route::new("GET", "/attributes/{key}", Scope::CatalogRead),
-    Route::new("DELETE", "/attributes/{key}", Scope::CatalogWrite),
+const ATTRIBUTE_ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/attributes",
+            Scope::CatalogRead,
+            Doc::new(
+                "List attribute definitions",
+                &["targetEntity", "limit", "page"],
+                None,
+                200,
+                Body::List("AttributeDefinition"),
+            ),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/attributes",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create an attribute definition",
+                &[],
+                Some("AttributeCreate"),
+                201,
+                Body::Single("AttributeDefinition"),
+            ),
+        ),
+        handler!(create),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/attributes/{key}",
+            Scope::CatalogRead,
+            Doc::new(
+                "Get an attribute definition (`<entity>.<key>`)",
+                &[],
+                None,
+                200,
+                Body::Bare("AttributeDefinition"),
+            ),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/attributes/{key}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete an attribute definition (409 while values exist)",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
 ];
 
 /// Attribute definitions plus the settings values are validated against.
-pub const ROUTES: &[Route] = &concat_routes();
-
-const fn concat_routes() -> [Route; ATTRIBUTE_ROUTES.len() + settings::ROUTES.len()] {
-    let mut out = [ATTRIBUTE_ROUTES[0]; ATTRIBUTE_ROUTES.len() + settings::ROUTES.len()];
-    let mut i = 0;
-    while i < ATTRIBUTE_ROUTES.len() {
-        out[i] = ATTRIBUTE_ROUTES[i];
-        i += 1;
-    }
-    let mut j = 0;
-    while j < settings::ROUTES.len() {
-        out[i + j] = settings::ROUTES[j];
-        j += 1;
-    }
-    out
-}
+const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    { ATTRIBUTE_ENDPOINTS.len() + settings::ENDPOINTS.len() },
+>(ATTRIBUTE_ENDPOINTS, settings::ENDPOINTS);
 
 pub const API: Api = Api {
     function: "attributes",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/attributes") => list(app, &call).await,
-            ("POST", "/attributes") => create(app, &call).await,
-            ("GET", "/attributes/{key}") => get(app, &call).await,
-            ("DELETE", "/attributes/{key}") => delete(app, &call).await,
-            _ => settings::dispatch(app, &call)
-                .await
-                .unwrap_or_else(|| Err(ApiError::internal())),
-        }
-    })
-}
 
 /// The definition as served: `key` fully qualified.
 pub fn render(def: &AttributeDefinition) -> Value {

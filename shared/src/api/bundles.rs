@@ -5,7 +5,7 @@
 
 use super::references;
 use super::retry::with_retries;
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
@@ -13,40 +13,66 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::keys::{sku_ref_pk, REF_SK};
 use crate::store::ops::item_key;
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{set_member, Expect, TreeWrite, BUNDLES_SET};
 use crate::store::StoreError;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/bundles", Scope::CatalogRead),
-    Route::new("GET", "/bundles/{identifier}", Scope::CatalogRead),
-    Route::new("PUT", "/bundles/{identifier}", Scope::CatalogWrite),
-    Route::new("DELETE", "/bundles/{identifier}", Scope::CatalogWrite),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/bundles",
+            Scope::CatalogRead,
+            Doc::new("List bundles", PAGE, None, 200, Body::List("Bundle")),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/bundles/{identifier}",
+            Scope::CatalogRead,
+            Doc::new("Get a bundle", &[], None, 200, Body::Single("Bundle")),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PUT",
+            "/bundles/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create (201) or replace (200) a bundle",
+                &[],
+                Some("BundlePut"),
+                200,
+                Body::Single("Bundle"),
+            )
+            .creates(),
+        ),
+        handler!(put),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/bundles/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new("Delete a bundle", &[], None, 200, Body::Single("Deleted")),
+        ),
+        handler!(delete),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "bundles",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/bundles") => list(app, &call).await,
-            ("GET", "/bundles/{identifier}") => get(app, &call).await,
-            ("PUT", "/bundles/{identifier}") => put(app, &call).await,
-            ("DELETE", "/bundles/{identifier}") => delete(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// Most lines in one bundle: a write that replaces every line (the bundle, 40 additions and
 /// 40 removals) stays inside one transaction.

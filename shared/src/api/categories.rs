@@ -3,42 +3,74 @@
 
 use super::links;
 use super::retry::with_retries;
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/categories", Scope::CatalogRead),
-    Route::new("GET", "/categories/{identifier}", Scope::CatalogRead),
-    Route::new("PUT", "/categories/{identifier}", Scope::CatalogWrite),
-    Route::new("DELETE", "/categories/{identifier}", Scope::CatalogWrite),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/categories",
+            Scope::CatalogRead,
+            Doc::new("List categories", PAGE, None, 200, Body::List("Category")),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/categories/{identifier}",
+            Scope::CatalogRead,
+            Doc::new("Get a category", &[], None, 200, Body::Single("Category")),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PUT",
+            "/categories/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create (201) or replace (200) a category",
+                &[],
+                Some("CategoryPut"),
+                200,
+                Body::Single("Category"),
+            )
+            .creates(),
+        ),
+        handler!(put),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/categories/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete a category (409 with subcategories), unlinking it from products",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "categories",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/categories") => list(app, &call).await,
-            ("GET", "/categories/{identifier}") => get(app, &call).await,
-            ("PUT", "/categories/{identifier}") => put(app, &call).await,
-            ("DELETE", "/categories/{identifier}") => delete(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// Deepest category tree accepted: the write checks every ancestor.
 pub const MAX_DEPTH: usize = 32;

@@ -2,39 +2,36 @@
 //! URL; the upload starts it (S3 event → import queue → `imports/worker.rs`); its progress,
 //! counts and first errors are read back here.
 
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::prefixed_ulid;
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::imports::object_key;
 use crate::store::imports::ImportItem;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/imports", Scope::CatalogWrite),
-    Route::new("POST", "/imports", Scope::CatalogWrite),
-    Route::new("GET", "/imports/{id}", Scope::CatalogWrite),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new("GET", "/imports", Scope::CatalogWrite, Doc::new("List imports, newest first", PAGE, None, 200, Body::List("Import"))),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new("POST", "/imports", Scope::CatalogWrite, Doc::new("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some("ImportCreate"), 201, Body::Single("ImportCreated"))),
+        handler!(create),
+    ),
+    Endpoint::new(
+        Route::new("GET", "/imports/{id}", Scope::CatalogWrite, Doc::new("An import's status, counts and first 100 failed lines", &[], None, 200, Body::Single("Import"))),
+        handler!(get),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "imports",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/imports") => list(app, &call).await,
-            ("POST", "/imports") => create(app, &call).await,
-            ("GET", "/imports/{id}") => get(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// An import as served (decisions.md).
 pub fn render(job: &ImportItem) -> Value {

@@ -4,64 +4,135 @@
 
 use super::references::{first_referrer, render_metaobject};
 use super::retry::with_retries;
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeType};
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/metaobject-definitions", Scope::CatalogRead),
-    Route::new("POST", "/metaobject-definitions", Scope::CatalogWrite),
-    Route::new("GET", "/metaobject-definitions/{name}", Scope::CatalogRead),
-    Route::new("GET", "/metaobjects/{definition}", Scope::CatalogRead),
-    Route::new(
-        "GET",
-        "/metaobjects/{definition}/{identifier}",
-        Scope::CatalogRead,
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/metaobject-definitions",
+            Scope::CatalogRead,
+            Doc::new(
+                "List metaobject definitions",
+                PAGE,
+                None,
+                200,
+                Body::List("MetaobjectDefinition"),
+            ),
+        ),
+        handler!(list_definitions),
     ),
-    Route::new(
-        "PUT",
-        "/metaobjects/{definition}/{identifier}",
-        Scope::CatalogWrite,
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/metaobject-definitions",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create a metaobject definition",
+                &[],
+                Some("MetaobjectDefinitionCreate"),
+                201,
+                Body::Single("MetaobjectDefinition"),
+            ),
+        ),
+        handler!(create_definition),
     ),
-    Route::new(
-        "DELETE",
-        "/metaobjects/{definition}/{identifier}",
-        Scope::CatalogWrite,
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/metaobject-definitions/{name}",
+            Scope::CatalogRead,
+            Doc::new(
+                "Get a metaobject definition",
+                &[],
+                None,
+                200,
+                Body::Single("MetaobjectDefinition"),
+            ),
+        ),
+        handler!(get_definition),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/metaobjects/{definition}",
+            Scope::CatalogRead,
+            Doc::new(
+                "List the metaobjects of a definition",
+                PAGE,
+                None,
+                200,
+                Body::List("Metaobject"),
+            ),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/metaobjects/{definition}/{identifier}",
+            Scope::CatalogRead,
+            Doc::new(
+                "Get a metaobject",
+                &[],
+                None,
+                200,
+                Body::Single("Metaobject"),
+            ),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PUT",
+            "/metaobjects/{definition}/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create (201) or replace (200) a metaobject",
+                &[],
+                Some("MetaobjectPut"),
+                200,
+                Body::Single("Metaobject"),
+            )
+            .creates(),
+        ),
+        handler!(put),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/metaobjects/{definition}/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete a metaobject (409 while referenced)",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
     ),
 ];
 
 pub const API: Api = Api {
     function: "metaobjects",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/metaobject-definitions") => list_definitions(app, &call).await,
-            ("POST", "/metaobject-definitions") => create_definition(app, &call).await,
-            ("GET", "/metaobject-definitions/{name}") => get_definition(app, &call).await,
-            ("GET", "/metaobjects/{definition}") => list(app, &call).await,
-            ("GET", "/metaobjects/{definition}/{identifier}") => get(app, &call).await,
-            ("PUT", "/metaobjects/{definition}/{identifier}") => put(app, &call).await,
-            ("DELETE", "/metaobjects/{definition}/{identifier}") => delete(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// Most fields one definition has.
 pub const MAX_FIELDS: usize = 100;

@@ -46,8 +46,7 @@ pub fn router_toml() -> String {
     let mut lines: Vec<String> = FUNCTIONS
         .iter()
         .flat_map(|api| {
-            api.routes
-                .iter()
+            api.routes()
                 .map(move |r| format!("\"/v1{}\" = \"{}\"\n", r.path, api.function))
         })
         .collect();

@@ -4,17 +4,32 @@
 //! `GET /v1/openapi.json`.
 
 use super::samples::{self, Sample};
+use crate::app::{handler, App, Call, Endpoint};
 use crate::domain::attributes::{AttributeType, TargetEntity};
-use crate::http::Route;
+use crate::error::ApiError;
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use serde_json::{json, Map, Value};
 
-/// The one route served without authentication.
-pub const ROUTE: Route = Route::public("GET", "/openapi.json");
+/// The one route served without authentication (by the `products` function).
+pub const ENDPOINT: Endpoint = Endpoint::new(
+    Route::public(
+        "GET",
+        "/openapi.json",
+        Doc::new(
+            "This document (no authentication)",
+            &[],
+            None,
+            200,
+            Body::Document,
+        ),
+    ),
+    handler!(serve),
+);
 
 /// GET /openapi.json: this document (no key, no storage).
-pub fn serve(call: &crate::app::Call) -> Result<crate::http::ApiResponse, crate::error::ApiError> {
-    crate::http::Query::parse(&call.request.query, &[])?;
-    Ok(crate::http::ApiResponse::json(200, document()))
+async fn serve(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    Ok(ApiResponse::json(200, document()))
 }
 
 fn r(name: &str) -> Value {
@@ -382,123 +397,11 @@ fn responses() -> Value {
     })
 }
 
-/// What a success response holds.
-#[derive(Clone, Copy)]
-enum Body {
-    Single(&'static str),
-    List(&'static str),
-    /// The object itself, not wrapped in `result`.
-    Bare(&'static str),
-    /// `{"result": [...]}` without paging.
-    Lines(&'static str),
-    /// This document.
-    Document,
-}
-
-/// One operation: (summary, query parameters, request schema, success status, response,
-/// whether `included` may come back).
-struct Op {
-    summary: &'static str,
-    query: &'static [&'static str],
-    request: Option<&'static str>,
-    status: u16,
-    body: Body,
-    included: bool,
-}
-
-const LIST: &[&str] = super::lists::LIST_PARAMS;
-const DETAIL: &[&str] = &["include", "attributes", "exclude_attributes"];
-const PAGE: &[&str] = &["limit", "page"];
-
-fn op(route: &Route) -> Op {
-    use Body::*;
-    let o = |summary, query, request, status, body| Op {
-        summary,
-        query,
-        request,
-        status,
-        body,
-        included: false,
-    };
-    let with_included = |mut op: Op| {
-        op.included = true;
-        op
-    };
-    match (route.method, route.path) {
-        ("GET", "/openapi.json") => o("This document (no authentication)", &[], None, 200, Document),
-        ("GET", "/products") => with_included(o("List products", &[
-            "updated_after", "search", "search_mode", "limit", "page", "include", "attributes",
-            "exclude_attributes", "completeness_profile", "completeness", "channel",
-        ], None, 200, List("Product"))),
-        ("GET", "/products/{identifier}") => with_included(o("Get a product", DETAIL, None, 200, Single("Product"))),
-        ("PATCH", "/products") => o("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some("ProductBulk"), 200, Lines("BulkLine")),
-        ("PATCH", "/products/{identifier}") => o("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some("ProductPatch"), 200, Single("WriteResult")),
-        ("DELETE", "/products/{identifier}") => o("Delete a product with its variants and SKUs", &[], None, 200, Single("Deleted")),
-        ("GET", "/variants") => with_included(o("List variants", LIST, None, 200, List("Variant"))),
-        ("GET", "/variants/{identifier}") => with_included(o("Get a variant", DETAIL, None, 200, Single("Variant"))),
-        ("DELETE", "/variants/{identifier}") => o("Delete a variant with its SKUs", &[], None, 200, Single("Deleted")),
-        ("GET", "/skus") => with_included(o("List SKUs", LIST, None, 200, List("Sku"))),
-        ("GET", "/skus/{identifier}") => with_included(o("Get a SKU", DETAIL, None, 200, Single("Sku"))),
-        ("PATCH", "/skus/{identifier}") => o("Update a SKU", &[], Some("SkuPatch"), 200, Single("WriteResult")),
-        ("DELETE", "/skus/{identifier}") => o("Delete a SKU (409 while a bundle holds it)", &[], None, 200, Single("Deleted")),
-        ("GET", "/attributes") => o("List attribute definitions", &["targetEntity", "limit", "page"], None, 200, List("AttributeDefinition")),
-        ("POST", "/attributes") => o("Create an attribute definition", &[], Some("AttributeCreate"), 201, Single("AttributeDefinition")),
-        ("GET", "/attributes/{key}") => o("Get an attribute definition (`<entity>.<key>`)", &[], None, 200, Bare("AttributeDefinition")),
-        ("DELETE", "/attributes/{key}") => o("Delete an attribute definition (409 while values exist)", &[], None, 200, Single("Deleted")),
-        ("GET", "/families") => o("List families", PAGE, None, 200, List("Family")),
-        ("POST", "/families") => o("Create a family", &[], Some("FamilyCreate"), 201, Single("Family")),
-        ("GET", "/families/{id}") => o("Get a family", &[], None, 200, Single("Family")),
-        ("GET", "/channels") => o("List channels", PAGE, None, 200, List("Channel")),
-        ("POST", "/channels") => o("Create a channel", &[], Some("ChannelCreate"), 201, Single("Channel")),
-        ("GET", "/languages") => o("List languages", PAGE, None, 200, List("Language")),
-        ("POST", "/languages") => o("Create a language", &[], Some("LanguageCreate"), 201, Single("Language")),
-        ("GET", "/completeness-profiles") => o("List completeness profiles", PAGE, None, 200, List("CompletenessProfile")),
-        ("POST", "/completeness-profiles") => o("Create a completeness profile", &[], Some("CompletenessProfileCreate"), 201, Single("CompletenessProfile")),
-        ("GET", "/completeness-profiles/{identifier}") => o("Get a completeness profile", &[], None, 200, Single("CompletenessProfile")),
-        ("GET", "/assets") => o("List assets", &["asset_search", "limit", "page"], None, 200, List("Asset")),
-        ("POST", "/assets") => o("Create an asset (409 when the identifier exists)", &[], Some("AssetCreate"), 201, Single("Asset")),
-        ("GET", "/assets/{identifier}") => o("Get an asset", &[], None, 200, Single("Asset")),
-        ("PATCH", "/assets/{identifier}") => o("Update an asset; omitted fields are unchanged", &[], Some("AssetPatch"), 200, Single("Asset")),
-        ("DELETE", "/assets/{identifier}") => o("Delete an asset, unlinking it everywhere", &[], None, 200, Single("Deleted")),
-        ("GET", "/products/{identifier}/assets") => o("List a product's assets, in link order", PAGE, None, 200, List("Asset")),
-        ("PUT", "/products/{identifier}/assets") => o("Make the given assets the complete set, in order", &[], Some("AssetLinks"), 200, List("Asset")),
-        ("POST", "/products/{identifier}/assets") => o("Add assets without replacing (already linked: no duplicate)", &[], Some("AssetLinks"), 200, List("Asset")),
-        ("GET", "/variants/{identifier}/assets") => o("List a variant's assets (its product's)", PAGE, None, 200, List("Asset")),
-        ("GET", "/categories") => o("List categories", PAGE, None, 200, List("Category")),
-        ("GET", "/categories/{identifier}") => o("Get a category", &[], None, 200, Single("Category")),
-        ("PUT", "/categories/{identifier}") => o("Create (201) or replace (200) a category", &[], Some("CategoryPut"), 200, Single("Category")),
-        ("DELETE", "/categories/{identifier}") => o("Delete a category (409 with subcategories), unlinking it from products", &[], None, 200, Single("Deleted")),
-        ("GET", "/bundles") => o("List bundles", PAGE, None, 200, List("Bundle")),
-        ("GET", "/bundles/{identifier}") => o("Get a bundle", &[], None, 200, Single("Bundle")),
-        ("PUT", "/bundles/{identifier}") => o("Create (201) or replace (200) a bundle", &[], Some("BundlePut"), 200, Single("Bundle")),
-        ("DELETE", "/bundles/{identifier}") => o("Delete a bundle", &[], None, 200, Single("Deleted")),
-        ("GET", "/metaobject-definitions") => o("List metaobject definitions", PAGE, None, 200, List("MetaobjectDefinition")),
-        ("POST", "/metaobject-definitions") => o("Create a metaobject definition", &[], Some("MetaobjectDefinitionCreate"), 201, Single("MetaobjectDefinition")),
-        ("GET", "/metaobject-definitions/{name}") => o("Get a metaobject definition", &[], None, 200, Single("MetaobjectDefinition")),
-        ("GET", "/metaobjects/{definition}") => o("List the metaobjects of a definition", PAGE, None, 200, List("Metaobject")),
-        ("GET", "/metaobjects/{definition}/{identifier}") => o("Get a metaobject", &[], None, 200, Single("Metaobject")),
-        ("PUT", "/metaobjects/{definition}/{identifier}") => o("Create (201) or replace (200) a metaobject", &[], Some("MetaobjectPut"), 200, Single("Metaobject")),
-        ("DELETE", "/metaobjects/{definition}/{identifier}") => o("Delete a metaobject (409 while referenced)", &[], None, 200, Single("Deleted")),
-        ("GET", "/imports") => o("List imports, newest first", PAGE, None, 200, List("Import")),
-        ("POST", "/imports") => o("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some("ImportCreate"), 201, Single("ImportCreated")),
-        ("GET", "/imports/{id}") => o("An import's status, counts and first 100 failed lines", &[], None, 200, Single("Import")),
-        ("GET", "/webhooks") => o("List webhook subscriptions", PAGE, None, 200, List("Webhook")),
-        ("POST", "/webhooks") => o("Create a webhook subscription (the secret is shown once)", &[], Some("WebhookCreate"), 201, Single("Webhook")),
-        ("GET", "/webhooks/{id}") => o("Get a webhook subscription", &[], None, 200, Single("Webhook")),
-        ("PATCH", "/webhooks/{id}") => o("Update a webhook subscription", &[], Some("WebhookPatch"), 200, Single("Webhook")),
-        ("DELETE", "/webhooks/{id}") => o("Delete a webhook subscription", &[], None, 200, Single("Deleted")),
-        ("POST", "/webhooks/{id}/rotate-secret") => o("Rotate the signing secret (shown once)", &[], None, 200, Single("Webhook")),
-        ("GET", "/webhooks/{id}/deliveries") => o("The delivery log, newest first", PAGE, None, 200, List("Delivery")),
-        ("POST", "/webhooks/{id}/deliveries/{deliveryId}/replay") => o("Replay a delivery under a new id", &[], None, 202, Single("Delivery")),
-        (m, p) => panic!("no OpenAPI operation for {m} {p}"),
-    }
-}
-
 fn content(schema: Value) -> Value {
     json!({"application/json": {"schema": schema}})
 }
 
-fn success(op: &Op) -> Value {
+fn success(op: &Doc) -> Value {
     let included = ("included", array(r("Metaobject")), false);
     let schema = match op.body {
         Body::Document => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
@@ -526,7 +429,7 @@ fn success(op: &Op) -> Value {
 }
 
 fn operation(route: &Route, tag: &str) -> Value {
-    let op = op(route);
+    let op = &route.doc;
     let samples = samples_of(route);
     let mut params: Vec<Value> = route
         .path
@@ -559,11 +462,9 @@ fn operation(route: &Route, tag: &str) -> Value {
     ));
     let mut responses = Map::new();
     let status = op.status.to_string();
-    responses.insert(status, success(&op));
-    if route.method == "PATCH" && route.path == "/products/{identifier}"
-        || route.method == "PUT" && !route.path.ends_with("/assets")
-    {
-        let mut created = success(&op);
+    responses.insert(status, success(op));
+    if op.creates {
+        let mut created = success(op);
         created["description"] = json!("Created");
         responses.insert("201".into(), created);
     }
@@ -648,7 +549,7 @@ fn operation_id(route: &Route) -> String {
 pub fn document() -> Value {
     let mut paths = Map::new();
     for api in super::FUNCTIONS {
-        for route in api.routes {
+        for route in api.routes() {
             let key = route.path.to_string();
             let entry = paths.entry(key).or_insert_with(|| json!({}));
             entry[route.method.to_ascii_lowercase()] = operation(route, api.function);
@@ -747,7 +648,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_served_route_has_exactly_one_operation() {
+    fn every_route_is_served_once_and_documented() {
         let doc = document();
         let mut documented = Vec::new();
         for (path, item) in doc["paths"].as_object().unwrap() {
@@ -757,7 +658,7 @@ mod tests {
         }
         let mut served: Vec<String> = super::super::FUNCTIONS
             .iter()
-            .flat_map(|a| a.routes.iter().map(|r| format!("{} {}", r.method, r.path)))
+            .flat_map(|a| a.routes().map(|r| format!("{} {}", r.method, r.path)))
             .collect();
         documented.sort();
         served.sort();
@@ -768,7 +669,7 @@ mod tests {
     fn served() -> Vec<Route> {
         super::super::FUNCTIONS
             .iter()
-            .flat_map(|a| a.routes.iter().copied())
+            .flat_map(|a| a.routes().copied())
             .collect()
     }
 

@@ -7,43 +7,57 @@ use super::references::with_included;
 use super::render::{self, Embed};
 use super::retry::{with_retries, Retry};
 use super::tree_patch;
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Query, Route};
+use crate::http::doc::DETAIL;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
-use lambda_http::BoxFuture;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/products", Scope::CatalogRead),
-    Route::new("PATCH", "/products", Scope::CatalogWrite),
-    Route::new("GET", "/products/{identifier}", Scope::CatalogRead),
-    Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite),
-    Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite),
-    super::openapi::ROUTE,
+const PRODUCT_LIST_QUERY: &[&str] = &[
+    "updated_after",
+    "search",
+    "search_mode",
+    "limit",
+    "page",
+    "include",
+    "attributes",
+    "exclude_attributes",
+    "completeness_profile",
+    "completeness",
+    "channel",
+];
+
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new("GET", "/products", Scope::CatalogRead, Doc::new("List products", PRODUCT_LIST_QUERY, None, 200, Body::List("Product")).included()),
+        handler!(list_products),
+    ),
+    Endpoint::new(
+        Route::new("PATCH", "/products", Scope::CatalogWrite, Doc::new("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some("ProductBulk"), 200, Body::Lines("BulkLine"))),
+        handler!(super::bulk::patch_products),
+    ),
+    Endpoint::new(
+        Route::new("GET", "/products/{identifier}", Scope::CatalogRead, Doc::new("Get a product", DETAIL, None, 200, Body::Single("Product")).included()),
+        handler!(get_product),
+    ),
+    Endpoint::new(
+        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some("ProductPatch"), 200, Body::Single("WriteResult")).creates()),
+        handler!(patch_product),
+    ),
+    Endpoint::new(
+        Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Delete a product with its variants and SKUs", &[], None, 200, Body::Single("Deleted"))),
+        handler!(delete_product),
+    ),
+    super::openapi::ENDPOINT,
 ];
 
 pub const API: Api = Api {
     function: "products",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/products") => list_products(app, &call).await,
-            ("PATCH", "/products") => super::bulk::patch_products(app, &call).await,
-            ("GET", "/products/{identifier}") => get_product(app, &call).await,
-            ("PATCH", "/products/{identifier}") => patch_product(app, &call).await,
-            ("DELETE", "/products/{identifier}") => delete_product(app, &call).await,
-            ("GET", "/openapi.json") => super::openapi::serve(&call),
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 const PRODUCT_INCLUDES: &[&str] = &["variants", "skus", "metaobjects"];
 

@@ -1,54 +1,156 @@
 //! Families, channels, languages and completeness profiles: served by the `attributes`
 //! function, since they are what attribute values are validated and measured against.
 
-use crate::app::{App, Call};
+use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, TargetEntity};
 use crate::domain::names;
 use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
 use serde_json::Value;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/families", Scope::CatalogRead),
-    Route::new("POST", "/families", Scope::CatalogWrite),
-    Route::new("GET", "/families/{id}", Scope::CatalogRead),
-    Route::new("GET", "/channels", Scope::CatalogRead),
-    Route::new("POST", "/channels", Scope::CatalogWrite),
-    Route::new("GET", "/languages", Scope::CatalogRead),
-    Route::new("POST", "/languages", Scope::CatalogWrite),
-    Route::new("GET", "/completeness-profiles", Scope::CatalogRead),
-    Route::new("POST", "/completeness-profiles", Scope::CatalogWrite),
-    Route::new(
-        "GET",
-        "/completeness-profiles/{identifier}",
-        Scope::CatalogRead,
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/families",
+            Scope::CatalogRead,
+            Doc::new("List families", PAGE, None, 200, Body::List("Family")),
+        ),
+        handler!(list_families),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/families",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create a family",
+                &[],
+                Some("FamilyCreate"),
+                201,
+                Body::Single("Family"),
+            ),
+        ),
+        handler!(create_family),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/families/{id}",
+            Scope::CatalogRead,
+            Doc::new("Get a family", &[], None, 200, Body::Single("Family")),
+        ),
+        handler!(get_family),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/channels",
+            Scope::CatalogRead,
+            Doc::new("List channels", PAGE, None, 200, Body::List("Channel")),
+        ),
+        handler!(list_channels),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/channels",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create a channel",
+                &[],
+                Some("ChannelCreate"),
+                201,
+                Body::Single("Channel"),
+            ),
+        ),
+        handler!(create_channel),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/languages",
+            Scope::CatalogRead,
+            Doc::new("List languages", PAGE, None, 200, Body::List("Language")),
+        ),
+        handler!(list_languages),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/languages",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create a language",
+                &[],
+                Some("LanguageCreate"),
+                201,
+                Body::Single("Language"),
+            ),
+        ),
+        handler!(create_language),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/completeness-profiles",
+            Scope::CatalogRead,
+            Doc::new(
+                "List completeness profiles",
+                PAGE,
+                None,
+                200,
+                Body::List("CompletenessProfile"),
+            ),
+        ),
+        handler!(list_profiles),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/completeness-profiles",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Create a completeness profile",
+                &[],
+                Some("CompletenessProfileCreate"),
+                201,
+                Body::Single("CompletenessProfile"),
+            ),
+        ),
+        handler!(create_profile),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/completeness-profiles/{identifier}",
+            Scope::CatalogRead,
+            Doc::new(
+                "Get a completeness profile",
+                &[],
+                None,
+                200,
+                Body::Single("CompletenessProfile"),
+            ),
+        ),
+        handler!(get_profile),
     ),
 ];
 
-/// Dispatches a settings route; `None` when the route is not one of these.
-pub async fn dispatch(app: &App, call: &Call) -> Option<Result<ApiResponse, ApiError>> {
-    Some(match (call.route.route.method, call.route.route.path) {
-        ("GET", "/families") => list_families(app, call).await,
-        ("POST", "/families") => create_family(app, call).await,
-        ("GET", "/families/{id}") => get_family(app, call).await,
-        ("GET", "/channels") => {
-            list_scopes(app, call, |s| s.channels.iter().map(json).collect()).await
-        }
-        ("POST", "/channels") => create_channel(app, call).await,
-        ("GET", "/languages") => {
-            list_scopes(app, call, |s| s.languages.iter().map(json).collect()).await
-        }
-        ("POST", "/languages") => create_language(app, call).await,
-        ("GET", "/completeness-profiles") => list_profiles(app, call).await,
-        ("POST", "/completeness-profiles") => create_profile(app, call).await,
-        ("GET", "/completeness-profiles/{identifier}") => get_profile(app, call).await,
-        _ => return None,
-    })
+/// GET /channels.
+async fn list_channels(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    list_scopes(app, call, |s| s.channels.iter().map(json).collect()).await
+}
+
+/// GET /languages.
+async fn list_languages(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    list_scopes(app, call, |s| s.languages.iter().map(json).collect()).await
 }
 
 fn json<T: serde::Serialize>(v: &T) -> Value {

@@ -5,42 +5,80 @@ use super::lists;
 use super::render;
 use super::retry::{with_retries, Retry};
 use super::tree_patch::{self, ProductPatch, VariantPatch};
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Query, Route};
+use crate::http::doc::DETAIL;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
-use lambda_http::BoxFuture;
 
 use super::include;
 use super::references::with_included;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/skus", Scope::CatalogRead),
-    Route::new("GET", "/skus/{identifier}", Scope::CatalogRead),
-    Route::new("PATCH", "/skus/{identifier}", Scope::CatalogWrite),
-    Route::new("DELETE", "/skus/{identifier}", Scope::CatalogWrite),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/skus",
+            Scope::CatalogRead,
+            Doc::new(
+                "List SKUs",
+                super::lists::LIST_PARAMS,
+                None,
+                200,
+                Body::List("Sku"),
+            )
+            .included(),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/skus/{identifier}",
+            Scope::CatalogRead,
+            Doc::new("Get a SKU", DETAIL, None, 200, Body::Single("Sku")).included(),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PATCH",
+            "/skus/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Update a SKU",
+                &[],
+                Some("SkuPatch"),
+                200,
+                Body::Single("WriteResult"),
+            ),
+        ),
+        handler!(patch),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/skus/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete a SKU (409 while a bundle holds it)",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "skus",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/skus") => list(app, &call).await,
-            ("GET", "/skus/{identifier}") => get(app, &call).await,
-            ("PATCH", "/skus/{identifier}") => patch(app, &call).await,
-            ("DELETE", "/skus/{identifier}") => delete(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 const SKU_INCLUDES: &[&str] = &["metaobjects"];
 

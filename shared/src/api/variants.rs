@@ -4,41 +4,66 @@
 use super::lists;
 use super::render;
 use super::retry::{with_retries, Retry};
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, Query, Route};
+use crate::http::doc::DETAIL;
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::writes::{Expect, TreeWrite};
-use lambda_http::BoxFuture;
 
 use super::include;
 use super::references::with_included;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/variants", Scope::CatalogRead),
-    Route::new("GET", "/variants/{identifier}", Scope::CatalogRead),
-    Route::new("DELETE", "/variants/{identifier}", Scope::CatalogWrite),
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/variants",
+            Scope::CatalogRead,
+            Doc::new(
+                "List variants",
+                super::lists::LIST_PARAMS,
+                None,
+                200,
+                Body::List("Variant"),
+            )
+            .included(),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/variants/{identifier}",
+            Scope::CatalogRead,
+            Doc::new("Get a variant", DETAIL, None, 200, Body::Single("Variant")).included(),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/variants/{identifier}",
+            Scope::CatalogWrite,
+            Doc::new(
+                "Delete a variant with its SKUs",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
 ];
 
 pub const API: Api = Api {
     function: "variants",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/variants") => list(app, &call).await,
-            ("GET", "/variants/{identifier}") => get(app, &call).await,
-            ("DELETE", "/variants/{identifier}") => delete(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
 

@@ -2,62 +2,149 @@
 //! delivery log and replays.
 
 use super::retry::{with_retries, Retry};
-use crate::app::{Api, App, Call};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, JsonBody, Paging, Query, Route};
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::webhooks::{Delivery, Subscription};
 use crate::webhooks::deliver::new_delivery;
 use crate::webhooks::feed::new_delivery_id;
 use crate::webhooks::queue::QueueMessage;
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
-use lambda_http::BoxFuture;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-pub const ROUTES: &[Route] = &[
-    Route::new("GET", "/webhooks", Scope::SettingsManage),
-    Route::new("POST", "/webhooks", Scope::SettingsManage),
-    Route::new("GET", "/webhooks/{id}", Scope::SettingsManage),
-    Route::new("PATCH", "/webhooks/{id}", Scope::SettingsManage),
-    Route::new("DELETE", "/webhooks/{id}", Scope::SettingsManage),
-    Route::new(
-        "POST",
-        "/webhooks/{id}/rotate-secret",
-        Scope::SettingsManage,
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/webhooks",
+            Scope::SettingsManage,
+            Doc::new(
+                "List webhook subscriptions",
+                PAGE,
+                None,
+                200,
+                Body::List("Webhook"),
+            ),
+        ),
+        handler!(list),
     ),
-    Route::new("GET", "/webhooks/{id}/deliveries", Scope::SettingsManage),
-    Route::new(
-        "POST",
-        "/webhooks/{id}/deliveries/{deliveryId}/replay",
-        Scope::SettingsManage,
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/webhooks",
+            Scope::SettingsManage,
+            Doc::new(
+                "Create a webhook subscription (the secret is shown once)",
+                &[],
+                Some("WebhookCreate"),
+                201,
+                Body::Single("Webhook"),
+            ),
+        ),
+        handler!(create),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/webhooks/{id}",
+            Scope::SettingsManage,
+            Doc::new(
+                "Get a webhook subscription",
+                &[],
+                None,
+                200,
+                Body::Single("Webhook"),
+            ),
+        ),
+        handler!(get),
+    ),
+    Endpoint::new(
+        Route::new(
+            "PATCH",
+            "/webhooks/{id}",
+            Scope::SettingsManage,
+            Doc::new(
+                "Update a webhook subscription",
+                &[],
+                Some("WebhookPatch"),
+                200,
+                Body::Single("Webhook"),
+            ),
+        ),
+        handler!(update),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/webhooks/{id}",
+            Scope::SettingsManage,
+            Doc::new(
+                "Delete a webhook subscription",
+                &[],
+                None,
+                200,
+                Body::Single("Deleted"),
+            ),
+        ),
+        handler!(delete),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/webhooks/{id}/rotate-secret",
+            Scope::SettingsManage,
+            Doc::new(
+                "Rotate the signing secret (shown once)",
+                &[],
+                None,
+                200,
+                Body::Single("Webhook"),
+            ),
+        ),
+        handler!(rotate),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/webhooks/{id}/deliveries",
+            Scope::SettingsManage,
+            Doc::new(
+                "The delivery log, newest first",
+                PAGE,
+                None,
+                200,
+                Body::List("Delivery"),
+            ),
+        ),
+        handler!(deliveries),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/webhooks/{id}/deliveries/{deliveryId}/replay",
+            Scope::SettingsManage,
+            Doc::new(
+                "Replay a delivery under a new id",
+                &[],
+                None,
+                202,
+                Body::Single("Delivery"),
+            ),
+        ),
+        handler!(replay),
     ),
 ];
 
 pub const API: Api = Api {
     function: "webhooks",
-    routes: ROUTES,
-    dispatch,
+    endpoints: ENDPOINTS,
 };
-
-fn dispatch(app: &'static App, call: Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>> {
-    Box::pin(async move {
-        match (call.route.route.method, call.route.route.path) {
-            ("GET", "/webhooks") => list(app, &call).await,
-            ("POST", "/webhooks") => create(app, &call).await,
-            ("GET", "/webhooks/{id}") => get(app, &call).await,
-            ("PATCH", "/webhooks/{id}") => update(app, &call).await,
-            ("DELETE", "/webhooks/{id}") => delete(app, &call).await,
-            ("POST", "/webhooks/{id}/rotate-secret") => rotate(app, &call).await,
-            ("GET", "/webhooks/{id}/deliveries") => deliveries(app, &call).await,
-            ("POST", "/webhooks/{id}/deliveries/{deliveryId}/replay") => replay(app, &call).await,
-            _ => Err(ApiError::internal()),
-        }
-    })
-}
 
 /// Most subscriptions per organization (the change feed reads them all per batch). A soft
 /// limit: concurrent creations may pass it by a few.

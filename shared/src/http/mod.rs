@@ -2,12 +2,14 @@
 //! reading query parameters and JSON bodies, and writing JSON responses.
 
 pub mod body;
+pub mod doc;
 pub mod query;
 pub mod request;
 pub mod response;
 pub mod routes;
 
 pub use body::JsonBody;
+pub use doc::{Body, Doc};
 pub use query::Query;
 pub use request::ApiRequest;
 pub use response::{ApiResponse, Paging};

@@ -1,6 +1,8 @@
-//! Route tables and matching. Each function declares its routes once; the same tables feed
-//! the local router, the tests' router and the route-coverage checks.
+//! Route matching. Each function declares its routes once (an entry per route with its
+//! scope, OpenAPI description and handler, see `app::Endpoint`); the same tables feed dispatch,
+//! the OpenAPI document, the local router, the tests' router and the route-coverage checks.
 
+use super::Doc;
 use crate::auth::Scope;
 use crate::domain::identifier;
 use crate::error::ApiError;
@@ -15,23 +17,33 @@ pub struct Route {
     /// The scope a key needs; `None` for the one public route (the OpenAPI document),
     /// served without authentication.
     pub scope: Option<Scope>,
+    /// Its OpenAPI description.
+    pub doc: Doc,
 }
 
 impl Route {
-    pub const fn new(method: &'static str, path: &'static str, scope: Scope) -> Self {
+    pub const fn new(method: &'static str, path: &'static str, scope: Scope, doc: Doc) -> Self {
         Self {
             method,
             path,
             scope: Some(scope),
+            doc,
         }
     }
 
-    pub const fn public(method: &'static str, path: &'static str) -> Self {
+    pub const fn public(method: &'static str, path: &'static str, doc: Doc) -> Self {
         Self {
             method,
             path,
             scope: None,
+            doc,
         }
+    }
+}
+
+impl AsRef<Route> for Route {
+    fn as_ref(&self) -> &Route {
+        self
     }
 }
 
@@ -39,6 +51,8 @@ impl Route {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteMatch {
     pub route: Route,
+    /// The matched entry's position in the table searched.
+    pub index: usize,
     pub params: Vec<String>,
 }
 
@@ -76,15 +90,20 @@ fn matches(pattern: &str, segments: &[&str]) -> Option<Vec<String>> {
 
 /// Finds the route for `method` and `path`: 404 when no pattern matches the path, 405 with
 /// `Allow` when patterns match but none for this method.
-pub fn find(routes: &[Route], method: &str, path: &str) -> Result<RouteMatch, ApiError> {
+pub fn find<T: AsRef<Route>>(
+    routes: &[T],
+    method: &str,
+    path: &str,
+) -> Result<RouteMatch, ApiError> {
     let not_found = || ApiError::not_found(format!("no route for {method} {path}"));
     let segments = api_segments(path).ok_or_else(not_found)?;
     let mut allowed = Vec::new();
-    for route in routes {
+    for (index, route) in routes.iter().map(AsRef::as_ref).enumerate() {
         if let Some(params) = matches(route.path, &segments) {
             if route.method.eq_ignore_ascii_case(method) {
                 return Ok(RouteMatch {
                     route: *route,
+                    index,
                     params,
                 });
             }
@@ -104,10 +123,11 @@ pub fn find(routes: &[Route], method: &str, path: &str) -> Result<RouteMatch, Ap
 mod tests {
     use super::*;
 
+    const DOC: Doc = Doc::new("", &[], None, 200, super::super::Body::Document);
     const ROUTES: &[Route] = &[
-        Route::new("GET", "/products/{identifier}", Scope::CatalogRead),
-        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite),
-        Route::new("GET", "/products", Scope::CatalogRead),
+        Route::new("GET", "/products/{identifier}", Scope::CatalogRead, DOC),
+        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, DOC),
+        Route::new("GET", "/products", Scope::CatalogRead, DOC),
     ];
 
     #[test]

@@ -1,0 +1,73 @@
+//! The OpenAPI description a route entry carries, so a route is declared once: its method,
+//! path, scope, handler and this description sit in one entry, and `api/openapi.rs` renders
+//! the document from the entries.
+
+/// What a success response holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// `{"result": <schema>}`.
+    Single(&'static str),
+    /// `{"result": [<schema>], "pagination": ...}`.
+    List(&'static str),
+    /// The object itself, not wrapped in `result`.
+    Bare(&'static str),
+    /// `{"result": [...]}` without paging.
+    Lines(&'static str),
+    /// The OpenAPI document.
+    Document,
+}
+
+/// One operation's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Doc {
+    pub summary: &'static str,
+    /// Query parameters, by component name.
+    pub query: &'static [&'static str],
+    /// The request body's schema, when the route takes one.
+    pub request: Option<&'static str>,
+    /// The success status.
+    pub status: u16,
+    pub body: Body,
+    /// Whether `included` (sideloaded metaobjects) may come back.
+    pub included: bool,
+    /// Whether the route also answers 201 when it creates (upserts).
+    pub creates: bool,
+}
+
+impl Doc {
+    pub const fn new(
+        summary: &'static str,
+        query: &'static [&'static str],
+        request: Option<&'static str>,
+        status: u16,
+        body: Body,
+    ) -> Self {
+        Self {
+            summary,
+            query,
+            request,
+            status,
+            body,
+            included: false,
+            creates: false,
+        }
+    }
+
+    /// May sideload metaobjects under `included`.
+    pub const fn included(mut self) -> Self {
+        self.included = true;
+        self
+    }
+
+    /// An upsert: 201 when it created, the declared status otherwise.
+    pub const fn creates(mut self) -> Self {
+        self.creates = true;
+        self
+    }
+}
+
+/// The query parameters of a paged list without filters.
+pub const PAGE: &[&str] = &["limit", "page"];
+
+/// The query parameters of a single entity's read.
+pub const DETAIL: &[&str] = &["include", "attributes", "exclude_attributes"];
