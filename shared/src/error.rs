@@ -93,6 +93,13 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// A broken domain rule is the client's error: 400 with the rule's message.
+impl From<crate::domain::Invalid> for ApiError {
+    fn from(e: crate::domain::Invalid) -> Self {
+        Self::bad_request(e.message)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

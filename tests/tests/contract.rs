@@ -66,7 +66,10 @@ async fn schemathesis_finds_no_failures_on_any_operation() {
     println!("{text}");
     assert!(out.status.success(), "schemathesis found failures:\n{text}");
     // every operation but the document's own route (which schemathesis loads, not tests)
-    let operations: usize = catalog::api::FUNCTIONS.iter().map(|a| a.endpoints.len()).sum();
+    let operations: usize = catalog::api::FUNCTIONS
+        .iter()
+        .map(|a| a.endpoints.len())
+        .sum();
     let tested = operations - 1;
     assert!(
         text.contains(&format!("Selected: {tested}/{tested}"))

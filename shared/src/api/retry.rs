@@ -68,6 +68,12 @@ impl From<ApiError> for Retry {
     }
 }
 
+impl From<crate::domain::Invalid> for Retry {
+    fn from(e: crate::domain::Invalid) -> Self {
+        Self::Fail(e.into())
+    }
+}
+
 impl From<StoreError> for Retry {
     fn from(e: StoreError) -> Self {
         match e {

@@ -173,7 +173,7 @@ fn entity_patch(
         Some(m) => {
             values::parse_values(entity.as_str(), m, &ctx.defs_of(entity), &rules).map_err(|e| {
                 if raw.at.is_empty() {
-                    e
+                    e.into()
                 } else {
                     ApiError::bad_request(format!("{}.{}", raw.at, e.message))
                 }

@@ -2,7 +2,10 @@
 
 pub mod attributes;
 pub mod identifier;
+pub mod invalid;
 pub mod names;
 pub mod selection;
 pub mod time;
 pub mod values;
+
+pub use invalid::Invalid;

@@ -1,13 +1,13 @@
 //! Display names (`name`, `displayName`) of settings and resources: one rule, one message.
 
-use crate::error::ApiError;
+use super::Invalid;
 
 pub const MAX_NAME_CHARS: usize = 255;
 
 /// Checks the display name in body field `field`: 1 to 255 characters, not blank.
-pub fn validate(field: &str, name: &str) -> Result<(), ApiError> {
+pub fn validate(field: &str, name: &str) -> Result<(), Invalid> {
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(Invalid::new(format!(
             "field '{field}' must be 1 to {MAX_NAME_CHARS} characters, not blank"
         )));
     }
@@ -26,11 +26,8 @@ mod tests {
         for bad in ["", "  \t", &"a".repeat(256)] {
             let e = validate("displayName", bad).unwrap_err();
             assert_eq!(
-                (e.status, e.message.as_str()),
-                (
-                    400,
-                    "field 'displayName' must be 1 to 255 characters, not blank"
-                )
+                e.message,
+                "field 'displayName' must be 1 to 255 characters, not blank"
             );
         }
     }

@@ -2,7 +2,7 @@
 //! in `*`, at the level where the attribute is defined. Exclusion wins.
 
 use super::attributes::{is_valid_key, TargetEntity};
-use crate::error::ApiError;
+use super::Invalid;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Selector {
@@ -11,9 +11,8 @@ enum Selector {
 }
 
 impl Selector {
-    fn parse(param: &str, raw: &str) -> Result<Self, ApiError> {
-        let bad =
-            |why: &str| ApiError::bad_request(format!("{param}: invalid selector '{raw}': {why}"));
+    fn parse(param: &str, raw: &str) -> Result<Self, Invalid> {
+        let bad = |why: &str| Invalid::new(format!("{param}: invalid selector '{raw}': {why}"));
         let (entity, rest) = raw
             .split_once('.')
             .ok_or_else(|| bad("expected <entity>.<key>, e.g. product.color or sku.price_*"))?;
@@ -56,7 +55,7 @@ impl Selection {
     pub fn parse(
         attributes: Option<Vec<String>>,
         exclude: Option<Vec<String>>,
-    ) -> Result<Self, ApiError> {
+    ) -> Result<Self, Invalid> {
         let parse_all = |param: &str, list: Vec<String>| {
             list.iter()
                 .map(|s| Selector::parse(param, s))
@@ -81,7 +80,7 @@ impl Selection {
 mod tests {
     use super::*;
 
-    fn sel(a: Option<&[&str]>, e: Option<&[&str]>) -> Result<Selection, ApiError> {
+    fn sel(a: Option<&[&str]>, e: Option<&[&str]>) -> Result<Selection, Invalid> {
         let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
         Selection::parse(a.map(own), e.map(own))
     }

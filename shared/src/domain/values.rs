@@ -5,7 +5,7 @@
 //! entity renders its attributes without reading any definition.
 
 use super::attributes::{AttributeDefinition, AttributeType};
-use crate::error::ApiError;
+use super::Invalid;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -88,13 +88,13 @@ pub fn parse_values(
     input: &Map<String, Value>,
     defs: &HashMap<String, AttributeDefinition>,
     rules: &ScopeRules<'_>,
-) -> Result<Vec<ValueChange>, ApiError> {
+) -> Result<Vec<ValueChange>, Invalid> {
     let mut changes = Vec::new();
     for (key, value) in input {
-        let def = defs.get(key).ok_or_else(|| {
-            ApiError::bad_request(format!("values: unknown attribute '{entity}.{key}'"))
-        })?;
-        let at = |problem: String| ApiError::bad_request(format!("values.{key}: {problem}"));
+        let def = defs
+            .get(key)
+            .ok_or_else(|| Invalid::new(format!("values: unknown attribute '{entity}.{key}'")))?;
+        let at = |problem: String| Invalid::new(format!("values.{key}: {problem}"));
         match value {
             Value::Null => changes.push(ValueChange::ClearAll { key: key.clone() }),
             Value::Object(obj) => changes.push(scoped(key, def, obj, rules).map_err(at)?),
@@ -503,7 +503,7 @@ mod tests {
     fn parse(
         input: Value,
         d: &HashMap<String, AttributeDefinition>,
-    ) -> Result<Vec<ValueChange>, ApiError> {
+    ) -> Result<Vec<ValueChange>, Invalid> {
         parse_values(
             "product",
             input.as_object().unwrap(),
