@@ -121,4 +121,13 @@ mod tests {
         assert_eq!(e.status, 405);
         assert_eq!(e.headers, vec![("allow", "GET, PATCH".to_string())]);
     }
+
+    #[test]
+    fn a_broken_domain_rule_is_a_400_with_its_message() {
+        let e: ApiError = crate::domain::Invalid::new("field 'name' is blank").into();
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (400, "field 'name' is blank")
+        );
+    }
 }

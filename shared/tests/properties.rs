@@ -90,11 +90,11 @@ fn definitions() -> HashMap<String, AttributeDefinition> {
         ] {
             let key = format!("{}{suffix}", t.as_str());
             let mut d = AttributeDefinition::simple(TargetEntity::Product, &key, t);
-            d.is_multi = multi;
-            d.is_localized = localized;
+            d.shape.is_multi = multi;
+            d.shape.is_localized = localized;
             d.is_channel_scoped = channel;
             if t == AttributeType::Select {
-                d.options = vec!["S".into(), "M".into()];
+                d.shape.options = vec!["S".into(), "M".into()];
             }
             if t == AttributeType::Metaobject {
                 d.metaobject_definition = Some("material".into());

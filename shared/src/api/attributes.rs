@@ -3,7 +3,9 @@
 use super::settings;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
-use crate::domain::attributes::{is_valid_key, AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::attributes::{
+    is_valid_key, AttributeDefinition, AttributeType, TargetEntity, ValueShape,
+};
 use crate::domain::names;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
@@ -88,15 +90,15 @@ pub fn render(def: &AttributeDefinition) -> Value {
     let mut v = json!({
         "key": def.qualified_key(),
         "name": def.name,
-        "type": def.attr_type.as_str(),
+        "type": def.shape.attr_type.as_str(),
         "targetEntity": def.target_entity.as_str(),
-        "isLocalized": def.is_localized,
-        "isMulti": def.is_multi,
+        "isLocalized": def.shape.is_localized,
+        "isMulti": def.shape.is_multi,
         "isChannelScoped": def.is_channel_scoped,
     });
-    if def.attr_type == AttributeType::Select {
+    if def.shape.attr_type == AttributeType::Select {
         v["optionsSource"] = json!("manual");
-        v["options"] = json!(def.options);
+        v["options"] = json!(def.shape.options);
     }
     if let Some(d) = &def.metaobject_definition {
         v["metaobjectDefinition"] = json!(d);
@@ -202,11 +204,13 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
         target_entity,
         key: key.to_string(),
         name: name.to_string(),
-        attr_type,
-        is_localized: body.opt_bool("isLocalized")?.unwrap_or(false),
-        is_multi: body.opt_bool("isMulti")?.unwrap_or(false),
+        shape: ValueShape {
+            attr_type,
+            is_localized: body.opt_bool("isLocalized")?.unwrap_or(false),
+            is_multi: body.opt_bool("isMulti")?.unwrap_or(false),
+            options,
+        },
         is_channel_scoped: body.opt_bool("isChannelScoped")?.unwrap_or(false),
-        options,
         metaobject_definition,
     })
 }
@@ -325,7 +329,7 @@ mod tests {
         let base = json!({"displayName": "Size", "key": "size", "targetEntity": "variant", "type": "select"});
         let mut with_presets = base.clone();
         with_presets["presets"] = json!(["S", "M"]);
-        assert_eq!(parse(with_presets).unwrap().options, vec!["S", "M"]);
+        assert_eq!(parse(with_presets).unwrap().shape.options, vec!["S", "M"]);
         let mut both = base.clone();
         both["presets"] = json!(["S"]);
         both["options"] = json!(["S"]);

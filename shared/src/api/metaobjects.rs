@@ -6,7 +6,7 @@ use super::references::{first_referrer, render_metaobject};
 use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
-use crate::domain::attributes::{is_valid_key, AttributeType};
+use crate::domain::attributes::{is_valid_key, AttributeType, ValueShape};
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
@@ -144,12 +144,12 @@ fn render_definition(d: &MetaobjectDefinition) -> Value {
         "fields": d.fields.iter().map(|f| {
             let mut v = json!({
                 "key": f.key,
-                "type": f.attr_type.as_str(),
-                "isLocalized": f.is_localized,
-                "isMulti": f.is_multi,
+                "type": f.shape.attr_type.as_str(),
+                "isLocalized": f.shape.is_localized,
+                "isMulti": f.shape.is_multi,
             });
-            if f.attr_type == AttributeType::Select {
-                v["options"] = json!(f.options);
+            if f.shape.attr_type == AttributeType::Select {
+                v["options"] = json!(f.shape.options);
             }
             v
         }).collect::<Vec<_>>(),
@@ -197,16 +197,18 @@ fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
     }
     Ok(MetaField {
         key: key.to_string(),
-        attr_type,
-        is_localized: body
-            .opt_bool("isLocalized")
-            .map_err(|e| bad(e.message))?
-            .unwrap_or(false),
-        is_multi: body
-            .opt_bool("isMulti")
-            .map_err(|e| bad(e.message))?
-            .unwrap_or(false),
-        options,
+        shape: ValueShape {
+            attr_type,
+            is_localized: body
+                .opt_bool("isLocalized")
+                .map_err(|e| bad(e.message))?
+                .unwrap_or(false),
+            is_multi: body
+                .opt_bool("isMulti")
+                .map_err(|e| bad(e.message))?
+                .unwrap_or(false),
+            options,
+        },
     })
 }
 

@@ -100,6 +100,33 @@ impl TargetEntity {
     }
 }
 
+/// What the values of an attribute, or of a metaobject field, look like: their type, and
+/// whether they are per locale, multiple, or one of fixed options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValueShape {
+    #[serde(rename = "type")]
+    pub attr_type: AttributeType,
+    #[serde(default)]
+    pub is_localized: bool,
+    #[serde(default)]
+    pub is_multi: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+impl ValueShape {
+    /// A single, unlocalized value of `attr_type`.
+    pub fn plain(attr_type: AttributeType) -> Self {
+        Self {
+            attr_type,
+            is_localized: false,
+            is_multi: false,
+            options: Vec::new(),
+        }
+    }
+}
+
 /// One attribute definition, as stored and as served.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,16 +135,10 @@ pub struct AttributeDefinition {
     /// The key without the entity prefix (`color`).
     pub key: String,
     pub name: String,
-    #[serde(rename = "type")]
-    pub attr_type: AttributeType,
-    #[serde(default)]
-    pub is_localized: bool,
-    #[serde(default)]
-    pub is_multi: bool,
+    #[serde(flatten)]
+    pub shape: ValueShape,
     #[serde(default)]
     pub is_channel_scoped: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metaobject_definition: Option<String>,
 }
@@ -134,11 +155,8 @@ impl AttributeDefinition {
             target_entity: target,
             key: key.to_string(),
             name: key.to_string(),
-            attr_type,
-            is_localized: false,
-            is_multi: false,
+            shape: ValueShape::plain(attr_type),
             is_channel_scoped: false,
-            options: Vec::new(),
             metaobject_definition: None,
         }
     }

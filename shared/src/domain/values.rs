@@ -157,7 +157,7 @@ fn check_scope(
     scope: &Scope,
     rules: &ScopeRules<'_>,
 ) -> Result<(), String> {
-    match (&scope.locale, def.is_localized) {
+    match (&scope.locale, def.shape.is_localized) {
         (None, true) => return Err("the attribute is localized: a 'locale' is required".into()),
         (Some(_), false) => {
             return Err("the attribute is not localized: 'locale' is not allowed".into())
@@ -201,7 +201,7 @@ fn set_or_clear(
     if value.is_null() {
         return Ok(ValueChange::Clear { key, scope });
     }
-    let raw = if def.is_multi {
+    let raw = if def.shape.is_multi {
         let Value::Array(items) = value else {
             return Err("the attribute is multi-value: expected an array".into());
         };
@@ -224,8 +224,8 @@ fn set_or_clear(
         return Err(format!("value is longer than {MAX_VALUE_BYTES} bytes"));
     }
     let shape = Shape {
-        attr_type: def.attr_type,
-        is_multi: def.is_multi,
+        attr_type: def.shape.attr_type,
+        is_multi: def.shape.is_multi,
         metaobject_definition: def.metaobject_definition.clone(),
     };
     Ok(ValueChange::Set {
@@ -238,7 +238,7 @@ fn set_or_clear(
 
 /// Checks one scalar against the attribute's type and returns its raw stored string.
 pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, String> {
-    let t = def.attr_type;
+    let t = def.shape.attr_type;
     let want_string = || {
         value
             .as_str()
@@ -249,12 +249,12 @@ pub fn normalize(def: &AttributeDefinition, value: &Value) -> Result<String, Str
         AttributeType::Text | AttributeType::Html => want_string(),
         AttributeType::Select => {
             let s = want_string()?;
-            if def.options.contains(&s) {
+            if def.shape.options.contains(&s) {
                 Ok(s)
             } else {
                 Err(format!(
                     "'{s}' is not one of the options ({})",
-                    def.options.join(", ")
+                    def.shape.options.join(", ")
                 ))
             }
         }
@@ -538,7 +538,7 @@ mod tests {
     #[test]
     fn localized_values_need_a_locale_and_keep_one_entry_per_locale() {
         let mut d = def("title", AttributeType::Text);
-        d.is_localized = true;
+        d.shape.is_localized = true;
         let d = defs(vec![d]);
         let err = parse(json!({"title": "Chair"}), &d).unwrap_err();
         assert_eq!(
@@ -568,7 +568,7 @@ mod tests {
     #[test]
     fn typed_data_per_decisions() {
         let mut multi = def("tags", AttributeType::Text);
-        multi.is_multi = true;
+        multi.shape.is_multi = true;
         let d = defs(vec![
             def("price", AttributeType::Price),
             def("weight", AttributeType::Weight),
@@ -597,7 +597,7 @@ mod tests {
     #[test]
     fn invalid_values_name_the_problem() {
         let mut sel = def("size", AttributeType::Select);
-        sel.options = vec!["S".into(), "M".into()];
+        sel.shape.options = vec!["S".into(), "M".into()];
         let d = defs(vec![
             def("price", AttributeType::Price),
             def("color", AttributeType::Color),

@@ -192,7 +192,7 @@ fn field_of(
     Ok(Field::Attribute {
         entity,
         key: k.to_string(),
-        attr_type: def.attr_type,
+        attr_type: def.shape.attr_type,
     })
 }
 

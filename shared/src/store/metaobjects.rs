@@ -5,7 +5,7 @@
 use super::keys::metaobject_defs_pk;
 use super::ops::item_key;
 use super::{Store, StoreError};
-use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::attributes::{AttributeDefinition, TargetEntity, ValueShape};
 use crate::domain::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -15,14 +15,8 @@ use std::collections::HashMap;
 #[serde(rename_all = "camelCase")]
 pub struct MetaField {
     pub key: String,
-    #[serde(rename = "type")]
-    pub attr_type: AttributeType,
-    #[serde(default)]
-    pub is_localized: bool,
-    #[serde(default)]
-    pub is_multi: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<String>,
+    #[serde(flatten)]
+    pub shape: ValueShape,
 }
 
 /// A metaobject definition, as stored and served.
@@ -41,10 +35,8 @@ impl MetaobjectDefinition {
             .iter()
             .map(|f| {
                 let mut def =
-                    AttributeDefinition::simple(TargetEntity::Product, &f.key, f.attr_type);
-                def.is_localized = f.is_localized;
-                def.is_multi = f.is_multi;
-                def.options = f.options.clone();
+                    AttributeDefinition::simple(TargetEntity::Product, &f.key, f.shape.attr_type);
+                def.shape = f.shape.clone();
                 (f.key.clone(), def)
             })
             .collect()
