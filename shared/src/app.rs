@@ -76,8 +76,9 @@ macro_rules! handler {
 }
 pub(crate) use handler;
 
-/// Concatenates endpoint tables in a `const` (a function serving two route groups).
-pub const fn concat<const N: usize>(a: &[Endpoint], b: &[Endpoint]) -> [Endpoint; N] {
+/// Concatenates two tables in a `const` (a function serving two route groups, a list taking
+/// its own query parameters beside the shared ones).
+pub const fn concat<T: Copy, const N: usize>(a: &[T], b: &[T]) -> [T; N] {
     assert!(a.len() + b.len() == N, "concat: wrong length");
     let mut out = [a[0]; N];
     let mut i = 0;

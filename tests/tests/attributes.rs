@@ -143,10 +143,7 @@ async fn definitions_made_through_the_api_validate_product_values() {
     let mut localized = json!({"displayName": "Title", "key": "title", "targetEntity": "product", "type": "text", "isLocalized": true});
     assert_eq!(post(&org, localized.take()).await.status, 201);
     assert_eq!(post(&org, json!({"displayName": "Price", "key": "price", "targetEntity": "product", "type": "price"})).await.status, 201);
-    for code in ["en-US", "de-DE"] {
-        let r = org.post("/v1/languages", json!({ "code": code })).await;
-        assert_eq!(r.status, 201);
-    }
+    org.languages(&["en-US", "de-DE"]).await;
     let r = org
         .patch(
             "/v1/products/p1",

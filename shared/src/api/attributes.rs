@@ -63,13 +63,7 @@ const ATTRIBUTE_ENDPOINTS: &[Endpoint] = &[
             "DELETE",
             "/attributes/{key}",
             Scope::CatalogWrite,
-            Doc::new(
-                "Delete an attribute definition (409 while values exist)",
-                &[],
-                None,
-                200,
-                Body::Single("Deleted"),
-            ),
+            Doc::delete("Delete an attribute definition (409 while values exist)"),
         ),
         handler!(delete),
     ),
@@ -77,6 +71,7 @@ const ATTRIBUTE_ENDPOINTS: &[Endpoint] = &[
 
 /// Attribute definitions plus the settings values are validated against.
 const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
     { ATTRIBUTE_ENDPOINTS.len() + settings::ENDPOINTS.len() },
 >(ATTRIBUTE_ENDPOINTS, settings::ENDPOINTS);
 

@@ -63,7 +63,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "DELETE",
             "/bundles/{identifier}",
             Scope::CatalogWrite,
-            Doc::new("Delete a bundle", &[], None, 200, Body::Single("Deleted")),
+            Doc::delete("Delete a bundle"),
         ),
         handler!(delete),
     ),

@@ -3,12 +3,13 @@
 //! snapshots (`store/snapshot.rs`) in identifier order before a page is cut.
 
 use super::include::Include;
-use crate::app::Call;
+use super::references::with_included;
+use crate::app::{App, Call};
 use crate::domain::attributes::TargetEntity;
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{Paging, Query};
+use crate::http::{ApiResponse, Paging, Query};
 use crate::search::engine::{Embedded, ListEngine};
 use crate::search::parse::{parse_json, RawSearch};
 use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
@@ -17,6 +18,7 @@ use crate::store::lists::IndexEntry;
 use crate::store::metrics::in_parallel;
 use crate::store::settings::{CompletenessProfile, Scopes};
 use crate::store::Store;
+use serde_json::Value;
 
 /// The query parameters every list of products, variants and SKUs takes.
 pub const LIST_PARAMS: &[&str] = &[
@@ -135,6 +137,32 @@ fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
         }
     }
     kinds
+}
+
+/// The page of `kind` a list request asks for, with the true total: the request parsed
+/// (`extra`: the endpoint's own parameters, `includes`: its relations), then matched.
+pub async fn page(
+    app: &App,
+    call: &Call,
+    kind: EntityKind,
+    extra: &[&str],
+    includes: &[&str],
+) -> Result<(ListRequest, Vec<IndexEntry>, usize), ApiError> {
+    let req = parse(call, extra, includes)?;
+    let (page, total) = matching(&app.store, call.org(), kind, &req).await?;
+    Ok((req, page, total))
+}
+
+/// The list response of a rendered page, with the metaobjects it references when asked.
+pub async fn respond(
+    app: &App,
+    call: &Call,
+    req: &ListRequest,
+    result: Vec<Value>,
+    total: usize,
+) -> Result<ApiResponse, ApiError> {
+    let response = req.paging.page_response(result, total);
+    with_included(&app.store, call.org(), response, req.include.metaobjects).await
 }
 
 /// The requested page of the entities of `target` the list returns (identifier order), and

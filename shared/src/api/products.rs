@@ -16,19 +16,10 @@ use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
 
-const PRODUCT_LIST_QUERY: &[&str] = &[
-    "updated_after",
-    "search",
-    "search_mode",
-    "limit",
-    "page",
-    "include",
-    "attributes",
-    "exclude_attributes",
-    "completeness_profile",
-    "completeness",
-    "channel",
-];
+const PRODUCT_LIST_QUERY: &[&str] = &crate::app::concat::<
+    &str,
+    { lists::LIST_PARAMS.len() + lists::COMPLETENESS_PARAMS.len() },
+>(lists::LIST_PARAMS, lists::COMPLETENESS_PARAMS);
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -48,7 +39,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(patch_product),
     ),
     Endpoint::new(
-        Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Delete a product with its variants and SKUs", &[], None, 200, Body::Single("Deleted"))),
+        Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite, Doc::delete("Delete a product with its variants and SKUs")),
         handler!(delete_product),
     ),
     super::openapi::ENDPOINT,
@@ -98,24 +89,21 @@ fn embed(include: Include) -> Embed {
 /// GET /products: the index gives the page's identifiers and the true totals, then one
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let req = lists::parse(call, lists::COMPLETENESS_PARAMS, PRODUCT_INCLUDES)?;
-    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Product, &req).await?;
-    let page = &page;
-    let trees = app
-        .store
-        .product_page(call.org(), page, depth(req.include))
-        .await?;
+    let (req, page, total) = lists::page(
+        app,
+        call,
+        EntityKind::Product,
+        lists::COMPLETENESS_PARAMS,
+        PRODUCT_INCLUDES,
+    )
+    .await?;
+    let depth = depth(req.include);
+    let trees = app.store.product_page(call.org(), &page, depth).await?;
     let result = trees
         .iter()
         .map(|t| render::product(t, embed(req.include), &req.selection))
         .collect();
-    with_included(
-        &app.store,
-        call.org(),
-        req.paging.page_response(result, total),
-        req.include.metaobjects,
-    )
-    .await
+    lists::respond(app, call, &req, result, total).await
 }
 
 /// PATCH /products/{identifier}: upsert of the product and the variants and SKUs it names;

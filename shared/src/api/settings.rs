@@ -160,6 +160,67 @@ fn json<T: serde::Serialize>(v: &T) -> Value {
 /// Most languages or channels one organization may have.
 const MAX_SCOPES: usize = 200;
 
+/// A language or a channel: what adding one to its list needs to know.
+trait ScopeEntry: Clone + serde::Serialize {
+    /// "language" or "channel".
+    const WHAT: &'static str;
+    /// The code or identifier, the list's sort key.
+    fn key(&self) -> &str;
+    /// Whether `other` names the same entry (language codes ignore case).
+    fn same(&self, other: &Self) -> bool;
+    fn default_flag(&mut self) -> &mut bool;
+}
+
+impl ScopeEntry for Language {
+    const WHAT: &'static str = "language";
+    fn key(&self) -> &str {
+        &self.code
+    }
+    fn same(&self, other: &Self) -> bool {
+        self.code.eq_ignore_ascii_case(&other.code)
+    }
+    fn default_flag(&mut self) -> &mut bool {
+        &mut self.is_default
+    }
+}
+
+impl ScopeEntry for Channel {
+    const WHAT: &'static str = "channel";
+    fn key(&self) -> &str {
+        &self.identifier
+    }
+    fn same(&self, other: &Self) -> bool {
+        self.identifier == other.identifier
+    }
+    fn default_flag(&mut self) -> &mut bool {
+        &mut self.is_default
+    }
+}
+
+/// Adds `entry` to its list: 409 when it exists, 400 past [`MAX_SCOPES`]. The first entry,
+/// or one marked default, becomes the one default. The list stays sorted by key.
+fn add_scope<T: ScopeEntry>(list: &mut Vec<T>, mut entry: T) -> Result<Value, ApiError> {
+    let what = T::WHAT;
+    if list.iter().any(|e| e.same(&entry)) {
+        return Err(ApiError::conflict(format!(
+            "{what} '{}' already exists",
+            entry.key()
+        )));
+    }
+    if list.len() >= MAX_SCOPES {
+        return Err(ApiError::bad_request(format!(
+            "a workspace has at most {MAX_SCOPES} {what}s"
+        )));
+    }
+    if *entry.default_flag() {
+        list.iter_mut().for_each(|e| *e.default_flag() = false);
+    }
+    *entry.default_flag() |= list.is_empty();
+    list.push(entry.clone());
+    list.sort_by(|a, b| a.key().cmp(b.key()));
+    Ok(json(&entry))
+}
+
 fn name_field(body: &JsonBody, field: &str, required: bool) -> Result<Option<String>, ApiError> {
     let name = if required {
         Some(body.req_str(field)?)
@@ -304,35 +365,12 @@ async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError
     let name = name_field(&body, "name", false)?.unwrap_or_else(|| code.clone());
     let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
     update_scopes(app, call.org(), |scopes| {
-        if scopes
-            .languages
-            .iter()
-            .any(|l| l.code.eq_ignore_ascii_case(&code))
-        {
-            return Err(ApiError::conflict(format!(
-                "language '{code}' already exists"
-            )));
-        }
-        if scopes.languages.len() >= MAX_SCOPES {
-            return Err(ApiError::bad_request(format!(
-                "a workspace has at most {MAX_SCOPES} languages"
-            )));
-        }
-        let first = scopes.languages.is_empty();
-        if is_default {
-            scopes
-                .languages
-                .iter_mut()
-                .for_each(|l| l.is_default = false);
-        }
         let language = Language {
             code: code.clone(),
             name: name.clone(),
-            is_default: is_default || first,
+            is_default,
         };
-        scopes.languages.push(language.clone());
-        scopes.languages.sort_by(|a, b| a.code.cmp(&b.code));
-        Ok(json(&language))
+        add_scope(&mut scopes.languages, language)
     })
     .await
 }
@@ -358,40 +396,19 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     }
     let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
     update_scopes(app, call.org(), |scopes| {
-        if scopes.channels.iter().any(|c| c.identifier == identifier) {
-            return Err(ApiError::conflict(format!(
-                "channel '{identifier}' already exists"
-            )));
-        }
-        if scopes.channels.len() >= MAX_SCOPES {
-            return Err(ApiError::bad_request(format!(
-                "a workspace has at most {MAX_SCOPES} channels"
-            )));
-        }
         let codes = scopes.language_codes();
         if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
             return Err(ApiError::bad_request(format!(
                 "field 'locales': language '{l}' does not exist"
             )));
         }
-        let first = scopes.channels.is_empty();
-        if is_default {
-            scopes
-                .channels
-                .iter_mut()
-                .for_each(|c| c.is_default = false);
-        }
         let channel = Channel {
             identifier: identifier.clone(),
             name: name.clone(),
             locales: locales.clone(),
-            is_default: is_default || first,
+            is_default,
         };
-        scopes.channels.push(channel.clone());
-        scopes
-            .channels
-            .sort_by(|a, b| a.identifier.cmp(&b.identifier));
-        Ok(json(&channel))
+        add_scope(&mut scopes.channels, channel)
     })
     .await
 }

@@ -63,13 +63,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "DELETE",
             "/skus/{identifier}",
             Scope::CatalogWrite,
-            Doc::new(
-                "Delete a SKU (409 while a bundle holds it)",
-                &[],
-                None,
-                200,
-                Body::Single("Deleted"),
-            ),
+            Doc::delete("Delete a SKU (409 while a bundle holds it)"),
         ),
         handler!(delete),
     ),
@@ -117,21 +111,13 @@ async fn sku_path(
 
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let req = lists::parse(call, &[], SKU_INCLUDES)?;
-    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Sku, &req).await?;
-    let page = &page;
-    let trees = app.store.sku_page(call.org(), page).await?;
+    let (req, page, total) = lists::page(app, call, EntityKind::Sku, &[], SKU_INCLUDES).await?;
+    let trees = app.store.sku_page(call.org(), &page).await?;
     let result = trees
         .iter()
         .map(|t| render::sku(t, &req.selection))
         .collect();
-    with_included(
-        &app.store,
-        call.org(),
-        req.paging.page_response(result, total),
-        req.include.metaobjects,
-    )
-    .await
+    lists::respond(app, call, &req, result, total).await
 }
 
 /// PATCH /skus/{identifier}: `name` and `values` of an existing SKU (404 otherwise); the

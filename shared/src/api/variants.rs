@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::items::EntityKind;
-use crate::store::products::{ProductTree, TreeDepth};
+use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
 
 use super::include;
@@ -48,13 +48,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "DELETE",
             "/variants/{identifier}",
             Scope::CatalogWrite,
-            Doc::new(
-                "Delete a variant with its SKUs",
-                &[],
-                None,
-                200,
-                Body::Single("Deleted"),
-            ),
+            Doc::delete("Delete a variant with its SKUs"),
         ),
         handler!(delete),
     ),
@@ -105,24 +99,15 @@ pub async fn find(
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let req = lists::parse(call, &[], VARIANT_INCLUDES)?;
-    let (page, total) = lists::matching(&app.store, call.org(), EntityKind::Variant, &req).await?;
-    let page = &page;
-    let trees = app
-        .store
-        .variant_page(call.org(), page, req.include.skus)
-        .await?;
+    let (req, page, total) =
+        lists::page(app, call, EntityKind::Variant, &[], VARIANT_INCLUDES).await?;
+    let skus = req.include.skus;
+    let trees = app.store.variant_page(call.org(), &page, skus).await?;
     let result = trees
         .iter()
-        .map(|t| render::variant(t, req.include.skus, &req.selection))
+        .map(|t| render::variant(t, skus, &req.selection))
         .collect();
-    with_included(
-        &app.store,
-        call.org(),
-        req.paging.page_response(result, total),
-        req.include.metaobjects,
-    )
-    .await
+    lists::respond(app, call, &req, result, total).await
 }
 
 /// DELETE /variants/{identifier}: the variant and its SKUs; the product's `updatedAt`
@@ -132,22 +117,8 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
     with_retries(&format!("variant '{id}'"), move || async move {
-        let not_found = || ApiError::entity_not_found("variant", id);
-        let identity = app
-            .store
-            .identity(org, EntityKind::Variant, id)
-            .await?
-            .ok_or_else(not_found)?;
-        let tree = app
-            .store
-            .get_product_tree(org, &identity.pid, TreeDepth::Skus)
-            .await?
-            .ok_or_else(not_found)?;
-        let variant = tree
-            .variants
-            .iter()
-            .find(|v| v.id == id)
-            .ok_or_else(not_found)?;
+        let tree = find(app, org, id, true).await?;
+        let variant = &tree.variants[0];
         let mut write = TreeWrite::new();
         for s in tree.skus.iter().filter(|s| s.vid.as_deref() == Some(id)) {
             write.delete(org, s).map_err(Retry::from)?;

@@ -53,6 +53,11 @@ impl Doc {
         }
     }
 
+    /// A DELETE: no query, no body, `{"result": {"identifier", "deleted": true}}`.
+    pub const fn delete(summary: &'static str) -> Self {
+        Self::new(summary, &[], None, 200, Body::Single("Deleted"))
+    }
+
     /// May sideload metaobjects under `included`.
     pub const fn included(mut self) -> Self {
         self.included = true;
