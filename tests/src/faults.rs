@@ -1,6 +1,10 @@
 //! A DynamoDB endpoint that fails on demand: a loopback proxy in front of DynamoDB Local that
 //! answers chosen operations with DynamoDB's own throttling error, so that a test sees what a
 //! throttled table does to a real function process (`<binary>@faultydb` talks through it).
+//! It also measures round trips as they happen: with a hold set, every request waits there
+//! before it is forwarded, so requests a function sends together overlap, and requests it
+//! sends one after the other never do; the number of overlapping groups is the number of
+//! round trips, whatever the code labels them.
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -8,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// What happens to one operation (e.g. `TransactWriteItems`): the first `pass` requests go
 /// through, the next `fail` are throttled, the rest go through.
@@ -22,6 +27,10 @@ struct State {
     rules: HashMap<String, Rule>,
     /// Requests seen per operation since the last `reset`.
     seen: HashMap<String, u32>,
+    /// While measuring: how long each request waits before it is forwarded.
+    hold: Option<Duration>,
+    /// While measuring: when each request arrived and when its answer was complete.
+    spans: Vec<(Instant, Instant)>,
 }
 
 /// The proxy: its endpoint, its rules and what it saw.
@@ -44,11 +53,40 @@ impl FaultyDb {
         s.seen.clear();
     }
 
-    /// No fault any more; counts start again.
+    /// No fault any more, no measuring; counts start again.
     pub fn reset(&self) {
         let mut s = self.state.lock().expect("lock");
         s.rules.clear();
         s.seen.clear();
+        s.hold = None;
+        s.spans.clear();
+    }
+
+    /// From now on, holds every request for `hold` before forwarding it and records its
+    /// span; forgets every rule, count and earlier span.
+    pub fn measure(&self, hold: Duration) {
+        self.reset();
+        self.state.lock().expect("lock").hold = Some(hold);
+    }
+
+    /// The requests and the round trips measured since `measure`: a round trip is a group
+    /// of requests whose spans overlap (chained by overlap), so requests sent together
+    /// count once and requests sent one after the other count each.
+    pub fn measured(&self) -> (usize, usize) {
+        let mut spans = self.state.lock().expect("lock").spans.clone();
+        spans.sort();
+        let mut trips = 0;
+        let mut open_until: Option<Instant> = None;
+        for (start, end) in &spans {
+            match open_until {
+                Some(until) if *start <= until => open_until = Some(until.max(*end)),
+                _ => {
+                    trips += 1;
+                    open_until = Some(*end);
+                }
+            }
+        }
+        (spans.len(), trips)
     }
 
     /// Requests of `operation` seen (passed or throttled) since the rules last changed.
@@ -121,6 +159,11 @@ async fn proxy(
         .and_then(|t| t.split_once('.'))
         .map(|(_, op)| op.to_string())
         .unwrap_or_default();
+    let arrived = Instant::now();
+    let hold = state.lock().expect("lock").hold;
+    if let Some(hold) = hold {
+        tokio::time::sleep(hold).await;
+    }
     let throttled = {
         let mut s = state.lock().expect("lock");
         let n = *s.seen.get(&operation).unwrap_or(&0);
@@ -163,6 +206,10 @@ async fn proxy(
                 }
             }
             let bytes = answer.bytes().await.unwrap_or_default();
+            if hold.is_some() {
+                let mut s = state.lock().expect("lock");
+                s.spans.push((arrived, Instant::now()));
+            }
             (status, h, bytes).into_response()
         }
         Err(_) => StatusCode::BAD_GATEWAY.into_response(),

@@ -4,7 +4,7 @@
 use catalog::domain::time::Timestamp;
 use catalog::domain::values::StoredValues;
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{shards, stack, Org, Response};
+use catalog_e2e::{faults, send_to, shards, stack, Org, Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -334,4 +334,62 @@ async fn a_cold_read_past_its_budget_answers_503_and_the_next_call_continues() {
     let warm = list().await;
     assert_eq!(warm.status, 200);
     assert_eq!(warm.ddb_requests(), shards() + 1);
+}
+
+/// The round trips the functions count as parallel are parallel for real: measured at a
+/// DynamoDB proxy that holds every request 50 ms, requests sent together overlap and
+/// requests sent one after the other do not, so a change that made them sequential fails
+/// here even if it kept the count the function reports.
+#[tokio::test]
+async fn parallel_requests_overlap_at_the_storage_proxy() {
+    let db = faults::faulty_db().await;
+    let _exclusive = db.exclusive.lock().await;
+    db.reset();
+    let org = Org::new().await;
+    seed(&org, 120).await;
+    let get = |path: &str| Request::new("GET", path).bearer(&org.key);
+    for (function, path) in [
+        ("products@faultydb", "/v1/products"),
+        ("variants@faultydb", "/v1/variants"),
+        ("skus@faultydb", "/v1/skus"),
+    ] {
+        assert_eq!(
+            send_to(function, get(path)).await.status,
+            200,
+            "warm {path}"
+        );
+    }
+    let t = clock_past(&Timestamp::now().to_string()).await;
+    let cases = [
+        (
+            "products@faultydb",
+            "/v1/products/p001?include=variants,skus".to_string(),
+            1,
+        ),
+        (
+            "products@faultydb",
+            "/v1/products?include=variants,skus".into(),
+            2,
+        ),
+        ("variants@faultydb", "/v1/variants?include=skus".into(), 2),
+        ("skus@faultydb", "/v1/skus?limit=200".into(), 2),
+        ("skus@faultydb", format!("/v1/skus?updated_after={t}"), 1),
+    ];
+    for (function, path, trips) in cases {
+        db.measure(Duration::from_millis(50));
+        let r = send_to(function, get(&path)).await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        let (requests, measured) = db.measured();
+        assert_eq!(
+            (requests, measured),
+            (r.ddb_requests() as usize, trips),
+            "{path}: (requests, round trips) seen at the proxy"
+        );
+        assert_eq!(r.ddb_round_trips() as usize, trips, "{path}: as counted");
+        assert!(
+            requests > trips || trips == 1,
+            "{path}: some requests shared a trip"
+        );
+    }
+    db.reset();
 }
