@@ -79,6 +79,22 @@ enum Outcome {
     Again,
 }
 
+/// The HTTP client deliveries go out with: no redirects, names resolved by the guarded
+/// resolver, and no proxy, whatever the environment says (a proxy would resolve the name
+/// itself, past the guard).
+pub fn client(cfg: &super::WebhookConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(cfg.timeout)
+        .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver(cfg.policy)))
+        .https_only(!cfg.policy.allow_loopback)
+        .user_agent(USER_AGENT)
+        .build()
+        .expect("the delivery HTTP client builds")
+}
+
 /// The delivery Lambda's handler, with its HTTP client built once.
 pub struct Deliverer {
     app: &'static App,
@@ -87,18 +103,7 @@ pub struct Deliverer {
 
 impl Deliverer {
     pub fn new(app: &'static App) -> Self {
-        let cfg = &app.config.webhooks;
-        let http = reqwest::Client::builder()
-            .timeout(cfg.timeout)
-            .connect_timeout(cfg.timeout.min(Duration::from_secs(5)))
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve the name itself, past the guarded resolver.
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver(cfg.policy)))
-            .https_only(!cfg.policy.allow_loopback)
-            .user_agent(USER_AGENT)
-            .build()
-            .expect("the delivery HTTP client builds");
+        let http = client(&app.config.webhooks);
         Self { app, http }
     }
 
