@@ -28,7 +28,9 @@ pub struct Config {
     pub bulk_concurrency: usize,
     /// How the warm list snapshots are kept: `CATALOG_LIST_LOAD_BUDGET_MS` (default 5000), the
     /// time one call may spend on a cold read; `CATALOG_SNAPSHOT_MAX_BYTES` (default half of
-    /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB).
+    /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB);
+    /// `CATALOG_LIST_RELOAD_SECONDS` (default 900), the age at which a snapshot is read again
+    /// in full.
     pub snapshots: crate::store::snapshot::SnapshotPolicy,
     /// The import bucket, queue and batching (`imports/mod.rs`).
     pub imports: crate::imports::ImportConfig,
@@ -93,6 +95,9 @@ impl Config {
                     .or_else(|| number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").map(|mb| mb << 19))
                     .map(|n| n as usize)
                     .unwrap_or(defaults.snapshots.max_bytes),
+                reload_after: number("CATALOG_LIST_RELOAD_SECONDS")
+                    .map(Duration::from_secs)
+                    .unwrap_or(defaults.snapshots.reload_after),
                 load_page_items: number("CATALOG_LIST_LOAD_PAGE_ITEMS")
                     .map(|n| n.clamp(1, 10_000) as i32),
                 ..defaults.snapshots

@@ -38,7 +38,13 @@ async fn deliveries_never_go_through_a_proxy_from_the_environment() {
     let (proxy, proxied) =
         serve("HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
     let proxy_url = format!("http://127.0.0.1:{proxy}");
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"] {
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+    ] {
         std::env::set_var(var, &proxy_url);
     }
     std::env::remove_var("NO_PROXY");
@@ -54,7 +60,10 @@ async fn deliveries_never_go_through_a_proxy_from_the_environment() {
     let r = deliver::client(&cfg).post(&url).body("{}").send().await;
     assert_eq!(r.expect("delivered").status(), 204);
     assert_eq!(
-        (received.load(Ordering::SeqCst), proxied.load(Ordering::SeqCst)),
+        (
+            received.load(Ordering::SeqCst),
+            proxied.load(Ordering::SeqCst)
+        ),
         (1, 0)
     );
 
@@ -62,7 +71,10 @@ async fn deliveries_never_go_through_a_proxy_from_the_environment() {
     let r = reqwest::Client::new().post(&url).body("{}").send().await;
     assert_eq!(r.expect("answered by the proxy").status(), 502);
     assert_eq!(
-        (received.load(Ordering::SeqCst), proxied.load(Ordering::SeqCst)),
+        (
+            received.load(Ordering::SeqCst),
+            proxied.load(Ordering::SeqCst)
+        ),
         (1, 1)
     );
 }

@@ -103,7 +103,9 @@ impl Emulator {
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
     /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
     /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
-    /// `@slowload` with a cold list read of one 5-item page per shard and call.
+    /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
+    /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
+    /// with keys cached 3 s (60 s as deployed).
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         let (listener, port) = loopback_listener();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
@@ -123,6 +125,8 @@ impl Emulator {
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
             "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),
+            "reload" => env.push(("CATALOG_LIST_RELOAD_SECONDS", "2".into())),
+            "shortauth" => env.push(("CATALOG_AUTH_CACHE_SECONDS", "3".into())),
             "slowload" => env.extend([
                 ("CATALOG_LIST_LOAD_BUDGET_MS", "0".into()),
                 ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),

@@ -1,8 +1,9 @@
 //! Authentication and organization isolation end to end.
 
 use catalog::auth::Scope;
-use catalog_e2e::{stack, Org, Request};
+use catalog_e2e::{send_to, stack, Org, Request};
 use serde_json::json;
+use std::time::{Duration, Instant};
 
 const UNAUTHORIZED: &str = "Unauthorized - missing or invalid authentication";
 
@@ -105,5 +106,56 @@ async fn scopes_revocation_and_disabled_api_access() {
             403,
             json!({"error": "API access is disabled for this organization"})
         )
+    );
+}
+
+/// A key a process has cached keeps working after its revocation only while the cache entry
+/// lives (3 s in this process, 60 s as deployed): every success after the revocation comes
+/// before the entry expires, and the key is refused once it has.
+#[tokio::test]
+async fn a_cached_key_that_is_revoked_stops_working_when_its_cache_entry_expires() {
+    const TTL: Duration = Duration::from_secs(3);
+    let org = Org::new().await;
+    let key = org.key_with(&[Scope::CatalogRead]).await;
+    let get = || Request::new("GET", "/v1/products/p1").bearer(&key);
+    assert_eq!(send_to("products@shortauth", get()).await.status, 404);
+    // the entry was made before this instant, so it expires before this + TTL
+    let cached_at = Instant::now();
+    let key_id = catalog::auth::apikey::parse(&key).unwrap().key_id;
+    stack()
+        .await
+        .store()
+        .revoke_key(&org.id, &key_id)
+        .await
+        .unwrap();
+    let mut served_after_revocation = 0;
+    loop {
+        let sent = Instant::now();
+        let r = send_to("products@shortauth", get()).await;
+        match r.status {
+            404 => {
+                assert!(
+                    sent < cached_at + TTL,
+                    "served {:?} after the key was cached",
+                    sent - cached_at
+                );
+                served_after_revocation += 1;
+            }
+            401 => {
+                assert_eq!(r.body, json!({"error": UNAUTHORIZED}));
+                break;
+            }
+            other => panic!("unexpected {other}: {:?}", r.body),
+        }
+        assert!(
+            cached_at.elapsed() < TTL + Duration::from_secs(10),
+            "still served long after the entry expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Without the cache the first call after the revocation would have been refused.
+    assert!(
+        served_after_revocation > 0 || cached_at.elapsed() >= TTL,
+        "the cache served nothing"
     );
 }
