@@ -14,6 +14,7 @@ pub struct CreatedKey {
     pub key_id: String,
     pub plain: String,
     pub scopes: Vec<Scope>,
+    pub created_at: Timestamp,
 }
 
 /// Creates an organization with a fresh id (retrying on the rare id collision).
@@ -53,6 +54,7 @@ pub async fn create_key(
             scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
             revoked: false,
             created_at: Timestamp::now(),
+            last_used_at: None,
         };
         match store.put_key(&item).await {
             Err(StoreError::ConditionFailed) => continue,
@@ -62,6 +64,7 @@ pub async fn create_key(
                     key_id: key.key_id,
                     plain: key.plain,
                     scopes: scopes.to_vec(),
+                    created_at: item.created_at,
                 })
             }
         }

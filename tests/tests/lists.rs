@@ -337,7 +337,7 @@ async fn a_cold_read_past_its_budget_answers_503_and_the_next_call_continues() {
 }
 
 /// The round trips the functions count as parallel are parallel for real: measured at a
-/// DynamoDB proxy that holds every request 50 ms, requests sent together overlap and
+/// DynamoDB proxy that holds every request 500 ms (far longer than the spread of requests sent together, even on a busy machine), requests sent together overlap and
 /// requests sent one after the other do not, so a change that made them sequential fails
 /// here even if it kept the count the function reports.
 #[tokio::test]
@@ -348,6 +348,18 @@ async fn parallel_requests_overlap_at_the_storage_proxy() {
     let org = Org::new().await;
     seed(&org, 120).await;
     let get = |path: &str| Request::new("GET", path).bearer(&org.key);
+    // A key's first use records `lastUsedAt` off the request's path; let that write land
+    // first, so that no process behind the proxy makes it while a call is measured.
+    assert_eq!(org.get("/v1/products/none").await.status, 404);
+    let key_id = catalog::auth::apikey::parse(&org.key).unwrap().key_id;
+    let store = stack().await.store();
+    catalog_e2e::webhooks::eventually("lastUsedAt", Duration::from_secs(10), || async {
+        let keys = store.list_keys(&org.id).await.expect("keys");
+        keys.iter()
+            .any(|k| k.key_id == key_id && k.last_used_at.is_some())
+            .then_some(())
+    })
+    .await;
     for (function, path) in [
         ("products@faultydb", "/v1/products"),
         ("variants@faultydb", "/v1/variants"),
@@ -376,7 +388,7 @@ async fn parallel_requests_overlap_at_the_storage_proxy() {
         ("skus@faultydb", format!("/v1/skus?updated_after={t}"), 1),
     ];
     for (function, path, trips) in cases {
-        db.measure(Duration::from_millis(50));
+        db.measure(Duration::from_millis(500));
         let r = send_to(function, get(&path)).await;
         assert_eq!(r.status, 200, "{path}: {:?}", r.body);
         let (requests, measured) = db.measured();

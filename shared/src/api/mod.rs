@@ -1,5 +1,6 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
+pub mod api_keys;
 pub mod asset_input;
 pub mod assets;
 pub mod attributes;

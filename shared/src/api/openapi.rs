@@ -261,6 +261,14 @@ fn schemas() -> Value {
         "CompletenessProfile": object(&[("identifier", string(), true), ("name", string(), true),
             ("requiredAttributes", array(string()), true), ("locales", array(string()), true),
             ("channels", array(string()), true)]),
+        "Scope": {"enum": ["catalog:read", "catalog:write", "settings:manage"]},
+        "ApiKey": object(&[("id", string(), true), ("name", string(), true),
+            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
+            ("lastUsedAt", json!({"type": ["string", "null"], "format": "date-time", "description": "To the hour; null until first used"}), true)]),
+        "ApiKeyCreated": object(&[("id", string(), true), ("name", string(), true),
+            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
+            ("lastUsedAt", json!({"type": "null"}), true),
+            ("key", json!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$", "description": "The key, shown only here"}), true)]),
         "Webhook": object(&[("id", string(), true), ("url", string(), true), ("topics", array(string()), true),
             ("description", nullable("string"), true), ("enabled", json!({"type": "boolean"}), true),
             ("createdAt", time(), true), ("updatedAt", time(), true),
@@ -309,6 +317,8 @@ fn schemas() -> Value {
         "LanguageCreate": input(&[("code", language_tag(), true), ("name", name(), false), ("isDefault", json!({"type": "boolean"}), false)]),
         "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
             ("requiredAttributes", array(string()), true), ("locales", array(string()), false), ("channels", array(string()), false)]),
+        "ApiKeyCreate": input(&[("name", name(), true),
+            ("scopes", json!({"type": "array", "minItems": 1, "items": r("Scope")}), true)]),
         "WebhookCreate": input(&[("url", http_url(), true), ("topics", array(string()), true),
             ("description", string(), false)]),
         "WebhookPatch": input(&[("url", http_url(), false), ("topics", array(string()), false),
@@ -690,14 +700,17 @@ mod tests {
         }
     }
 
-    /// Webhook and import ids are generated, so the document cannot name one; every other operation
+    /// Webhook, import and API key ids are generated, so the document cannot name one; every other operation
     /// with a path parameter or a body has examples of them.
     #[test]
     fn every_operation_but_those_of_a_webhook_id_has_examples() {
         let doc = document();
         for route in served() {
             let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
-            if route.path.starts_with("/webhooks/{id}") || route.path == "/imports/{id}" {
+            if route.path.starts_with("/webhooks/{id}")
+                || route.path == "/imports/{id}"
+                || route.path == "/api-keys/{id}"
+            {
                 continue;
             }
             for p in op["parameters"].as_array().unwrap() {

@@ -225,6 +225,12 @@ pub fn writes() -> Vec<Sample> {
             json!({"format": "ndjson"}),
         ),
         write(
+            "ci-reader",
+            "POST",
+            "/api-keys",
+            json!({"name": "CI reader", "scopes": ["catalog:read"]}),
+        ),
+        write(
             "subscription",
             "POST",
             "/webhooks",

@@ -1,5 +1,5 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
-//! delivery log and replays.
+//! delivery log and replays; the function also serves `/api-keys` (`api/api_keys.rs`).
 
 use super::retry::{with_retries, Retry};
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -18,7 +18,7 @@ use crate::webhooks::url_guard;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-pub const ENDPOINTS: &[Endpoint] = &[
+const WEBHOOK_ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new(
             "GET",
@@ -134,6 +134,12 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(replay),
     ),
 ];
+
+/// Webhook subscriptions plus the organization's API keys: the settings:manage routes.
+const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
+    { WEBHOOK_ENDPOINTS.len() + super::api_keys::ENDPOINTS.len() },
+>(WEBHOOK_ENDPOINTS, super::api_keys::ENDPOINTS);
 
 pub const API: Api = Api {
     function: "webhooks",

@@ -103,6 +103,13 @@ pub struct KeyItem {
     pub revoked: bool,
     #[serde(rename = "createdAt")]
     pub created_at: Timestamp,
+    /// When the key last authenticated a request, to the hour (see `auth/cache.rs`).
+    #[serde(
+        rename = "lastUsedAt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_used_at: Option<Timestamp>,
 }
 
 /// An attribute definition item.

@@ -71,13 +71,62 @@ impl Store {
 
     /// Marks a key revoked; `ConditionFailed` when it does not exist.
     pub async fn revoke_key(&self, org: &str, key_id: &str) -> Result<(), StoreError> {
-        self.client
+        self.revoke_key_where(org, key_id, "attribute_exists(PK)")
+            .await
+    }
+
+    /// Revokes a live key; `false` when there is no such key or it is already revoked.
+    pub async fn revoke_live_key(&self, org: &str, key_id: &str) -> Result<bool, StoreError> {
+        match self
+            .revoke_key_where(org, key_id, "attribute_exists(PK) AND revoked = :f")
+            .await
+        {
+            Err(StoreError::ConditionFailed) => Ok(false),
+            other => other.map(|()| true),
+        }
+    }
+
+    async fn revoke_key_where(
+        &self,
+        org: &str,
+        key_id: &str,
+        condition: &str,
+    ) -> Result<(), StoreError> {
+        let mut update = self
+            .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(item_key(org_pk(org), key_sk(key_id))))
             .update_expression("SET revoked = :t")
+            .condition_expression(condition)
+            .expression_attribute_values(":t", AttributeValue::Bool(true));
+        if condition.contains(":f") {
+            update = update.expression_attribute_values(":f", AttributeValue::Bool(false));
+        }
+        update
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Records that a key authenticated a request at `at` (best effort, at most hourly).
+    pub async fn touch_key(
+        &self,
+        org: &str,
+        key_id: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(org_pk(org), key_sk(key_id))))
+            .update_expression("SET lastUsedAt = :at")
             .condition_expression("attribute_exists(PK)")
-            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(
+                ":at",
+                serde_dynamo::to_attribute_value(at).map_err(|e| StoreError::serde("key", e))?,
+            )
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;

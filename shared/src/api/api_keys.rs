@@ -1,0 +1,167 @@
+//! `/api-keys` (scope `settings:manage`): the organization's API keys, made and revoked
+//! through the API (the spec's "Settings"). Served by the `webhooks` function, beside the
+//! other settings routes. The operator CLI still makes an organization's first key.
+
+use crate::admin;
+use crate::app::{handler, App, Call, Endpoint};
+use crate::auth::Scope;
+use crate::domain::names;
+use crate::error::ApiError;
+use crate::http::doc::PAGE;
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::store::items::KeyItem;
+use serde_json::{json, Value};
+
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/api-keys",
+            Scope::SettingsManage,
+            Doc::new(
+                "List the organization's live API keys, oldest first (never their secrets)",
+                PAGE,
+                None,
+                200,
+                Body::List("ApiKey"),
+            ),
+        ),
+        handler!(list),
+    ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/api-keys",
+            Scope::SettingsManage,
+            Doc::new(
+                "Create an API key, shown once in `key`; it may hold only scopes the calling key holds",
+                &[],
+                Some("ApiKeyCreate"),
+                201,
+                Body::Single("ApiKeyCreated"),
+            ),
+        ),
+        handler!(create),
+    ),
+    Endpoint::new(
+        Route::new(
+            "DELETE",
+            "/api-keys/{id}",
+            Scope::SettingsManage,
+            Doc::delete(
+                "Revoke an API key other than the calling one: refused at once by this function, everywhere within 60 s",
+            ),
+        ),
+        handler!(revoke),
+    ),
+];
+
+/// Most live keys one organization may have.
+pub const MAX_KEYS: usize = 100;
+
+fn render(k: &KeyItem) -> Value {
+    json!({
+        "id": k.key_id,
+        "name": k.name,
+        "scopes": k.scopes,
+        "createdAt": k.created_at.to_string(),
+        "lastUsedAt": k.last_used_at.map(|t| t.to_string()),
+    })
+}
+
+async fn live_keys(app: &App, org: &str) -> Result<Vec<KeyItem>, ApiError> {
+    let mut keys: Vec<KeyItem> = app
+        .store
+        .list_keys(org)
+        .await?
+        .into_iter()
+        .filter(|k| !k.revoked)
+        .collect();
+    keys.sort_by(|a, b| (a.created_at, &a.key_id).cmp(&(b.created_at, &b.key_id)));
+    Ok(keys)
+}
+
+/// GET /api-keys.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    Ok(paging.envelope(&live_keys(app, call.org()).await?, render))
+}
+
+/// The requested scopes: known, at least one, each at most once, and each held by the caller.
+fn scopes_field(body: &JsonBody, held: &[Scope]) -> Result<Vec<Scope>, ApiError> {
+    let raw = body
+        .opt_array("scopes")?
+        .ok_or_else(|| ApiError::bad_request("field 'scopes' is required"))?;
+    let mut scopes = Vec::new();
+    for v in raw {
+        let scope = v.as_str().and_then(Scope::parse).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "field 'scopes': {v} is not one of catalog:read, catalog:write, settings:manage"
+            ))
+        })?;
+        if !held.contains(&scope) {
+            return Err(ApiError::forbidden(format!(
+                "this API key cannot grant the '{}' scope: it does not hold it",
+                scope.as_str()
+            )));
+        }
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    if scopes.is_empty() {
+        return Err(ApiError::bad_request(
+            "field 'scopes' must name at least one scope",
+        ));
+    }
+    Ok(scopes)
+}
+
+/// POST /api-keys: 201 with the key in `key`, shown this once.
+async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["name", "scopes"])?;
+    let name = body.req_str("name")?;
+    names::validate("name", name)?;
+    let scopes = scopes_field(&body, &call.principal.scopes)?;
+    if live_keys(app, call.org()).await?.len() >= MAX_KEYS {
+        return Err(ApiError::conflict(format!(
+            "an organization may have at most {MAX_KEYS} API keys; revoke one first"
+        )));
+    }
+    let created = admin::create_key(&app.store, call.org(), name, &scopes).await?;
+    let mut result = json!({
+        "id": created.key_id,
+        "name": name,
+        "scopes": created.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "createdAt": created.created_at.to_string(),
+        "lastUsedAt": null,
+    });
+    result["key"] = json!(created.plain);
+    Ok(ApiResponse::single(201, result))
+}
+
+/// DELETE /api-keys/{id}: revokes a live key of the organization; a key cannot revoke itself.
+async fn revoke(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.params[0].as_str();
+    Query::parse(&call.request.query, &[])?;
+    if id == call.principal.key_id {
+        return Err(ApiError::bad_request(
+            "an API key cannot revoke itself; use another key with settings:manage",
+        ));
+    }
+    let not_found = || ApiError::not_found(format!("API key '{id}' not found"));
+    // Key ids start with their organization's id: another organization's id is not found.
+    let ours = id.len() == 12
+        && id.starts_with(call.org())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !ours || !app.store.revoke_live_key(call.org(), id).await? {
+        return Err(not_found());
+    }
+    app.auth.forget(id);
+    Ok(ApiResponse::single(
+        200,
+        json!({"identifier": id, "deleted": true}),
+    ))
+}
