@@ -36,6 +36,8 @@ pub struct Config {
     pub imports: crate::imports::ImportConfig,
     /// Queues, coalescing window, retry schedule and URL policy of webhooks.
     pub webhooks: crate::webhooks::WebhookConfig,
+    /// What list cursors are sealed with (`CATALOG_CURSOR_KEY`, else derived from the table).
+    pub cursor_key: crate::http::cursor::CursorKey,
 }
 
 impl Default for Config {
@@ -51,6 +53,7 @@ impl Default for Config {
             snapshots: Default::default(),
             imports: Default::default(),
             webhooks: Default::default(),
+            cursor_key: crate::http::cursor::CursorKey::new(None, "catalog"),
         }
     }
 }
@@ -104,6 +107,10 @@ impl Config {
             },
             imports: crate::imports::ImportConfig::from_lookup(&lookup),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup, local_mode),
+            cursor_key: crate::http::cursor::CursorKey::new(
+                lookup("CATALOG_CURSOR_KEY").as_deref(),
+                &lookup("CATALOG_TABLE").unwrap_or_default(),
+            ),
         }
     }
 }

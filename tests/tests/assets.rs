@@ -109,7 +109,7 @@ async fn create_get_patch_list_and_409_on_an_existing_identifier() {
     assert_eq!(ids(&all), ["banner", "icon", "logo"]);
     assert_eq!(
         all.body["pagination"],
-        json!({"limit": 100, "page": 1, "totalPages": 1, "totalResults": 3})
+        json!({"limit": 100, "page": 1, "totalPages": 1, "totalResults": 3, "nextCursor": null})
     );
     assert_eq!(all.ddb_requests(), 1, "one Query of the assets partition");
     let found = org.get("/v1/assets?search=LOGO").await;
@@ -120,7 +120,18 @@ async fn create_get_patch_list_and_409_on_an_existing_identifier() {
     assert_eq!(ids(&page), ["logo"]);
     assert_eq!(
         page.body["pagination"],
-        json!({"limit": 2, "page": 2, "totalPages": 2, "totalResults": 3})
+        json!({"limit": 2, "page": 2, "totalPages": 2, "totalResults": 3, "nextCursor": null})
+    );
+    // the first page's cursor leads to the same second page
+    let first = org.get("/v1/assets?limit=2").await;
+    let cursor = first.body["pagination"]["nextCursor"].as_str().unwrap();
+    let by_cursor = org
+        .get(&format!("/v1/assets?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(ids(&by_cursor), ["logo"]);
+    assert_eq!(
+        by_cursor.body["pagination"]["page"],
+        serde_json::Value::Null
     );
 }
 

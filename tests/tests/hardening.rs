@@ -109,7 +109,7 @@ async fn bad_identifiers_are_400_and_far_pages_answer_correctly() {
         (r.status, r.body),
         (
             200,
-            json!({"result": [], "pagination": {"limit": 200, "page": 4294967295u64, "totalPages": 1, "totalResults": 3}})
+            json!({"result": [], "pagination": {"limit": 200, "page": 4294967295u64, "totalPages": 1, "totalResults": 3, "nextCursor": null}})
         )
     );
     let r = org.get("/v1/products?page=4294967296").await;

@@ -56,9 +56,11 @@ async fn pages_in_identifier_order_with_true_totals() {
     let r = org.get("/v1/products?limit=2").await;
     assert_eq!(r.status, 200);
     assert_eq!(ids(&r), ["P9", "p1"], "byte order");
+    let mut pagination = r.body["pagination"].clone();
+    assert!(pagination["nextCursor"].take().is_string());
     assert_eq!(
-        r.body["pagination"],
-        json!({"limit": 2, "page": 1, "totalPages": 3, "totalResults": 5})
+        pagination,
+        json!({"limit": 2, "page": 1, "totalPages": 3, "totalResults": 5, "nextCursor": null})
     );
     assert_eq!(
         r.ddb_requests(),
@@ -71,7 +73,7 @@ async fn pages_in_identifier_order_with_true_totals() {
     let r = org.get("/v1/products?limit=2&page=4").await;
     assert_eq!(
         r.body,
-        json!({"result": [], "pagination": {"limit": 2, "page": 4, "totalPages": 3, "totalResults": 5}})
+        json!({"result": [], "pagination": {"limit": 2, "page": 4, "totalPages": 3, "totalResults": 5, "nextCursor": null}})
     );
     let r = org.get("/v1/products").await;
     assert_eq!(r.body["pagination"]["limit"], 100);
@@ -84,7 +86,7 @@ async fn pages_in_identifier_order_with_true_totals() {
     let r = empty.get("/v1/variants").await;
     assert_eq!(
         r.body,
-        json!({"result": [], "pagination": {"limit": 100, "page": 1, "totalPages": 0, "totalResults": 0}})
+        json!({"result": [], "pagination": {"limit": 100, "page": 1, "totalPages": 0, "totalResults": 0, "nextCursor": null}})
     );
 
     for (query, error) in [

@@ -9,6 +9,7 @@ use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::cursor::{CursorPaging, Start};
 use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
@@ -26,7 +27,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List assets",
-                &["asset_search", "limit", "page"],
+                &["asset_search", "limit", "page", "cursor"],
                 None,
                 200,
                 Body::List("Asset"),
@@ -276,14 +277,27 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /assets: one Query of the assets partition; `search` matches names, ignoring case.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["search", "limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = Query::parse(&call.request.query, &["search", "limit", "page", "cursor"])?;
     let needle = query.get("search").map(str::to_lowercase);
+    let scope = format!("assets&search={}", needle.as_deref().unwrap_or_default());
+    let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
     let mut assets = app.store.list_resources(call.org(), Shelf::ASSETS).await?;
     if let Some(n) = needle.filter(|n| !n.is_empty()) {
         assets.retain(|a| a.name.to_lowercase().contains(&n));
     }
-    Ok(paging.envelope(&assets, render))
+    // identifier order, as stored
+    let start = match &paging.start {
+        Start::Page(_) => paging.offset().min(assets.len()),
+        Start::After(id) => assets.partition_point(|a| a.id.as_str() <= id.as_str()),
+    };
+    let end = start
+        .saturating_add(paging.limit as usize)
+        .min(assets.len());
+    let page = &assets[start..end];
+    let next = (end < assets.len())
+        .then(|| page.last().map(|a| a.id.as_str()))
+        .flatten();
+    Ok(paging.respond(page.iter().map(render).collect(), assets.len(), next))
 }
 
 /// The assets named by `ids`, in that order (one BatchGetItem); missing ones left out.

@@ -275,7 +275,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .await?
             .ok_or_else(|| ApiError::entity_not_found("bundle", id))?;
         let mut write = TreeWrite::new();
-        write.delete_resource(&bundle)?;
+        write.delete_resource(org, &bundle)?;
         for l in &bundle.items {
             write.push(member(org, &l.sku, id, false)?);
         }

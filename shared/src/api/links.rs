@@ -133,7 +133,7 @@ pub async fn delete_everywhere(
                 }
             }
         }
-        write.delete_resource(&target).map_err(Retry::from)?;
+        write.delete_resource(org, &target).map_err(Retry::from)?;
         app.store.commit(&write).await?;
         Ok(())
     })

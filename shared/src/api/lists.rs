@@ -9,8 +9,9 @@ use crate::domain::attributes::TargetEntity;
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, Paging, Query};
-use crate::search::engine::{Embedded, ListEngine};
+use crate::http::cursor::{CursorPaging, Start};
+use crate::http::{ApiResponse, Query};
+use crate::search::engine::{Cut, Embedded, ListEngine, Page};
 use crate::search::parse::{parse_json, RawSearch};
 use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
 use crate::store::items::EntityKind;
@@ -27,6 +28,7 @@ pub const LIST_PARAMS: &[&str] = &[
     "search_mode",
     "limit",
     "page",
+    "cursor",
     "include",
     "attributes",
     "exclude_attributes",
@@ -47,7 +49,7 @@ pub struct CompletenessQuery {
 /// A checked list request.
 #[derive(Debug)]
 pub struct ListRequest {
-    pub paging: Paging,
+    pub paging: CursorPaging,
     pub include: Include,
     pub selection: Selection,
     pub updated_after: Option<Timestamp>,
@@ -62,9 +64,21 @@ fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
 
 /// Parses a list request; `extra` are the endpoint's own parameters, `includes` the
 /// relations it embeds.
-pub fn parse(call: &Call, extra: &[&str], includes: &[&str]) -> Result<ListRequest, ApiError> {
+pub fn parse(
+    app: &App,
+    call: &Call,
+    kind: EntityKind,
+    extra: &[&str],
+    includes: &[&str],
+) -> Result<ListRequest, ApiError> {
     let allowed: Vec<&str> = LIST_PARAMS.iter().chain(extra).copied().collect();
     let query = Query::parse(&call.request.query, &allowed)?;
+    // A cursor opens only for the list and selection it was made for.
+    let mut scope = kind.as_str().to_string();
+    for name in SELECTION_PARAMS {
+        scope.push_str(&format!("&{name}={}", query.get(name).unwrap_or_default()));
+    }
+    let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
     let any = match query.get("search_mode") {
         None | Some("all") => false,
         Some("any") => true,
@@ -83,7 +97,7 @@ pub fn parse(call: &Call, extra: &[&str], includes: &[&str]) -> Result<ListReque
     };
     let search = query.get("search").map(parse_json).transpose()?;
     Ok(ListRequest {
-        paging: Paging::from_query(&query)?,
+        paging,
         include: Include::parse(query.list("include"), includes)?,
         selection: Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?,
         updated_after,
@@ -139,6 +153,25 @@ fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
     kinds
 }
 
+/// The parameters that decide which entities a list holds (a cursor is tied to them).
+const SELECTION_PARAMS: &[&str] = &[
+    "updated_after",
+    "search",
+    "search_mode",
+    "completeness_profile",
+    "completeness",
+    "channel",
+];
+
+/// One page of a list: the request, the page's entries, the true total, and the identifier
+/// the next page starts after (when more follow).
+pub struct ListPage {
+    pub req: ListRequest,
+    pub entries: Vec<IndexEntry>,
+    pub total: usize,
+    pub next_after: Option<String>,
+}
+
 /// The page of `kind` a list request asks for, with the true total: the request parsed
 /// (`extra`: the endpoint's own parameters, `includes`: its relations), then matched.
 pub async fn page(
@@ -147,21 +180,29 @@ pub async fn page(
     kind: EntityKind,
     extra: &[&str],
     includes: &[&str],
-) -> Result<(ListRequest, Vec<IndexEntry>, usize), ApiError> {
-    let req = parse(call, extra, includes)?;
-    let (page, total) = matching(&app.store, call.org(), kind, &req).await?;
-    Ok((req, page, total))
+) -> Result<ListPage, ApiError> {
+    let req = parse(app, call, kind, extra, includes)?;
+    let (entries, total, more) = matching(&app.store, call.org(), kind, &req).await?;
+    let next_after = more.then(|| entries.last().map(|e| e.id.clone())).flatten();
+    Ok(ListPage {
+        req,
+        entries,
+        total,
+        next_after,
+    })
 }
 
 /// The list response of a rendered page, with the metaobjects it references when asked.
 pub async fn respond(
     app: &App,
     call: &Call,
-    req: &ListRequest,
+    page: &ListPage,
     result: Vec<Value>,
-    total: usize,
 ) -> Result<ApiResponse, ApiError> {
-    let response = req.paging.page_response(result, total);
+    let req = &page.req;
+    let response = req
+        .paging
+        .respond(result, page.total, page.next_after.as_deref());
     with_included(&app.store, call.org(), response, req.include.metaobjects).await
 }
 
@@ -175,7 +216,7 @@ pub async fn matching(
     org: &str,
     target: EntityKind,
     req: &ListRequest,
-) -> Result<(Vec<IndexEntry>, usize), ApiError> {
+) -> Result<Page, ApiError> {
     let engine = Embedded(store);
     let kinds = levels(target, req);
     let refresh = engine.refresh(org, &kinds);
@@ -202,7 +243,11 @@ pub async fn matching(
             criteria.completeness = completeness(q, ctx.profile.as_ref(), &ctx.scopes)?;
         }
     }
-    Ok(engine.page(org, target, &criteria, &|total| req.paging.range(total)))
+    let cut = match &req.paging.start {
+        Start::Page(_) => Cut::Index(req.paging.offset()),
+        Start::After(id) => Cut::After(id),
+    };
+    Ok(engine.page(org, target, &criteria, cut, req.paging.limit as usize))
 }
 
 /// The completeness condition of a request: the profile must exist, the channel must exist

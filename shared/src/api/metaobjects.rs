@@ -396,7 +396,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .into());
         }
         let mut write = TreeWrite::new();
-        write.delete_resource(&m)?;
+        write.delete_resource(org, &m)?;
         app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, super::render::deleted(id)))
     })

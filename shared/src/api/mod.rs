@@ -7,6 +7,7 @@ pub mod attributes;
 pub mod bulk;
 pub mod bundles;
 pub mod categories;
+pub mod deletions;
 pub mod imports;
 pub mod include;
 pub mod links;

@@ -199,10 +199,10 @@ fn schemas() -> Value {
         "Error": object(&[("error", json!({"type": "string", "example": "product 'abc' not found"}), true)]),
         "Pagination": object(&[
             ("limit", json!({"type": "integer", "minimum": 1, "maximum": 200}), true),
-            ("page", json!({"type": "integer", "minimum": 1}), true),
+            ("page", json!({"type": ["integer", "null"], "minimum": 1, "description": "null on a page reached by cursor"}), true),
             ("totalPages", json!({"type": "integer", "minimum": 0}), true),
             ("totalResults", json!({"type": "integer", "minimum": 0}), true),
-        ]),
+            ("nextCursor", json!({"type": ["string", "null"], "description": "Lists of products, variants, SKUs, assets and deletions: the cursor of the next page; null on the last"}), false)]),
         "AttributeEntry": object(&[
             ("value", json!({"type": "string", "description": "The raw stored string; a JSON-encoded array for multi-value attributes. Read `data`."}), true),
             ("data", json!({"description": "The typed value: number, boolean, {amount, currency}, {value, unit}, string, or an array of those."}), true),
@@ -224,6 +224,8 @@ fn schemas() -> Value {
         ]),
         "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
             ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
+        "Deletion": object(&[("entity_type", json!({"enum": super::deletions::ENTITY_TYPES}), true),
+            ("identifier", string(), true), ("deletedAt", time(), true)]),
         "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
         "Import": import.clone(),
         "ImportCreated": {"allOf": [import, object(&[("uploadUrl", json!({"type": "string", "description": "Presigned S3 URL: PUT the file here"}), true),
@@ -359,6 +361,9 @@ fn parameters() -> Value {
         "completeness": param("completeness", "query", json!({"enum": ["complete", "incomplete"]}), "Requires completeness_profile."),
         "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
         "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
+        "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
+        "entity_type": param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list."),
+        "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
     });
     for (name, example) in samples::query_examples() {
@@ -373,6 +378,7 @@ fn query_component(path: &str, name: &'static str) -> &'static str {
     match (name, path) {
         ("include", p) if p.starts_with("/variants") => "variant_include",
         ("include", p) if p.starts_with("/skus") => "sku_include",
+        ("updated_after", "/deletions") => "deletions_after",
         _ => name,
     }
 }

@@ -42,6 +42,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         Route::new("DELETE", "/products/{identifier}", Scope::CatalogWrite, Doc::delete("Delete a product with its variants and SKUs")),
         handler!(delete_product),
     ),
+    super::deletions::ENDPOINT,
     super::openapi::ENDPOINT,
 ];
 
@@ -89,7 +90,7 @@ fn embed(include: Include) -> Embed {
 /// GET /products: the index gives the page's identifiers and the true totals, then one
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let (req, page, total) = lists::page(
+    let page = lists::page(
         app,
         call,
         EntityKind::Product,
@@ -97,13 +98,17 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         PRODUCT_INCLUDES,
     )
     .await?;
+    let req = &page.req;
     let depth = depth(req.include);
-    let trees = app.store.product_page(call.org(), &page, depth).await?;
+    let trees = app
+        .store
+        .product_page(call.org(), &page.entries, depth)
+        .await?;
     let result = trees
         .iter()
         .map(|t| render::product(t, embed(req.include), &req.selection))
         .collect();
-    lists::respond(app, call, &req, result, total).await
+    lists::respond(app, call, &page, result).await
 }
 
 /// PATCH /products/{identifier}: upsert of the product and the variants and SKUs it names;

@@ -111,13 +111,13 @@ async fn sku_path(
 
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let (req, page, total) = lists::page(app, call, EntityKind::Sku, &[], SKU_INCLUDES).await?;
-    let trees = app.store.sku_page(call.org(), &page).await?;
+    let page = lists::page(app, call, EntityKind::Sku, &[], SKU_INCLUDES).await?;
+    let trees = app.store.sku_page(call.org(), &page.entries).await?;
     let result = trees
         .iter()
-        .map(|t| render::sku(t, &req.selection))
+        .map(|t| render::sku(t, &page.req.selection))
         .collect();
-    lists::respond(app, call, &req, result, total).await
+    lists::respond(app, call, &page, result).await
 }
 
 /// PATCH /skus/{identifier}: `name` and `values` of an existing SKU (404 otherwise); the

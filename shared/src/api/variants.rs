@@ -99,15 +99,17 @@ pub async fn find(
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let (req, page, total) =
-        lists::page(app, call, EntityKind::Variant, &[], VARIANT_INCLUDES).await?;
-    let skus = req.include.skus;
-    let trees = app.store.variant_page(call.org(), &page, skus).await?;
+    let page = lists::page(app, call, EntityKind::Variant, &[], VARIANT_INCLUDES).await?;
+    let skus = page.req.include.skus;
+    let trees = app
+        .store
+        .variant_page(call.org(), &page.entries, skus)
+        .await?;
     let result = trees
         .iter()
-        .map(|t| render::variant(t, skus, &req.selection))
+        .map(|t| render::variant(t, skus, &page.req.selection))
         .collect();
-    lists::respond(app, call, &req, result, total).await
+    lists::respond(app, call, &page, result).await
 }
 
 /// DELETE /variants/{identifier}: the variant and its SKUs; the product's `updatedAt`

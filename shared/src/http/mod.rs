@@ -2,6 +2,7 @@
 //! reading query parameters and JSON bodies, and writing JSON responses.
 
 pub mod body;
+pub mod cursor;
 pub mod doc;
 pub mod query;
 pub mod request;

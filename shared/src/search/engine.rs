@@ -8,10 +8,20 @@ use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::store::{Store, StoreError};
 use lambda_http::BoxFuture;
-use std::ops::Range;
+use std::ops::Bound;
 
-/// One page of a list and the list's true total.
-pub type Page = (Vec<IndexEntry>, usize);
+/// Where a page starts in the identifier-ordered result.
+#[derive(Debug, Clone, Copy)]
+pub enum Cut<'a> {
+    /// At this index (`page`): the engine walks to it.
+    Index(usize),
+    /// Just after this identifier (`cursor`): the engine seeks it, at the same cost at
+    /// any depth.
+    After(&'a str),
+}
+
+/// One page of a list, the list's true total, and whether more results follow the page.
+pub type Page = (Vec<IndexEntry>, usize, bool);
 
 /// What a list handler needs of a list engine.
 pub trait ListEngine: Sync {
@@ -23,14 +33,15 @@ pub trait ListEngine: Sync {
         kinds: &'a [EntityKind],
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// The entities of `target` that `criteria` selects, cut to `page` (a range of the
-    /// identifier-ordered result, clamped to it by `paging`), with their total.
+    /// The entities of `target` that `criteria` selects, at most `limit` of them from
+    /// `cut` on in identifier order, with their total.
     fn page(
         &self,
         org: &str,
         target: EntityKind,
         criteria: &Criteria,
-        paging: &dyn Fn(usize) -> Range<usize>,
+        cut: Cut,
+        limit: usize,
     ) -> Page;
 }
 
@@ -51,27 +62,34 @@ impl ListEngine for Embedded<'_> {
         org: &str,
         target: EntityKind,
         criteria: &Criteria,
-        paging: &dyn Fn(usize) -> Range<usize>,
+        cut: Cut,
+        limit: usize,
     ) -> Page {
         self.0.with_snapshots(org, |levels| {
             if criteria.is_everything() {
-                // An unfiltered page walks to its start; nothing is evaluated or collected.
+                // An unfiltered page walks to (or seeks) its start; nothing is evaluated.
                 let all = levels.of(target);
-                let range = paging(all.len());
-                let page = all
-                    .values()
-                    .skip(range.start)
-                    .take(range.len())
-                    .map(|e| e.index_entry())
-                    .collect();
-                return (page, all.len());
+                let from: Box<dyn Iterator<Item = _>> = match cut {
+                    Cut::Index(i) => Box::new(all.values().skip(i)),
+                    Cut::After(id) => Box::new(
+                        all.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
+                            .map(|(_, e)| e),
+                    ),
+                };
+                let mut page: Vec<IndexEntry> =
+                    from.take(limit + 1).map(|e| e.index_entry()).collect();
+                let more = page.len() > limit;
+                page.truncate(limit);
+                return (page, all.len(), more);
             }
             let all = select(levels, target, criteria);
-            let page = all[paging(all.len())]
-                .iter()
-                .map(|e| e.index_entry())
-                .collect();
-            (page, all.len())
+            let start = match cut {
+                Cut::Index(i) => i.min(all.len()),
+                Cut::After(id) => all.partition_point(|e| e.id.as_str() <= id),
+            };
+            let end = start.saturating_add(limit).min(all.len());
+            let page = all[start..end].iter().map(|e| e.index_entry()).collect();
+            (page, all.len(), end < all.len())
         })
     }
 }

@@ -155,6 +155,13 @@ pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
 }
 pub const TOMBSTONE_SK: &str = "DEL";
 
+/// The deletions feed of one organization and entity type (`GET /deletions`): sort key
+/// `<deletedAt>#<identifier>`, kept 30 days. Outside every index, so list snapshots never
+/// read it.
+pub fn deletions_pk(org: &str, entity_type: &str) -> String {
+    format!("O#{org}#D#{entity_type}")
+}
+
 /// Import jobs: one partition per organization, sort key the import id (a ULID: time order).
 pub fn imports_pk(org: &str) -> String {
     format!("O#{org}#I")

@@ -3,6 +3,7 @@
 //! definitions, the product tree).
 
 pub mod attributes;
+pub mod deletions;
 pub mod errors;
 pub mod imports;
 pub mod items;

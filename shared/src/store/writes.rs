@@ -5,8 +5,8 @@
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
-    change_sk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK, GSI2SK, REF_SK,
-    TOMBSTONE_SK, TTL,
+    change_sk, deletions_pk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK,
+    GSI2SK, REF_SK, TOMBSTONE_SK, TTL,
 };
 use super::ops::{item_key, Item};
 use super::resources::ResourceItem;
@@ -106,8 +106,9 @@ impl TreeWrite {
         Ok(())
     }
 
-    /// Deletes a resource in a new group, if it is still at the version read.
-    pub fn delete_resource(&mut self, item: &ResourceItem) -> Result<(), StoreError> {
+    /// Deletes a resource in a new group, if it is still at the version read, and records
+    /// the deletion in its type's feed (a metaobject as `<definition>/<identifier>`).
+    pub fn delete_resource(&mut self, org: &str, item: &ResourceItem) -> Result<(), StoreError> {
         let del = Delete::builder()
             .table_name("")
             .set_key(Some(item.key()))
@@ -117,6 +118,17 @@ impl TreeWrite {
             .map_err(build_err)?;
         self.start_group();
         self.push(TransactWriteItem::builder().delete(del).build());
+        let identifier = match &item.def {
+            Some(def) => format!("{def}/{}", item.id),
+            None => item.id.clone(),
+        };
+        let at = Timestamp::next_after([item.tu]);
+        let put = Put::builder()
+            .table_name("")
+            .set_item(Some(deletion_record(org, &item.kind, &identifier, at)))
+            .build()
+            .map_err(build_err)?;
+        self.push(TransactWriteItem::builder().put(put).build());
         Ok(())
     }
 
@@ -210,15 +222,21 @@ impl TreeWrite {
                 target,
             ));
         }
-        let put = Put::builder()
-            .table_name("")
-            .set_item(Some(tombstone(org, item)))
-            .build()
-            .map_err(build_err)?;
-        group.push((
-            TransactWriteItem::builder().put(put).build(),
-            Target::Entity,
-        ));
+        let at = Timestamp::next_after([item.tu]);
+        for record in [
+            tombstone(org, item, at),
+            deletion_record(org, item.kind.as_str(), &item.id, at),
+        ] {
+            let put = Put::builder()
+                .table_name("")
+                .set_item(Some(record))
+                .build()
+                .map_err(build_err)?;
+            group.push((
+                TransactWriteItem::builder().put(put).build(),
+                Target::Entity,
+            ));
+        }
         self.groups.push(group);
         Ok(())
     }
@@ -299,10 +317,27 @@ pub fn version_bump(key: Item, ver: u64) -> Result<TransactWriteItem, StoreError
 /// How long a tombstone stays: list snapshots older than this reload in full.
 pub const TOMBSTONE_RETENTION_SECS: i64 = 24 * 3600;
 
+/// How long `GET /deletions` remembers a deletion.
+pub const DELETION_RETENTION_SECS: i64 = 30 * 24 * 3600;
+
+/// A deletion in its type's feed: `deletions_pk`, sort key `<at>#<identifier>`.
+fn deletion_record(org: &str, entity_type: &str, identifier: &str, at: Timestamp) -> Item {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let mut d = item_key(
+        deletions_pk(org, entity_type),
+        change_sk(&at.to_string(), identifier),
+    );
+    d.insert("entityType".into(), s(entity_type));
+    d.insert("identifier".into(), s(identifier));
+    d.insert("deletedAt".into(), s(&at.to_string()));
+    let expires = at.millis() / 1000 + DELETION_RETENTION_SECS;
+    d.insert(TTL.into(), AttributeValue::N(expires.to_string()));
+    d
+}
+
 /// The tombstone of a deleted entity, in its type's `byChange` partition, timed no earlier
 /// than the entity's last change.
-fn tombstone(org: &str, item: &EntityItem) -> Item {
-    let at = Timestamp::next_after([item.tu]);
+fn tombstone(org: &str, item: &EntityItem, at: Timestamp) -> Item {
     let kind = item.kind.as_str();
     let s = |v: &str| AttributeValue::S(v.to_string());
     let mut t = item_key(tombstone_pk(org, kind, &item.id), TOMBSTONE_SK);
