@@ -260,6 +260,8 @@ mod tests {
             query: Vec::new(),
             authorization: None,
             content_type: None,
+            if_match: None,
+            idempotency_key: None,
             body: Vec::new(),
         }
     }

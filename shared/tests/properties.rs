@@ -265,6 +265,8 @@ proptest! {
             method: "POST".into(),
             path: "/v1/assets".into(),
             content_type: Some("application/json".into()),
+            if_match: None,
+            idempotency_key: None,
             body,
             ..ApiRequest::default()
         };

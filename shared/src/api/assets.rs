@@ -2,6 +2,7 @@
 //! variants (`/variants/{identifier}/assets`, the assets of the variant's product).
 
 use super::asset_input::{apply, new_asset, raw_asset, RawAsset, MAX_LINKS};
+use super::etags;
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
@@ -223,7 +224,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
     let item = new_asset(call.org(), &input, Timestamp::now());
     match app.store.put_resource(&item, Expect::Absent).await {
-        Ok(()) => Ok(ApiResponse::single(201, render(&item))),
+        Ok(()) => Ok(ApiResponse::single(201, render(&item)).with_etag(etags::resource(&item))),
         Err(StoreError::ConditionFailed) => {
             Err(ApiError::conflict(format!("asset '{id}' already exists")))
         }
@@ -239,7 +240,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .get_resource(call.org(), Shelf::ASSETS, id)
         .await?
         .ok_or_else(|| ApiError::entity_not_found("asset", id))?;
-    Ok(ApiResponse::single(200, render(&asset)))
+    Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
 }
 
 /// PATCH /assets/{identifier}: omitted fields unchanged; 404 when the asset does not exist.
@@ -251,18 +252,20 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let input = &raw.validate(id, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("asset '{id}'"), || async move {
-        let mut asset = app
+        let asset = app
             .store
             .get_resource(org, Shelf::ASSETS, id)
             .await?
-            .ok_or_else(|| ApiError::entity_not_found("asset", id))?;
+            .ok_or_else(|| ApiError::entity_not_found("asset", id));
+        let mut asset = etags::checked(if_match, asset, etags::resource, "asset")?;
         let expect = Expect::Version(asset.ver);
         if apply(&mut asset, input) {
             asset.touch(Timestamp::next_after([asset.tu]));
             app.store.put_resource(&asset, expect).await?;
         }
-        Ok(ApiResponse::single(200, render(&asset)))
+        Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
     })
     .await
 }
@@ -271,7 +274,8 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
     Query::parse(&call.request.query, &[])?;
-    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id).await?;
+    let if_match = call.request.if_match.as_deref();
+    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match).await?;
     Ok(ApiResponse::single(200, super::render::deleted(id)))
 }
 

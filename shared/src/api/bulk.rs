@@ -293,7 +293,7 @@ async fn write_line(
     let (Some(id), Ok(patch)) = (id, patch) else {
         return refused(line, id, patch);
     };
-    let result = upsert_product(app, org, id, patch, known).await;
+    let result = upsert_product(app, org, id, patch, known, None).await;
     LineOutcome {
         line,
         identifier: Some(id.to_string()),

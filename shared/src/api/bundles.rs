@@ -3,6 +3,7 @@
 //! it (`bundles` set, written in the bundle's own transaction), so a SKU in a bundle cannot
 //! be deleted and a bundle never points at a deleted SKU.
 
+use super::etags;
 use super::references;
 use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -14,6 +15,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
+use crate::http::etag::check;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::keys::{sku_ref_pk, REF_SK};
 use crate::store::ops::item_key;
@@ -105,7 +107,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .get_resource(call.org(), Shelf::BUNDLES, id)
         .await?
         .ok_or_else(|| ApiError::entity_not_found("bundle", id))?;
-    Ok(ApiResponse::single(200, render(&b)))
+    Ok(ApiResponse::single(200, render(&b)).with_etag(etags::resource(&b)))
 }
 
 /// The `items` of a PUT body: 1 to `MAX_ITEMS` lines with distinct SKUs.
@@ -190,6 +192,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     references::check_exist(&app.store, call.org(), &[(String::new(), &changes)]).await?;
     let changes = &changes;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("bundle '{id}'"), || async move {
         let (existing, skus) = crate::store::metrics::in_parallel(async {
             futures_util::try_join!(
@@ -203,6 +206,11 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             )
         })
         .await?;
+        check(
+            if_match,
+            existing.as_ref().map(etags::resource).as_deref(),
+            "bundle",
+        )?;
         if let Some(l) = items
             .iter()
             .find(|l| !skus.contains(&sku_ref_pk(org, &l.sku)))
@@ -227,7 +235,9 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let changed = bundle.name != name || bundle.items != *items || bundle.vals != vals;
         let status = if existing.is_some() { 200 } else { 201 };
         if existing.is_some() && !changed {
-            return Ok(ApiResponse::single(status, render(&bundle)));
+            return Ok(
+                ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle))
+            );
         }
         bundle.name = name.to_string();
         bundle.items = items.clone();
@@ -243,7 +253,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             write.push(member(org, &l.sku, id, false)?);
         }
         app.store.commit(&write).await?;
-        Ok(ApiResponse::single(status, render(&bundle)))
+        Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
     })
     .await
 }
@@ -268,12 +278,14 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("bundle '{id}'"), || async move {
         let bundle = app
             .store
             .get_resource(org, Shelf::BUNDLES, id)
             .await?
-            .ok_or_else(|| ApiError::entity_not_found("bundle", id))?;
+            .ok_or_else(|| ApiError::entity_not_found("bundle", id));
+        let bundle = etags::checked(if_match, bundle, etags::resource, "bundle")?;
         let mut write = TreeWrite::new();
         write.delete_resource(org, &bundle)?;
         for l in &bundle.items {

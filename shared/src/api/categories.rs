@@ -1,6 +1,7 @@
 //! `/categories` routes: a tree of categories (each with an optional parent), which products
 //! list in `categories` (set through PATCH /products).
 
+use super::etags;
 use super::links;
 use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -9,6 +10,7 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
+use crate::http::etag::check;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
@@ -96,7 +98,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .get_resource(call.org(), Shelf::CATEGORIES, id)
         .await?
         .ok_or_else(|| ApiError::entity_not_found("category", id))?;
-    Ok(ApiResponse::single(200, render(&c)))
+    Ok(ApiResponse::single(200, render(&c)).with_etag(etags::resource(&c)))
 }
 
 /// The ancestors of `parent` (itself first), or a 400 when `id` is among them (a cycle) or
@@ -155,6 +157,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
     };
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("category '{id}'"), || async move {
         let all = app.store.list_resources(org, Shelf::CATEGORIES).await?;
         let by_id: HashMap<&str, &ResourceItem> = all.iter().map(|c| (c.id.as_str(), c)).collect();
@@ -163,6 +166,11 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             None => Vec::new(),
         };
         let existing = by_id.get(id).copied();
+        check(
+            if_match,
+            existing.map(|c| etags::resource(c)).as_deref(),
+            "category",
+        )?;
         let at = Timestamp::next_after(existing.map(|c| c.tu));
         let (mut item, expect) = match existing {
             Some(c) => ((*c).clone(), Expect::Version(c.ver)),
@@ -174,7 +182,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let status = if existing.is_some() { 200 } else { 201 };
         let changed = item.name != name || item.parent.as_deref() != parent;
         if existing.is_some() && !changed {
-            return Ok(ApiResponse::single(status, render(&item)));
+            return Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)));
         }
         item.name = name.to_string();
         item.parent = parent.map(str::to_string);
@@ -190,7 +198,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             });
         }
         app.store.commit(&write).await?;
-        Ok(ApiResponse::single(status, render(&item)))
+        Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)))
     })
     .await
 }
@@ -200,6 +208,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
     Query::parse(&call.request.query, &[])?;
-    links::delete_everywhere(app, call.org(), Shelf::CATEGORIES, id).await?;
+    let if_match = call.request.if_match.as_deref();
+    links::delete_everywhere(app, call.org(), Shelf::CATEGORIES, id, if_match).await?;
     Ok(ApiResponse::single(200, super::render::deleted(id)))
 }

@@ -88,6 +88,7 @@ pub async fn delete_everywhere(
     org: &str,
     shelf: Shelf<'_>,
     id: &str,
+    if_match: Option<&str>,
 ) -> Result<(), ApiError> {
     let what = shelf.kind.as_str();
     with_retries(&format!("{what} '{id}'"), || async {
@@ -95,7 +96,8 @@ pub async fn delete_everywhere(
             .store
             .get_resource(org, shelf, id)
             .await?
-            .ok_or_else(|| ApiError::entity_not_found(what, id))?;
+            .ok_or_else(|| ApiError::entity_not_found(what, id));
+        let target = super::etags::checked(if_match, target, super::etags::resource, what)?;
         if shelf.kind == ResourceKind::Category {
             let all = app.store.list_resources(org, shelf).await?;
             let children: Vec<&str> = all

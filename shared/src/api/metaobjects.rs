@@ -2,6 +2,7 @@
 //! hex code and names per language, say) that attributes of type `metaobject` reference by
 //! identifier.
 
+use super::etags;
 use super::references::{first_referrer, render_metaobject};
 use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -12,6 +13,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
+use crate::http::etag::check;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
@@ -315,7 +317,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .get_resource(call.org(), Shelf::metaobjects(name), id)
         .await?
         .ok_or_else(|| not_found(name, id))?;
-    Ok(ApiResponse::single(200, render_metaobject(&m)))
+    Ok(ApiResponse::single(200, render_metaobject(&m)).with_etag(etags::resource(&m)))
 }
 
 /// PUT /metaobjects/{definition}/{identifier} {name?, values?}: creates (201) or replaces
@@ -332,6 +334,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let input = body.opt_object("values")?;
     let org = call.org();
     let shelf = Shelf::metaobjects(name);
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("metaobject '{name}/{id}'"), || async move {
         let (def, scopes, existing) = in_parallel(async {
             futures_util::try_join!(
@@ -342,6 +345,11 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         })
         .await?;
         let def = def.ok_or_else(|| definition_not_found(name))?;
+        check(
+            if_match,
+            existing.as_ref().map(etags::resource).as_deref(),
+            "metaobject",
+        )?;
         let languages = scopes.language_codes();
         let rules = ScopeRules {
             languages: Some(&languages),
@@ -365,13 +373,14 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ),
         };
         if status == 200 && item.name == display && item.vals == vals {
-            return Ok(ApiResponse::single(status, render_metaobject(&item)));
+            return Ok(ApiResponse::single(status, render_metaobject(&item))
+                .with_etag(etags::resource(&item)));
         }
         item.name = display.to_string();
         item.vals = vals;
         item.touch(at);
         app.store.put_resource(&item, expect).await?;
-        Ok(ApiResponse::single(status, render_metaobject(&item)))
+        Ok(ApiResponse::single(status, render_metaobject(&item)).with_etag(etags::resource(&item)))
     })
     .await
 }
@@ -383,12 +392,14 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("metaobject '{name}/{id}'"), || async move {
         let m = app
             .store
             .get_resource(org, Shelf::metaobjects(name), id)
             .await?
-            .ok_or_else(|| not_found(name, id))?;
+            .ok_or_else(|| not_found(name, id));
+        let m = etags::checked(if_match, m, etags::resource, "metaobject")?;
         if let Some(by) = first_referrer(&app.store, org, name, id).await? {
             return Err(ApiError::conflict(format!(
                 "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"

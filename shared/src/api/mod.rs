@@ -8,6 +8,7 @@ pub mod bulk;
 pub mod bundles;
 pub mod categories;
 pub mod deletions;
+pub mod etags;
 pub mod imports;
 pub mod include;
 pub mod links;

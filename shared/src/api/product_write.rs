@@ -2,11 +2,13 @@
 //! every item of the bulk `PATCH /products`: read the tree (and link targets), plan, commit,
 //! and again on a lost condition.
 
+use super::etags;
 use super::links;
 use super::retry::with_retries;
 use super::tree_patch::{self, ProductPatch};
 use crate::app::App;
 use crate::error::ApiError;
+use crate::http::etag::check;
 use crate::http::ApiResponse;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
@@ -24,6 +26,7 @@ pub async fn upsert_product(
     id: &str,
     patch: &ProductPatch,
     known: Option<Option<EntityItem>>,
+    if_match: Option<&str>,
 ) -> Result<ApiResponse, ApiError> {
     let depth = patch.depth();
     let known = &std::sync::Mutex::new(match known {
@@ -48,6 +51,11 @@ pub async fn upsert_product(
         })
         .await?;
         let old = tree.as_ref().map(|t| t.product.clone());
+        check(
+            if_match,
+            old.as_ref().map(etags::entity).as_deref(),
+            "product",
+        )?;
         let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
         // links added before the product write, the tree, links dropped after it
         let mut write = links::product_link_writes(org, id, patch, &targets, old.as_ref())?;
@@ -56,7 +64,8 @@ pub async fn upsert_product(
         if !write.is_empty() {
             app.store.commit(&write).await?;
         }
-        Ok(tree_patch::written(&plan, &plan.product, plan.product.tu))
+        Ok(tree_patch::written(&plan, &plan.product, plan.product.tu)
+            .with_etag(etags::entity(&plan.product)))
     })
     .await
 }

@@ -1,5 +1,6 @@
 //! `/products` routes.
 
+use super::etags;
 use super::include::{self, Include};
 use super::links;
 use super::lists;
@@ -63,13 +64,8 @@ async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .await?
         .ok_or_else(|| ApiError::entity_not_found("product", id))?;
     let result = render::product(&tree, embed(include), &selection);
-    with_included(
-        &app.store,
-        call.org(),
-        ApiResponse::single(200, result),
-        include.metaobjects,
-    )
-    .await
+    let response = ApiResponse::single(200, result).with_etag(etags::entity(&tree.product));
+    with_included(&app.store, call.org(), response, include.metaobjects).await
 }
 
 fn depth(include: Include) -> TreeDepth {
@@ -117,7 +113,8 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     let patch = tree_patch::parse_product_patch(app, call, id, &body).await?;
-    super::product_write::upsert_product(app, call.org(), id, &patch, None).await
+    let if_match = call.request.if_match.as_deref();
+    super::product_write::upsert_product(app, call.org(), id, &patch, None, if_match).await
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity
@@ -127,12 +124,14 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     let id = call.route.identifier(0, "product")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("product '{id}'"), move || async move {
         let tree = app
             .store
             .get_product_tree(org, id, TreeDepth::Skus)
             .await?
-            .ok_or_else(|| ApiError::entity_not_found("product", id))?;
+            .ok_or_else(|| ApiError::entity_not_found("product", id));
+        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.product), "product")?;
         let mut write = TreeWrite::new();
         for item in tree.skus.iter().chain(&tree.variants) {
             write.delete(org, item).map_err(Retry::from)?;

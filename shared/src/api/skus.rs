@@ -14,6 +14,7 @@ use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
 
+use super::etags;
 use super::include;
 use super::references::with_included;
 
@@ -81,13 +82,9 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
     let (include, selection) = include::detail_query(&call.request.query, SKU_INCLUDES)?;
     let tree = sku_path(app, call.org(), id).await?;
-    with_included(
-        &app.store,
-        call.org(),
-        ApiResponse::single(200, render::sku(&tree, &selection)),
-        include.metaobjects,
-    )
-    .await
+    let response = ApiResponse::single(200, render::sku(&tree, &selection))
+        .with_etag(etags::entity(&tree.skus[0]));
+    with_included(&app.store, call.org(), response, include.metaobjects).await
 }
 
 /// The SKU with its variant and product, or 404.
@@ -129,8 +126,10 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let sku_patch = tree_patch::parse_sku_patch(app, call, id, &body).await?;
     let org = call.org();
     let sku_patch = &sku_patch;
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("sku '{id}'"), move || async move {
-        let tree = sku_path(app, org, id).await?;
+        let tree = sku_path(app, org, id).await;
+        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
         let patch = ProductPatch {
             variants: vec![VariantPatch {
                 entity: tree_patch::EntityPatch {
@@ -150,7 +149,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
         let updated = render::sku_updated(&plan.product, v, s);
-        Ok(tree_patch::written(&plan, s, updated))
+        Ok(tree_patch::written(&plan, s, updated).with_etag(etags::entity(s)))
     })
     .await
 }
@@ -160,8 +159,10 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("sku '{id}'"), move || async move {
-        let tree = sku_path(app, org, id).await?;
+        let tree = sku_path(app, org, id).await;
+        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
         let s = &tree.skus[0];
         let at = Timestamp::next_after([tree.product.tu, tree.variants[0].tu, s.tu]);
         let mut write = TreeWrite::new();

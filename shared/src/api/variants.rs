@@ -14,6 +14,7 @@ use crate::store::items::EntityKind;
 use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
 
+use super::etags;
 use super::include;
 use super::references::with_included;
 
@@ -68,13 +69,8 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let (include, selection) = include::detail_query(&call.request.query, VARIANT_INCLUDES)?;
     let tree = find(app, call.org(), id, include.skus).await?;
     let result = render::variant(&tree, include.skus, &selection);
-    with_included(
-        &app.store,
-        call.org(),
-        ApiResponse::single(200, result),
-        include.metaobjects,
-    )
-    .await
+    let response = ApiResponse::single(200, result).with_etag(etags::entity(&tree.variants[0]));
+    with_included(&app.store, call.org(), response, include.metaobjects).await
 }
 
 /// The variant `id` with its product (and its SKUs when `with_skus`), or 404: the identity
@@ -118,8 +114,10 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
     Query::parse(&call.request.query, &[])?;
     let org = call.org();
+    let if_match = call.request.if_match.as_deref();
     with_retries(&format!("variant '{id}'"), move || async move {
-        let tree = find(app, org, id, true).await?;
+        let tree = find(app, org, id, true).await;
+        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.variants[0]), "variant")?;
         let variant = &tree.variants[0];
         let mut write = TreeWrite::new();
         for s in tree.skus.iter().filter(|s| s.vid.as_deref() == Some(id)) {

@@ -1,6 +1,7 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
 //! delivery log and replays; the function also serves `/api-keys` (`api/api_keys.rs`).
 
+use super::etags;
 use super::retry::{with_retries, Retry};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
@@ -287,14 +288,12 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         ver: 1,
     };
     app.store.create_subscription(call.org(), &sub).await?;
-    Ok(ApiResponse::single(201, render(&sub, true)))
+    Ok(ApiResponse::single(201, render(&sub, true)).with_etag(etags::subscription(&sub)))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Ok(ApiResponse::single(
-        200,
-        render(&load(app, call).await?, false),
-    ))
+    let sub = load(app, call).await?;
+    Ok(ApiResponse::single(200, render(&sub, false)).with_etag(etags::subscription(&sub)))
 }
 
 /// Applies `change` to the stored subscription under optimistic concurrency.
@@ -305,7 +304,13 @@ async fn modify(
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
     with_retries(&format!("webhook '{id}'"), || async {
-        let mut sub = load(app, call).await?;
+        let if_match = call.request.if_match.as_deref();
+        let mut sub = etags::checked(
+            if_match,
+            load(app, call).await,
+            etags::subscription,
+            "webhook",
+        )?;
         change(&mut sub);
         sub.ver += 1;
         sub.updated_at = Timestamp::next_after([sub.updated_at]);
@@ -344,7 +349,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
     })
     .await?;
-    Ok(ApiResponse::single(200, render(&sub, false)))
+    Ok(ApiResponse::single(200, render(&sub, false)).with_etag(etags::subscription(&sub)))
 }
 
 /// POST /webhooks/{id}/rotate-secret: a new secret, shown this once; the old one stops
@@ -352,13 +357,33 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let secret = new_secret();
     let sub = modify(app, call, |sub| sub.secret = secret.clone()).await?;
-    Ok(ApiResponse::single(200, render(&sub, true)))
+    Ok(ApiResponse::single(200, render(&sub, true)).with_etag(etags::subscription(&sub)))
 }
 
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
-    if !app.store.delete_subscription(call.org(), id).await? {
-        return Err(not_found(id));
+    // With If-Match, the subscription read is checked and deleted only at that version.
+    let at_version = match call.request.if_match.as_deref() {
+        None => None,
+        Some(sent) => {
+            let sub = etags::checked(
+                Some(sent),
+                load(app, call).await,
+                etags::subscription,
+                "webhook",
+            )?;
+            Some(sub.ver)
+        }
+    };
+    if !app
+        .store
+        .delete_subscription(call.org(), id, at_version)
+        .await?
+    {
+        return Err(match at_version {
+            Some(_) => ApiError::new(412, "If-Match: the webhook has changed"),
+            None => not_found(id),
+        });
     }
     Ok(ApiResponse::single(
         200,

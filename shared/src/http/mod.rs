@@ -4,6 +4,7 @@
 pub mod body;
 pub mod cursor;
 pub mod doc;
+pub mod etag;
 pub mod query;
 pub mod request;
 pub mod response;

@@ -20,6 +20,10 @@ pub struct ApiRequest {
     pub query: Vec<(String, String)>,
     pub authorization: Option<String>,
     pub content_type: Option<String>,
+    /// `If-Match`, as sent.
+    pub if_match: Option<String>,
+    /// `Idempotency-Key`, as sent.
+    pub idempotency_key: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -33,6 +37,8 @@ impl ApiRequest {
         };
         let authorization = header("authorization");
         let content_type = header("content-type");
+        let if_match = header("if-match");
+        let idempotency_key = header("idempotency-key");
         let raw_path = req.raw_http_path();
         let path = if raw_path.is_empty() {
             req.uri().path().to_string()
@@ -61,6 +67,8 @@ impl ApiRequest {
             query,
             authorization,
             content_type,
+            if_match,
+            idempotency_key,
             body,
         }
     }

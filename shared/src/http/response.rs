@@ -26,6 +26,12 @@ impl ApiResponse {
         Self::json(status, json!({ "result": result }))
     }
 
+    /// The response with `ETag: <tag>` (a single entity's read or write).
+    pub fn with_etag(mut self, tag: String) -> Self {
+        self.headers.push(("etag", tag));
+        self
+    }
+
     pub fn error(err: &ApiError) -> Self {
         Self {
             status: err.status,

@@ -231,13 +231,24 @@ impl Store {
     }
 
     /// Deletes a subscription; `false` when there was none. Its delivery log expires by TTL.
-    pub async fn delete_subscription(&self, org: &str, id: &str) -> Result<bool, StoreError> {
-        let out = self
+    pub async fn delete_subscription(
+        &self,
+        org: &str,
+        id: &str,
+        at_version: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let mut delete = self
             .client
             .delete_item()
             .table_name(&self.table)
             .set_key(Some(item_key(webhooks_pk(org), id)))
-            .condition_expression("attribute_exists(PK)")
+            .condition_expression("attribute_exists(PK)");
+        if let Some(v) = at_version {
+            delete = delete
+                .condition_expression("attribute_exists(PK) AND ver = :v")
+                .expression_attribute_values(":v", AttributeValue::N(v.to_string()));
+        }
+        let out = delete
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("DeleteItem", e));
