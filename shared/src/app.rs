@@ -214,15 +214,103 @@ impl App {
             )));
         }
         let handler = api.endpoints[route.index].handler;
-        handler(
-            self,
-            Call {
-                principal,
-                route,
-                request,
-            },
-        )
-        .await
+        let Some(key) = crate::http::idempotency::key(&request)? else {
+            return handler(
+                self,
+                Call {
+                    principal,
+                    route,
+                    request,
+                },
+            )
+            .await;
+        };
+        self.once(handler, key.to_string(), principal, route, request)
+            .await
+    }
+
+    /// Runs a request under its `Idempotency-Key`: claims the key, replays a completed
+    /// answer (`Idempotent-Replayed: true`), refuses a key reused for another request (422)
+    /// or one still in flight (409), and saves the answer (a 5xx gives the key back).
+    async fn once(
+        &'static self,
+        handler: Handler,
+        key: String,
+        principal: Principal,
+        route: RouteMatch,
+        request: ApiRequest,
+    ) -> Result<ApiResponse, ApiError> {
+        use crate::store::idempotency::{guarded, Claimed, Guard};
+        let fingerprint = crate::http::idempotency::fingerprint(&request);
+        let guard = Guard {
+            org: principal.org.clone(),
+            key,
+            token: crate::auth::apikey::prefixed_ulid("ik_"),
+        };
+        let reused = || {
+            ApiError::new(
+                422,
+                "Idempotency-Key: already used with another method, path or body",
+            )
+        };
+        match self.store.claim_idempotency_key(&guard, &fingerprint).await? {
+            Claimed::Mine => {}
+            Claimed::Done { fingerprint: f, .. }
+            | Claimed::InFlight { fingerprint: f }
+            | Claimed::Written { fingerprint: f }
+                if f != fingerprint =>
+            {
+                return Err(reused())
+            }
+            Claimed::InFlight { .. } => {
+                return Err(ApiError::conflict(
+                    "Idempotency-Key: a request with this key is still in flight; retry later",
+                ))
+            }
+            Claimed::Written { .. } => {
+                return Err(ApiError::conflict(
+                    "Idempotency-Key: the request with this key was applied but its answer was lost; read the resource for the result",
+                ))
+            }
+            Claimed::Done {
+                status, body, etag, ..
+            } => {
+                let mut r = ApiResponse::json(status, serde_json::from_str(&body).unwrap_or_default());
+                r.headers.push(("idempotent-replayed", "true".into()));
+                if let Some(tag) = etag {
+                    r.headers.push(("etag", tag));
+                }
+                return Ok(r);
+            }
+        }
+        let call = Call {
+            principal,
+            route,
+            request,
+        };
+        let response = match guarded(guard.clone(), handler(self, call)).await {
+            Ok(r) => r,
+            Err(e) => ApiResponse::error(&e),
+        };
+        // The answer goes out whatever happens to its record: a record left `pending` or
+        // `written` makes a repeat wait for the lease or say the answer was lost.
+        let saved = if response.status >= 500 {
+            self.store.release_idempotency_key(&guard).await
+        } else {
+            let etag = response
+                .headers
+                .iter()
+                .find(|(n, _)| *n == "etag")
+                .map(|(_, v)| v.as_str());
+            let body = response.body.to_string();
+            self.store
+                .finish_idempotency_key(&guard, response.status, &body, etag)
+                .await
+        };
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "saving an idempotency key's answer failed");
+        }
+        Ok(response)
     }
 }
 

@@ -365,11 +365,32 @@ fn parameters() -> Value {
         "entity_type": param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list."),
         "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
+        "If-Match": {"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."},
+        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request within 24 h: the first answer is replayed and nothing is written; with another request: 422; while the first runs: 409."},
     });
     for (name, example) in samples::query_examples() {
         all[name]["example"] = example;
     }
     all
+}
+
+/// The routes of one entity that carry its `ETag` (reads and writes of the entity itself).
+fn tagged(route: &Route) -> bool {
+    const ENTITIES: &[&str] = &[
+        "/products/{identifier}",
+        "/variants/{identifier}",
+        "/skus/{identifier}",
+        "/assets/{identifier}",
+        "/categories/{identifier}",
+        "/bundles/{identifier}",
+        "/metaobjects/{definition}/{identifier}",
+        "/webhooks/{id}",
+    ];
+    ENTITIES.contains(&route.path)
+        || matches!(
+            (route.method, route.path),
+            ("POST", "/assets") | ("POST", "/webhooks") | ("POST", "/webhooks/{id}/rotate-secret")
+        )
 }
 
 /// The component holding query parameter `name` on `path`: `include` allows different
@@ -406,6 +427,8 @@ fn responses() -> Value {
         "TooManyRequests": {"description": "Rate limited by API Gateway's stage throttling (infra/template.yaml: burst 500, 1,000 requests per second), before any function runs; the body is API Gateway's own. Back off and retry.",
             "content": {"application/json": {"schema": object(&[("message", string(), true)]), "example": {"message": "Too Many Requests"}}}},
         "PayloadTooLarge": error_response("Body over 1 MiB."),
+        "PreconditionFailed": error_response("If-Match named no current tag of the entity, or the entity does not exist; nothing was written."),
+        "KeyReused": error_response("The Idempotency-Key was used before with another method, path or body."),
         "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
         "InternalError": {"description": "A failure of the service; details only in its logs.",
             "content": {"application/json": {"schema": r("Error"), "example": {"error": "Internal server error"}}}},
@@ -476,13 +499,35 @@ fn operation(route: &Route, tag: &str) -> Value {
     params.extend(op.query.iter().map(
         |q| json!({"$ref": format!("#/components/parameters/{}", query_component(route.path, q))}),
     ));
+    let tagged = tagged(route);
+    let conditional = tagged && matches!(route.method, "PATCH" | "PUT" | "DELETE");
+    let idempotent = matches!(route.method, "POST" | "PATCH" | "PUT") && route.scope.is_some();
+    if conditional {
+        params.push(json!({"$ref": "#/components/parameters/If-Match"}));
+    }
+    if idempotent {
+        params.push(json!({"$ref": "#/components/parameters/Idempotency-Key"}));
+    }
+    let with_headers = |mut r: Value| {
+        let mut headers = Map::new();
+        if tagged {
+            headers.insert("ETag".into(), json!({"schema": string(), "description": "The entity's tag, for If-Match"}));
+        }
+        if idempotent {
+            headers.insert("Idempotent-Replayed".into(), json!({"schema": {"const": "true"}, "description": "Present on the replay of a request sent before with the same Idempotency-Key"}));
+        }
+        if !headers.is_empty() {
+            r["headers"] = headers.into();
+        }
+        r
+    };
     let mut responses = Map::new();
     let status = op.status.to_string();
-    responses.insert(status, success(op));
+    responses.insert(status, with_headers(success(op)));
     if op.creates {
         let mut created = success(op);
         created["description"] = json!("Created");
-        responses.insert("201".into(), created);
+        responses.insert("201".into(), with_headers(created));
     }
     let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
     let mut errors = vec![("400", "BadRequest"), ("500", "InternalError")];
@@ -502,6 +547,12 @@ fn operation(route: &Route, tag: &str) -> Value {
     }
     if op.request.is_some() {
         errors.extend([("413", "PayloadTooLarge"), ("415", "UnsupportedMediaType")]);
+    }
+    if conditional {
+        errors.push(("412", "PreconditionFailed"));
+    }
+    if idempotent {
+        errors.extend([("409", "Conflict"), ("422", "KeyReused")]);
     }
     for (code, name) in errors {
         responses.insert(code.into(), reference(name));

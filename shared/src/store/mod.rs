@@ -5,6 +5,7 @@
 pub mod attributes;
 pub mod deletions;
 pub mod errors;
+pub mod idempotency;
 pub mod imports;
 pub mod items;
 pub mod keys;

@@ -393,11 +393,25 @@ impl Store {
                 }
             }
         }
-        for chunk in transactions {
-            let items: Vec<TransactWriteItem> = chunk
+        // Under an Idempotency-Key, the last transaction also moves the key's record to
+        // `written` (its own transaction when the last one is full).
+        let guard = super::idempotency::guard_action(&self.table);
+        let last = transactions.len().saturating_sub(1);
+        let mut alone = None;
+        for (n, chunk) in transactions.into_iter().enumerate() {
+            let mut items: Vec<TransactWriteItem> = chunk
                 .iter()
                 .map(|(a, _)| with_table(a, &self.table))
                 .collect();
+            if n == last {
+                if let Some(g) = guard.clone() {
+                    if items.len() < TRANSACTION_LIMIT {
+                        items.push(g);
+                    } else {
+                        alone = Some(g);
+                    }
+                }
+            }
             let result = self
                 .client
                 .transact_write_items()
@@ -407,6 +421,14 @@ impl Store {
             if let Err(err) = result {
                 return Err(explain(&chunk, err));
             }
+        }
+        if let Some(g) = alone {
+            self.client
+                .transact_write_items()
+                .transact_items(g)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
         }
         Ok(())
     }

@@ -1,0 +1,171 @@
+//! `Idempotency-Key` end to end: a repeat gets the first answer again with
+//! `Idempotent-Replayed: true` and writes nothing (a re-run would answer differently: 409 for
+//! an existing asset, 200 for an existing product); the key with another request is 422; a
+//! key still held by a running request is 409; the created asset is delivered once.
+
+use catalog::domain::time::Timestamp;
+use catalog::domain::values::StoredValues;
+use catalog::http::idempotency::fingerprint;
+use catalog::http::ApiRequest;
+use catalog::store::idempotency::{guarded, Claimed, Guard};
+use catalog::store::items::{EntityItem, EntityKind};
+use catalog::store::writes::{Expect, TreeWrite};
+use catalog_e2e::webhooks::{webhooks, Receiver};
+use catalog_e2e::{stack, Org, Request, Response};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn keyed(org: &Org, method: &str, path: &str, key: &str, body: Value) -> Request {
+    Request::new(method, path)
+        .bearer(&org.key)
+        .header("idempotency-key", key)
+        .json(body)
+}
+
+fn same_answer(first: &Response, again: &Response) {
+    assert_eq!((again.status, &again.body), (first.status, &first.body));
+    assert_eq!(first.header("idempotent-replayed"), None);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+}
+
+#[tokio::test]
+async fn a_repeated_request_gets_the_first_answer_and_writes_nothing() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": receiver.url(), "topics": ["asset.created"]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+
+    let asset = json!({"identifier": "logo", "url": "https://img.example.com/logo.png"});
+    let first = keyed(&org, "POST", "/v1/assets", "k-asset", asset.clone())
+        .send()
+        .await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    receiver.wait_for(1, Duration::from_secs(60)).await;
+    let again = keyed(&org, "POST", "/v1/assets", "k-asset", asset.clone())
+        .send()
+        .await;
+    same_answer(&first, &again);
+    assert_eq!(again.header("etag"), first.header("etag"));
+    let got = receiver.wait_for_exactly(1, Duration::from_secs(60)).await;
+    assert_eq!(got[0].json["event"], "asset.created");
+    // without the key, the same request is a conflict: the replay did not run it
+    assert_eq!(org.post("/v1/assets", asset.clone()).await.status, 409);
+
+    let tree = json!({"name": "Chair", "variants": [{"identifier": "v1"}]});
+    let first = keyed(&org, "PATCH", "/v1/products/p1", "k-patch", tree.clone())
+        .send()
+        .await;
+    assert_eq!(first.status, 201);
+    let again = keyed(&org, "PATCH", "/v1/products/p1", "k-patch", tree.clone())
+        .send()
+        .await;
+    same_answer(&first, &again);
+
+    let bulk = json!([{"identifier": "p2"}, {"identifier": "p3", "name": "Stool"}]);
+    let first = keyed(&org, "PATCH", "/v1/products", "k-bulk", bulk.clone())
+        .send()
+        .await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body["result"][1]["status"], 201);
+    let again = keyed(&org, "PATCH", "/v1/products", "k-bulk", bulk.clone())
+        .send()
+        .await;
+    same_answer(&first, &again);
+
+    // the same key with another body, path or method
+    let reused =
+        json!({"error": "Idempotency-Key: already used with another method, path or body"});
+    for r in [
+        keyed(
+            &org,
+            "PATCH",
+            "/v1/products/p1",
+            "k-patch",
+            json!({"name": "Sofa"}),
+        ),
+        keyed(&org, "PATCH", "/v1/products/p9", "k-patch", tree.clone()),
+        keyed(&org, "POST", "/v1/assets", "k-patch", tree.clone()),
+    ] {
+        let r = r.send().await;
+        assert_eq!((r.status, &r.body), (422, &reused));
+    }
+    assert_eq!(
+        org.get("/v1/products/p1").await.body["result"]["name"],
+        "Chair"
+    );
+    // keys are per organization
+    let other = Org::new().await;
+    let r = keyed(&other, "PATCH", "/v1/products/p1", "k-patch", tree)
+        .send()
+        .await;
+    assert_eq!(r.status, 201);
+
+    let r = keyed(
+        &org,
+        "PATCH",
+        "/v1/products/p1",
+        &"k".repeat(256),
+        json!({}),
+    )
+    .send()
+    .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "header 'Idempotency-Key' must be 1 to 255 printable ASCII characters"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_key_held_by_a_running_request_is_409() {
+    webhooks().await;
+    let org = Org::new().await;
+    let body = json!({"name": "Lamp"});
+    // A request holding the key, as a running function would.
+    let request = ApiRequest {
+        method: "PATCH".into(),
+        path: "/v1/products/lamp".into(),
+        query: Vec::new(),
+        authorization: None,
+        content_type: Some("application/json".into()),
+        if_match: None,
+        idempotency_key: Some("k-held".into()),
+        body: serde_json::to_vec(&body).unwrap(),
+    };
+    let guard = Guard {
+        org: org.id.clone(),
+        key: "k-held".into(),
+        token: "ik_test".into(),
+    };
+    let store = stack().await.store();
+    assert_eq!(
+        store
+            .claim_idempotency_key(&guard, &fingerprint(&request))
+            .await
+            .unwrap(),
+        Claimed::Mine
+    );
+    let r = keyed(&org, "PATCH", "/v1/products/lamp", "k-held", body)
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"error": "Idempotency-Key: a request with this key is still in flight; retry later"})
+        )
+    );
+    assert_eq!(
+        org.get("/v1/products/lamp").await.status,
+        404,
+        "nothing written"
+    );
+}
