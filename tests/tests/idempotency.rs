@@ -168,4 +168,36 @@ async fn a_key_held_by_a_running_request_is_409() {
         404,
         "nothing written"
     );
+
+    // The holder writes and crashes before saving its answer: its write moved the record
+    // to `written` in the same transaction, so a repeat neither runs again nor waits.
+    let item = EntityItem::new(
+        &org.id,
+        EntityKind::Product,
+        "lamp",
+        (None, None),
+        "Lamp",
+        StoredValues::new(),
+        Timestamp::now(),
+    );
+    let mut write = TreeWrite::new();
+    write.put(&org.id, &item, Expect::Absent).unwrap();
+    guarded(guard, store.commit(&write)).await.unwrap();
+    let r = keyed(
+        &org,
+        "PATCH",
+        "/v1/products/lamp",
+        "k-held",
+        json!({"name": "Lamp"}),
+    )
+    .send()
+    .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"error": "Idempotency-Key: the request with this key was applied but its answer was lost; read the resource for the result"})
+        )
+    );
+    assert_eq!(org.get("/v1/products/lamp").await.status, 200);
 }

@@ -168,7 +168,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let existing = by_id.get(id).copied();
         check(
             if_match,
-            existing.map(|c| etags::resource(c)).as_deref(),
+            existing.map(etags::resource).as_deref(),
             "category",
         )?;
         let at = Timestamp::next_after(existing.map(|c| c.tu));

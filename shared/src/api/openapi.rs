@@ -511,7 +511,10 @@ fn operation(route: &Route, tag: &str) -> Value {
     let with_headers = |mut r: Value| {
         let mut headers = Map::new();
         if tagged {
-            headers.insert("ETag".into(), json!({"schema": string(), "description": "The entity's tag, for If-Match"}));
+            headers.insert(
+                "ETag".into(),
+                json!({"schema": string(), "description": "The entity's tag, for If-Match"}),
+            );
         }
         if idempotent {
             headers.insert("Idempotent-Replayed".into(), json!({"schema": {"const": "true"}, "description": "Present on the replay of a request sent before with the same Idempotency-Key"}));
