@@ -242,11 +242,8 @@ impl App {
     ) -> Result<ApiResponse, ApiError> {
         use crate::store::idempotency::{guarded, Claimed, Guard};
         let fingerprint = crate::http::idempotency::fingerprint(&request);
-        let guard = Guard {
-            org: principal.org.clone(),
-            key,
-            token: crate::auth::apikey::prefixed_ulid("ik_"),
-        };
+        let token = crate::auth::apikey::prefixed_ulid("ik_");
+        let guard = Guard::new(&principal.org, &key, &token);
         let reused = || {
             ApiError::new(
                 422,

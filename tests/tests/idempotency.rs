@@ -140,11 +140,7 @@ async fn a_key_held_by_a_running_request_is_409() {
         idempotency_key: Some("k-held".into()),
         body: serde_json::to_vec(&body).unwrap(),
     };
-    let guard = Guard {
-        org: org.id.clone(),
-        key: "k-held".into(),
-        token: "ik_test".into(),
-    };
+    let guard = Guard::new(&org.id, "k-held", "ik_test");
     let store = stack().await.store();
     assert_eq!(
         store

@@ -3,7 +3,7 @@
 //! complete, the response to replay.
 //!
 //! A request claims its key (`pending`, with a lease and a token) before it runs. A write
-//! that commits through `Store::commit` carries the record's move to `written` in its last
+//! that commits through `Store::commit` (or the conditional put) carries the record's move to `written` in its last
 //! transaction, conditioned on the claim still being this request's: the write and the
 //! record can never disagree, whatever crashes between them, and a request whose lease
 //! expired cannot write after another took over. The response is saved (`done`) after.
@@ -50,6 +50,20 @@ pub struct Guard {
     pub org: String,
     pub key: String,
     pub token: String,
+    /// Whether a write of the request has carried the record's move already: only the
+    /// first does (a bulk write's concurrent commits would otherwise contend on the record).
+    pub carried: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Guard {
+    pub fn new(org: &str, key: &str, token: &str) -> Self {
+        Self {
+            org: org.to_string(),
+            key: key.to_string(),
+            token: token.to_string(),
+            carried: Default::default(),
+        }
+    }
 }
 
 tokio::task_local! {
@@ -57,16 +71,19 @@ tokio::task_local! {
 }
 
 /// Runs `fut` with `guard`: the last transaction `Store::commit` sends moves the record to
-/// `written`, conditioned on the claim still being this request's (a bulk write's several
-/// commits each repeat it).
+/// `written`, conditioned on the claim still being this request's.
 pub async fn guarded<F: std::future::Future>(guard: Guard, fut: F) -> F::Output {
     GUARD.scope(guard, fut).await
 }
 
-/// The action that moves the current guard's record to `written`, when a guard is set.
+/// The action that moves the current guard's record to `written`, when a guard is set and
+/// no write has carried it yet; a write that fails calls [`guard_not_carried`].
 pub(crate) fn guard_action(table: &str) -> Option<TransactWriteItem> {
     GUARD
         .try_with(|g| {
+            if g.carried.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
             let update = Update::builder()
                 .table_name(table)
                 .set_key(Some(item_key(idempotency_pk(&g.org), &g.key)))
@@ -80,6 +97,11 @@ pub(crate) fn guard_action(table: &str) -> Option<TransactWriteItem> {
         })
         .ok()
         .flatten()
+}
+
+/// A write that took the guard's action failed: the next write carries it.
+pub(crate) fn guard_not_carried() {
+    let _ = GUARD.try_with(|g| g.carried.store(false, std::sync::atomic::Ordering::SeqCst));
 }
 
 fn s(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {

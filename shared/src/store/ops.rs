@@ -78,13 +78,44 @@ impl Store {
         expect: Expect,
         what: &str,
     ) -> Result<(), StoreError> {
+        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
+        // Under an Idempotency-Key, the put and the key's move to `written` are one
+        // transaction (`store/idempotency.rs`).
+        if let Some(guard) = super::idempotency::guard_action(&self.table) {
+            let put = aws_sdk_dynamodb::types::Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(av));
+            let put = match expect {
+                Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
+                Expect::Version(v) => put
+                    .condition_expression("ver = :v")
+                    .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
+            };
+            let put = put
+                .build()
+                .map_err(|e| StoreError::Other(format!("building a put: {e}")))?;
+            let sent = self
+                .client
+                .transact_write_items()
+                .transact_items(
+                    aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                        .put(put)
+                        .build(),
+                )
+                .transact_items(guard)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
+            if sent.is_err() {
+                super::idempotency::guard_not_carried();
+            }
+            return sent.map(|_| ());
+        }
         let put = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?,
-            ));
+            .set_item(Some(av));
         let put = match expect {
             Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
             Expect::Version(v) => put

@@ -43,17 +43,7 @@ impl Store {
 
     /// Stores a new key; fails if its id is taken.
     pub async fn put_key(&self, key: &KeyItem) -> Result<(), StoreError> {
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(
-                serde_dynamo::to_item(key).map_err(|e| StoreError::serde("key", e))?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
-        Ok(())
+        self.put_new(key, "key").await
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {

@@ -419,16 +419,23 @@ impl Store {
                 .send()
                 .await;
             if let Err(err) = result {
+                if n == last {
+                    super::idempotency::guard_not_carried();
+                }
                 return Err(explain(&chunk, err));
             }
         }
         if let Some(g) = alone {
-            self.client
+            let sent = self
+                .client
                 .transact_write_items()
                 .transact_items(g)
                 .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
+                .await;
+            if let Err(e) = sent {
+                super::idempotency::guard_not_carried();
+                return Err(StoreError::from_sdk("TransactWriteItems", e));
+            }
         }
         Ok(())
     }
