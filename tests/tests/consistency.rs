@@ -549,3 +549,59 @@ fn every_alarm_names_a_metric_that_exists() {
     // The deferred-import metric counts a line the worker really logs.
     assert!(read("shared/src/imports/worker.rs").contains("\"import deferred\""));
 }
+
+/// `make deploy STAGE=<stage>` deploys with the stage's section of infra/samconfig.toml:
+/// every stage names its own stack and `Stage`, only parameters the template has, values
+/// the template admits, and the tags and settings that make the deploy ask nothing.
+#[test]
+fn every_stage_of_samconfig_deploys_without_questions() {
+    let config = read("infra/samconfig.toml");
+    let params = expanded()["Parameters"].as_object().expect("parameters");
+    let mut stages = Vec::new();
+    for section in config.split("\n[").skip(1) {
+        let (header, body) = section.split_once("]\n").expect("a section");
+        let Some(stage) = header.strip_suffix(".deploy.parameters") else {
+            continue;
+        };
+        stages.push(stage);
+        let value = |key: &str| {
+            body.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+                .unwrap_or_else(|| panic!("[{header}] has no {key}"))
+        };
+        assert_eq!(value("stack_name"), format!("\"catalog-{stage}\""));
+        assert_eq!(value("capabilities"), "\"CAPABILITY_IAM\"");
+        assert_eq!(value("confirm_changeset"), "false");
+        assert_eq!(value("resolve_s3"), "true");
+        assert_eq!(
+            value("tags"),
+            format!("\"app=\\\"catalog\\\" stage=\\\"{stage}\\\"\"")
+        );
+        let package = config
+            .split(&format!("[{stage}.package.parameters]\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap_or_else(|| panic!("no [{stage}.package.parameters]"));
+        assert!(
+            package.lines().any(|l| l == "resolve_s3 = true"),
+            "{stage}: sam package uploads through SAM's bucket"
+        );
+        let overrides = value("parameter_overrides");
+        let overrides = overrides.trim_matches('"').replace("\\\"", "\"");
+        for pair in overrides.split_whitespace() {
+            let (name, v) = pair.split_once('=').expect("Name=\"value\"");
+            let v = v.trim_matches('"');
+            let param = &params
+                .get(name)
+                .unwrap_or_else(|| panic!("{stage}: the template has no parameter {name}"));
+            if let Some(pattern) = param["AllowedPattern"].as_str() {
+                let re = regex_lite::Regex::new(pattern).expect("a regex");
+                assert!(re.is_match(v), "{stage}: {name}={v} is refused");
+            }
+            if name == "Stage" {
+                assert_eq!(v, stage);
+            }
+        }
+    }
+    assert_eq!(stages, ["prod", "staging"]);
+}
