@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/tools.sh
+# --dev: cargo-lambda too, which the local-stack test runs (and the arm64 build needs).
+scripts/tools.sh --dev
 echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
 echo "[test] cargo clippy"

@@ -3,7 +3,11 @@
 # missing: a Java runtime (apt), DynamoDB Local (npm package amplify-dynamodb-simulator,
 # checked against pinned checksums), moto's SQS server (PyPI, in .tools/venv) and, with
 # --dev, cargo-lambda (PyPI, same venv).
-# Usage: scripts/tools.sh [--dev]
+# First it checks the prerequisites (README.md, "Prerequisites"): a C toolchain, Python's
+# venv, Node's npm and Java are installed with apt when missing (as root, or through sudo);
+# a Rust toolchain (rustup, Rust >= $RUST_MIN) cannot come from a package registry, so a
+# missing or older one stops here, naming the check that failed.
+# Usage: scripts/tools.sh [--dev | --prerequisites]   (--prerequisites: only the checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="$PWD/.tools"
@@ -17,15 +21,56 @@ DDB_JAR_SHA256="454305e9bc3e6ebcca5b62569869e31563b8d7e346474e94557b2600702146c7
 CARGO_LAMBDA_VERSION="1.9.2"
 MOTO_VERSION="5.2.5"
 
+# The oldest Rust the locked dependencies build with (their highest rust-version).
+RUST_MIN="1.94.1"
+
 say() { printf '[tools] %s\n' "$*" >&2; }
 
-ensure_java() {
-  if command -v java >/dev/null 2>&1; then return; fi
-  say "installing a Java runtime (default-jre-headless) with apt"
+APT_UPDATED=""
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
   local sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq default-jre-headless >/dev/null
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || return 1
+    sudo="sudo"
+  fi
+  say "installing $* with apt"
+  if [ -z "$APT_UPDATED" ]; then $sudo apt-get update -qq || return 1; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+# ensure NAME CHECK APT_PACKAGE...: CHECK must succeed, after installing the packages if not.
+ensure() {
+  local name="$1" check="$2"
+  shift 2
+  if bash -c "$check" >/dev/null 2>&1; then return; fi
+  if apt_install "$@" && bash -c "$check" >/dev/null 2>&1; then return; fi
+  say "missing: $name. This check fails: \`$check\`. Install Debian's $* (apt-get install $*)"
+  say "or the equivalent for your system; README.md, \"Prerequisites\", lists them all."
+  exit 1
+}
+
+ensure_rust() {
+  local version
+  version="$(cargo --version 2>/dev/null | cut -d' ' -f2)"
+  if [ -z "$version" ] || ! command -v rustup >/dev/null 2>&1; then
+    say "missing: a Rust toolchain through rustup. This check fails: \`cargo --version && rustup --version\`."
+    say "Install it from rustup.rs (no package registry has it), then run this again."
+    exit 1
+  fi
+  if [ "$(printf '%s\n%s\n' "$RUST_MIN" "${version%%-*}" | sort -V | head -n1)" != "$RUST_MIN" ]; then
+    say "Rust $version is older than $RUST_MIN, the oldest the locked dependencies build with."
+    say "This check fails: \`cargo --version\` >= $RUST_MIN. Update it: rustup update stable"
+    exit 1
+  fi
+}
+
+prerequisites() {
+  ensure "a C toolchain (cc, for crates with C parts)" "cc --version" build-essential
+  ensure "Python's venv module with pip (python3-venv)" "python3 -c 'import ensurepip, venv'" python3-venv
+  ensure "Node.js's npm (fetches the DynamoDB Local package)" "npm --version" npm
+  ensure "a Java runtime (runs DynamoDB Local)" "java -version" default-jre-headless
+  ensure_rust
 }
 
 ensure_dynamodb_local() {
@@ -72,7 +117,8 @@ ensure_cargo_lambda() {
   "$VENV/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
 }
 
-ensure_java
+prerequisites
+if [ "${1:-}" = "--prerequisites" ]; then exit 0; fi
 ensure_dynamodb_local
 ensure_moto
 if [ "${1:-}" = "--dev" ]; then ensure_cargo_lambda; fi

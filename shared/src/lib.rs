@@ -6,6 +6,7 @@
 //! route handlers each function serves.
 
 pub mod admin;
+pub mod admin_invoke;
 pub mod api;
 pub mod app;
 pub mod auth;

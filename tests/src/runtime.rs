@@ -71,16 +71,14 @@ impl Emulator {
         self.env.lock().expect("lock").extend(extra);
     }
 
-    /// The function serving `method path`, from the library's route tables.
+    /// The function API Gateway invokes for `method path`: the one with a route for both
+    /// (the template's routes are method-specific), else the fallback behind the `$default`
+    /// route, which answers unknown paths (404) and other methods (405) for the whole API.
     fn function_for(method: &str, path: &str) -> &'static str {
-        for api in catalog::api::FUNCTIONS {
-            match catalog::http::routes::find(api.endpoints, method, path) {
-                Ok(_) => return api.function,
-                Err(e) if e.status == 405 => return api.function,
-                Err(_) => {}
-            }
-        }
-        "products"
+        catalog::api::FUNCTIONS
+            .iter()
+            .find(|api| catalog::http::routes::find(api.endpoints, method, path).is_ok())
+            .map_or(catalog::api::fallback::FUNCTION, |api| api.function)
     }
 
     fn queue(&self, function: &str) -> Arc<Queue> {

@@ -94,3 +94,84 @@ async fn cli_creates_organizations_and_keys_that_authenticate() {
     let (ok, out) = admin(&["frobnicate"]).await;
     assert!(!ok && out.contains("unknown command"), "{out}");
 }
+
+/// The admin function (the deployed stack's `aws lambda invoke` path) against the same
+/// table: a bootstrapped organization's key authenticates, a revoked key no longer does
+/// (a fresh process of the API reads it), and refusals are JSON errors.
+#[tokio::test]
+async fn the_admin_function_bootstraps_organizations_and_manages_keys() {
+    let invoke = |event| catalog_e2e::invoke("admin", event);
+    let first = invoke(json!({"op": "bootstrap", "name": "Acme", "keyName": "first"})).await;
+    let (org, key) = (
+        first["org"].as_str().expect("org id").to_string(),
+        first["key"].as_str().expect("key").to_string(),
+    );
+    assert_eq!(
+        (&first["name"], &first["scopes"]),
+        (
+            &json!("Acme"),
+            &json!(["catalog:read", "catalog:write", "settings:manage"])
+        )
+    );
+    assert!(key.starts_with(&format!("cat_{}", first["keyId"].as_str().unwrap())));
+    let r = Request::new("GET", "/v1/products/none")
+        .bearer(&key)
+        .send()
+        .await;
+    assert_eq!(r.status, 404);
+
+    let reader =
+        invoke(json!({"op": "create-key", "org": org, "name": "reader", "scopes": "catalog:read"}))
+            .await;
+    assert_eq!(reader["scopes"], json!(["catalog:read"]));
+    let listed = invoke(json!({"op": "list-keys", "org": org})).await;
+    let names: Vec<&str> = listed["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"first") && names.contains(&"reader"));
+
+    let revoked = invoke(json!({"op": "revoke-key", "org": org, "key": reader["keyId"]})).await;
+    assert_eq!(revoked, json!({"keyId": reader["keyId"], "revoked": true}));
+    let r = catalog_e2e::send_to(
+        "products@adminfresh",
+        Request::new("GET", "/v1/products/none").bearer(reader["key"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(r.status, 401);
+
+    assert_eq!(
+        invoke(json!({"op": "disable-api", "org": org})).await,
+        json!({"org": org, "apiEnabled": false})
+    );
+    let r = catalog_e2e::send_to(
+        "products@adminfresh2",
+        Request::new("GET", "/v1/products/none").bearer(&key),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+
+    assert_eq!(
+        invoke(json!({"op": "create-key", "org": "nosuch"})).await,
+        json!({"error": "storage error: organization 'nosuch' does not exist"})
+    );
+    assert_eq!(
+        invoke(json!({"op": "revoke-key", "org": org, "key": "nosuchkey"})).await,
+        json!({"error": "not found, or already exists"})
+    );
+    assert_eq!(
+        invoke(json!({"op": "bootstrap", "name": "x", "scopes": "admin"})).await,
+        json!({"error": "unknown scope 'admin' (catalog:read, catalog:write, settings:manage, all)"})
+    );
+    let bad = invoke(json!({"op": "drop-table"})).await;
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid event: unknown variant `drop-table`"),
+        "{bad}"
+    );
+}

@@ -210,3 +210,398 @@ async fn sample_events_work_against_the_real_functions() {
         .sum();
     assert_eq!(seen, files, "every fixture in events/ is exercised");
 }
+
+/// The template as CloudFormation receives it: `scripts/expand-template.sh` (the SAM
+/// transform `make lint-template` lints), run once per test binary into its own file.
+fn expanded() -> &'static Value {
+    static EXPANDED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    EXPANDED.get_or_init(|| {
+        let out = std::env::temp_dir().join(format!(
+            "catalog-template-{}.expanded.json",
+            std::process::id()
+        ));
+        let status = std::process::Command::new(repo_root().join("scripts/expand-template.sh"))
+            .arg(repo_root().join("infra/template.yaml"))
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("scripts/expand-template.sh runs");
+        assert!(status.success(), "expanding infra/template.yaml failed");
+        let text = std::fs::read_to_string(&out).expect("expanded template");
+        let _ = std::fs::remove_file(&out);
+        serde_json::from_str(&text).expect("expanded template is JSON")
+    })
+}
+
+fn resource(name: &str) -> &'static Value {
+    let r = &expanded()["Resources"][name];
+    assert!(r.is_object(), "no resource {name} in the expanded template");
+    r
+}
+
+fn of_type(kind: &str) -> Vec<(&'static String, &'static Value)> {
+    expanded()["Resources"]
+        .as_object()
+        .expect("resources")
+        .iter()
+        .filter(|(_, r)| r["Type"] == kind)
+        .collect()
+}
+
+#[test]
+fn the_catch_all_route_goes_to_the_fallback_function() {
+    let apis = of_type("AWS::ApiGatewayV2::Api");
+    assert_eq!(apis.len(), 1);
+    let default = &apis[0].1["Properties"]["Body"]["paths"]["$default"];
+    let any = &default["x-amazon-apigateway-any-method"];
+    assert_eq!(any["isDefaultRoute"], true, "{default}");
+    assert_eq!(
+        any["x-amazon-apigateway-integration"]["uri"],
+        serde_json::json!({"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${FallbackFunction.Arn}/invocations"})
+    );
+    assert_eq!(
+        any["x-amazon-apigateway-integration"]["payloadFormatVersion"],
+        "2.0"
+    );
+    // API Gateway may invoke it for any method and path of the API.
+    let allowed: Vec<&Value> = of_type("AWS::Lambda::Permission")
+        .into_iter()
+        .filter(|(_, p)| p["Properties"]["FunctionName"]["Ref"] == "FallbackFunction")
+        .map(|(_, p)| &p["Properties"]["SourceArn"]["Fn::Sub"][0])
+        .collect();
+    assert_eq!(
+        allowed,
+        vec![&serde_json::json!(
+            "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${__ApiId__}/${__Stage__}/*"
+        )]
+    );
+    assert_eq!(
+        resource("FallbackFunction")["Properties"]["Code"]["S3Key"],
+        "FallbackFunction.zip"
+    );
+}
+
+#[tokio::test]
+async fn the_fallback_binary_answers_unknown_paths_404_and_other_methods_405() {
+    let org = Org::new().await;
+    let fallback = |req: catalog_e2e::Request| catalog_e2e::send_to("fallback", req);
+    let get = |path: &str| catalog_e2e::Request::new("GET", path).bearer(&org.key);
+    for path in [
+        "/v1/nothing",
+        "/",
+        "/v2/products",
+        "/v1/products/p1/nothing",
+    ] {
+        let r = fallback(get(path)).await;
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(
+            (r.status, r.body),
+            (
+                404,
+                serde_json::json!({"error": format!("no route for GET {path}")})
+            ),
+            "{path}"
+        );
+    }
+    let r = fallback(catalog_e2e::Request::new("POST", "/v1/products/p1").bearer(&org.key)).await;
+    assert_eq!(r.header("allow"), Some("GET, PATCH, DELETE"));
+    assert_eq!(
+        (r.status, r.body),
+        (
+            405,
+            serde_json::json!({"error": "method POST is not allowed on this path"})
+        )
+    );
+    // Another function's path: the fallback knows every function's routes.
+    let r = fallback(catalog_e2e::Request::new("DELETE", "/v1/channels").bearer(&org.key)).await;
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, POST")));
+    // Authentication first, as every function: no key, no routing answer.
+    let r = fallback(catalog_e2e::Request::new("GET", "/v1/nothing")).await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            401,
+            serde_json::json!({"error": "Unauthorized - missing or invalid authentication"})
+        )
+    );
+    // The gateway of the tests routes as API Gateway does: these reach the fallback.
+    let r = get("/v1/nothing").send().await;
+    assert_eq!(r.status, 404);
+    let r = catalog_e2e::Request::new("PUT", "/v1/skus")
+        .bearer(&org.key)
+        .send()
+        .await;
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET")));
+}
+
+#[test]
+fn the_alarm_topic_key_lets_cloudwatch_publish() {
+    let topic = &resource("AlarmTopic")["Properties"];
+    assert_eq!(
+        topic["KmsMasterKeyId"],
+        serde_json::json!({"Fn::GetAtt": ["AlarmTopicKey", "Arn"]}),
+        "alias/aws/sns cannot be used by CloudWatch alarms"
+    );
+    let key = &resource("AlarmTopicKey")["Properties"];
+    assert_eq!(key["EnableKeyRotation"], true);
+    let grants: Vec<&Value> = key["KeyPolicy"]["Statement"]
+        .as_array()
+        .expect("statements")
+        .iter()
+        .filter(|s| s["Principal"]["Service"] == "cloudwatch.amazonaws.com")
+        .collect();
+    assert_eq!(
+        grants,
+        vec![&serde_json::json!({
+            "Sid": "CloudWatchAlarmsPublish",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+            "Resource": "*"
+        })]
+    );
+    // Every alarm publishes to that topic.
+    for (name, alarm) in of_type("AWS::CloudWatch::Alarm") {
+        assert_eq!(
+            alarm["Properties"]["AlarmActions"],
+            serde_json::json!([{"Ref": "AlarmTopic"}]),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_delivery_queue_keeps_messages_longer_than_any_admitted_schedule() {
+    use catalog::webhooks::config::{
+        DEFAULT_RETRY_SCHEDULE, MAX_COALESCE_SECS, MAX_RETRY_STEPS, MAX_RETRY_STEP_SECS,
+    };
+    let queue = &resource("DeliveryQueue")["Properties"];
+    let retention = queue["MessageRetentionPeriod"].as_u64().expect("retention");
+    let visibility = queue["VisibilityTimeout"].as_u64().expect("visibility");
+    assert_eq!(retention, 1_209_600, "SQS's maximum, 14 days");
+    // The time a delivery can spend on the queue: its coalescing delay, every wait of the
+    // schedule, and each attempt (at most the visibility timeout when it crashes).
+    let lifetime = |schedule: &[u64]| {
+        MAX_COALESCE_SECS + schedule.iter().sum::<u64>() + (schedule.len() as u64 + 1) * visibility
+    };
+    let param = &expanded()["Parameters"]["WebhookRetrySchedule"];
+    let default: Vec<u64> = param["Default"]
+        .as_str()
+        .expect("default")
+        .split(',')
+        .map(|n| n.parse().expect("seconds"))
+        .collect();
+    assert_eq!(default, DEFAULT_RETRY_SCHEDULE);
+    assert_eq!(lifetime(&default), 108_700);
+    assert!(lifetime(&default) <= retention);
+    // The longest schedule the parameter admits fits too; one step more does not pass.
+    let longest = vec![MAX_RETRY_STEP_SECS; MAX_RETRY_STEPS];
+    assert_eq!(lifetime(&longest), 778_320);
+    assert!(lifetime(&longest) <= retention);
+    let pattern = regex_lite::Regex::new(param["AllowedPattern"].as_str().expect("pattern"))
+        .expect("a regex");
+    let text = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    for ok in [
+        text(&default),
+        text(&longest),
+        "0".into(),
+        "43000".into(),
+        "9999,10000,39999,42999".into(),
+    ] {
+        assert!(pattern.is_match(&ok), "{ok} is refused");
+    }
+    let too_many = vec![1; MAX_RETRY_STEPS + 1];
+    for bad in [
+        text(&too_many),
+        "43001".into(),
+        "50000".into(),
+        "100000".into(),
+        "".into(),
+        "60,".into(),
+        "60 ,300".into(),
+        "-1".into(),
+    ] {
+        assert!(!pattern.is_match(&bad), "{bad} is admitted");
+    }
+}
+
+/// The metrics AWS publishes that the template's alarms may name: namespace, metric, and
+/// the dimension sets it is published with.
+type Published = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static [&'static str]],
+);
+
+const KNOWN_METRICS: &[Published] = &[
+    (
+        "AWS/Lambda",
+        &[
+            "Errors",
+            "Throttles",
+            "Invocations",
+            "Duration",
+            "IteratorAge",
+            "ConcurrentExecutions",
+        ],
+        &[&["FunctionName"], &["FunctionName", "Resource"]],
+    ),
+    (
+        "AWS/SQS",
+        &[
+            "ApproximateNumberOfMessagesVisible",
+            "ApproximateAgeOfOldestMessage",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+            "NumberOfMessagesSent",
+        ],
+        &[&["QueueName"]],
+    ),
+    (
+        "AWS/ApiGateway",
+        // HTTP APIs (REST APIs name theirs 5XXError and 4XXError, by ApiName).
+        &[
+            "4xx",
+            "5xx",
+            "Count",
+            "Latency",
+            "IntegrationLatency",
+            "DataProcessed",
+        ],
+        &[
+            &["ApiId"],
+            &["ApiId", "Stage"],
+            &["ApiId", "Stage", "Route"],
+        ],
+    ),
+];
+
+#[test]
+fn every_alarm_names_a_metric_that_exists() {
+    let filters = of_type("AWS::Logs::MetricFilter");
+    let alarms = of_type("AWS::CloudWatch::Alarm");
+    let mut seen = BTreeSet::new();
+    for (name, alarm) in &alarms {
+        let p = &alarm["Properties"];
+        let namespace = &p["Namespace"];
+        let metric = p["MetricName"].as_str().expect("metric name");
+        let mut dims: Vec<&str> = p["Dimensions"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .map(|d| d["Name"].as_str().expect("name"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        dims.sort();
+        if let Some(ns) = namespace.as_str() {
+            let (_, metrics, sets) = KNOWN_METRICS
+                .iter()
+                .find(|(n, _, _)| *n == ns)
+                .unwrap_or_else(|| panic!("{name}: unknown namespace {ns}"));
+            assert!(metrics.contains(&metric), "{name}: {ns} has no {metric}");
+            assert!(
+                sets.iter().any(|s| {
+                    let mut s = s.to_vec();
+                    s.sort();
+                    s == dims
+                }),
+                "{name}: {ns} {metric} is not published by {dims:?}"
+            );
+        } else {
+            // A custom metric: a metric filter of the template must publish it, with the
+            // same (absent) dimensions.
+            let published = filters.iter().any(|(_, f)| {
+                f["Properties"]["MetricTransformations"]
+                    .as_array()
+                    .expect("transformations")
+                    .iter()
+                    .any(|t| {
+                        t["MetricNamespace"] == *namespace
+                            && t["MetricName"] == metric
+                            && t["Dimensions"].is_null()
+                    })
+            });
+            assert!(
+                published,
+                "{name}: no metric filter publishes {namespace} {metric}"
+            );
+            assert!(dims.is_empty(), "{name}: {dims:?}");
+        }
+        seen.insert(format!(
+            "{} {metric}",
+            namespace.as_str().unwrap_or("custom")
+        ));
+    }
+    // The alarms issue 20 asked for, beside every function's errors and throttles.
+    for wanted in [
+        "AWS/ApiGateway 5xx",
+        "AWS/Lambda IteratorAge",
+        "AWS/SQS ApproximateAgeOfOldestMessage",
+        "AWS/SQS ApproximateNumberOfMessagesVisible",
+        "custom ImportRunsDeferred",
+    ] {
+        assert!(seen.contains(wanted), "no alarm on {wanted}: {seen:?}");
+    }
+    let functions = of_type("AWS::Lambda::Function").len();
+    assert_eq!(functions, 15);
+    assert_eq!(alarms.len(), 2 * functions + 8);
+    // The deferred-import metric counts a line the worker really logs.
+    assert!(read("shared/src/imports/worker.rs").contains("\"import deferred\""));
+}
+
+/// `make deploy STAGE=<stage>` deploys with the stage's section of infra/samconfig.toml:
+/// every stage names its own stack and `Stage`, only parameters the template has, values
+/// the template admits, and the tags and settings that make the deploy ask nothing.
+#[test]
+fn every_stage_of_samconfig_deploys_without_questions() {
+    let config = read("infra/samconfig.toml");
+    let params = expanded()["Parameters"].as_object().expect("parameters");
+    let mut stages = Vec::new();
+    for section in config.split("\n[").skip(1) {
+        let (header, body) = section.split_once("]\n").expect("a section");
+        let Some(stage) = header.strip_suffix(".deploy.parameters") else {
+            continue;
+        };
+        stages.push(stage);
+        let value = |key: &str| {
+            body.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+                .unwrap_or_else(|| panic!("[{header}] has no {key}"))
+        };
+        assert_eq!(value("stack_name"), format!("\"catalog-{stage}\""));
+        assert_eq!(value("capabilities"), "\"CAPABILITY_IAM\"");
+        assert_eq!(value("confirm_changeset"), "false");
+        assert_eq!(value("resolve_s3"), "true");
+        assert_eq!(
+            value("tags"),
+            format!("\"app=\\\"catalog\\\" stage=\\\"{stage}\\\"\"")
+        );
+        let package = config
+            .split(&format!("[{stage}.package.parameters]\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap_or_else(|| panic!("no [{stage}.package.parameters]"));
+        assert!(
+            package.lines().any(|l| l == "resolve_s3 = true"),
+            "{stage}: sam package uploads through SAM's bucket"
+        );
+        let overrides = value("parameter_overrides");
+        let overrides = overrides.trim_matches('"').replace("\\\"", "\"");
+        for pair in overrides.split_whitespace() {
+            let (name, v) = pair.split_once('=').expect("Name=\"value\"");
+            let v = v.trim_matches('"');
+            let param = &params
+                .get(name)
+                .unwrap_or_else(|| panic!("{stage}: the template has no parameter {name}"));
+            if let Some(pattern) = param["AllowedPattern"].as_str() {
+                let re = regex_lite::Regex::new(pattern).expect("a regex");
+                assert!(re.is_match(v), "{stage}: {name}={v} is refused");
+            }
+            if name == "Stage" {
+                assert_eq!(v, stage);
+            }
+        }
+    }
+    assert_eq!(stages, ["prod", "staging"]);
+}

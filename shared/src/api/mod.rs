@@ -9,6 +9,7 @@ pub mod bundles;
 pub mod categories;
 pub mod deletions;
 pub mod etags;
+pub mod fallback;
 pub mod imports;
 pub mod include;
 pub mod links;
@@ -44,7 +45,7 @@ pub const FUNCTIONS: &[&Api] = &[
 ];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
-/// syntax), mapped to the function that serves it, sorted.
+/// syntax), mapped to the function that serves it, and the fallback's catch-all, sorted.
 pub fn router_toml() -> String {
     let mut lines: Vec<String> = FUNCTIONS
         .iter()
@@ -52,6 +53,11 @@ pub fn router_toml() -> String {
             api.routes()
                 .map(move |r| format!("\"/v1{}\" = \"{}\"\n", r.path, api.function))
         })
+        .chain(
+            fallback::ROUTER_PATHS
+                .iter()
+                .map(|p| format!("\"{p}\" = \"{}\"\n", fallback::FUNCTION)),
+        )
         .collect();
     lines.sort();
     lines.dedup();
