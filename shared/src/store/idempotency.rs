@@ -8,8 +8,7 @@
 //! record can never disagree, whatever crashes between them, and a request whose lease
 //! expired cannot write after another took over. The response is saved (`done`) after.
 
-use super::keys::TTL;
-use super::ops::item_key;
+use super::keys::{PK, SK, TTL};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
@@ -102,6 +101,14 @@ pub(crate) fn guard_action(table: &str) -> Option<TransactWriteItem> {
 /// A write that took the guard's action failed: the next write carries it.
 pub(crate) fn guard_not_carried() {
     let _ = GUARD.try_with(|g| g.carried.store(false, std::sync::atomic::Ordering::SeqCst));
+}
+
+/// The record's key (built here: `ops` uses this module, so it cannot be used from it).
+fn item_key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(pk)),
+        (SK.to_string(), AttributeValue::S(sk.to_string())),
+    ])
 }
 
 fn s(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {
