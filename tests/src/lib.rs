@@ -200,6 +200,16 @@ pub async fn send_to(function: &str, req: Request) -> Response {
     stack().await.runtime.http_on(function, req).await
 }
 
+/// The `identifier` of every entry of a list response, in order; panics on anything else.
+pub fn ids(r: &Response) -> Vec<String> {
+    r.body["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {} {:?}", r.status, r.body))
+        .iter()
+        .map(|e| e["identifier"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// An HTTP response from a function.
 #[derive(Debug, Clone)]
 pub struct Response {

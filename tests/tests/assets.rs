@@ -1,17 +1,8 @@
 //! Assets and their links to products end to end: the real `assets` and `products`
 //! binaries on DynamoDB Local.
 
-use catalog_e2e::{send_to, Org, Request};
+use catalog_e2e::{ids, send_to, Org, Request};
 use serde_json::{json, Value};
-
-fn ids(r: &catalog_e2e::Response) -> Vec<String> {
-    r.body["result"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a list: {:?}", r.body))
-        .iter()
-        .map(|a| a["identifier"].as_str().unwrap().to_string())
-        .collect()
-}
 
 async fn asset(org: &Org, id: &str, name: &str) {
     let url = format!("https://cdn.example.com/{id}.png");

@@ -4,18 +4,9 @@
 use catalog::domain::time::Timestamp;
 use catalog::domain::values::StoredValues;
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{faults, send_to, shards, stack, Org, Request, Response};
+use catalog_e2e::{faults, ids, send_to, shards, stack, Org, Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-fn ids(r: &Response) -> Vec<String> {
-    r.body["result"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a list: {:?}", r.body))
-        .iter()
-        .map(|e| e["identifier"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// Waits until the clock is past `t`, so that the next write is strictly later (a poll of
 /// the clock with a deadline, not a guess).

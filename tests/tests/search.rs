@@ -3,17 +3,8 @@
 //! levels, exact totals under filters, each 400, and what a filtered page costs.
 
 use catalog::domain::time::Timestamp;
-use catalog_e2e::{encode, shards, Org, Response};
+use catalog_e2e::{encode, ids, shards, Org};
 use serde_json::{json, Value};
-
-fn ids(r: &Response) -> Vec<String> {
-    r.body["result"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a list: {} {:?}", r.status, r.body))
-        .iter()
-        .map(|e| e["identifier"].as_str().unwrap().to_string())
-        .collect()
-}
 
 /// `/v1/<list>?search=<filters>` plus `extra` parameters.
 fn url(list: &str, filters: &Value, extra: &str) -> String {

@@ -3,18 +3,9 @@
 //! cursor opens only for its own list, filters and organization; `GET /deletions` shows each
 //! deleted product, variant and SKU once with its time.
 
-use catalog_e2e::{Org, Response};
+use catalog_e2e::{ids, Org, Response};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-
-fn ids(r: &Response) -> Vec<String> {
-    r.body["result"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a list: {:?}", r.body))
-        .iter()
-        .map(|e| e["identifier"].as_str().unwrap().to_string())
-        .collect()
-}
 
 fn next(r: &Response) -> Option<String> {
     r.body["pagination"]["nextCursor"]

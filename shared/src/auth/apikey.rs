@@ -110,6 +110,17 @@ pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The bytes of an even-length hexadecimal string; `None` for anything else.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// A new time-ordered id: `prefix` and a lowercase ULID (`wh_01m7…`, `dlv_01m7…`).
 pub fn prefixed_ulid(prefix: &str) -> String {
     format!(

@@ -173,13 +173,9 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 4096 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    (s.len() <= 4096)
+        .then(|| crate::auth::apikey::from_hex(s))
+        .flatten()
 }
 
 #[cfg(test)]

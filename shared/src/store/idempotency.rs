@@ -8,7 +8,7 @@
 //! record can never disagree, whatever crashes between them, and a request whose lease
 //! expired cannot write after another took over. The response is saved (`done`) after.
 
-use super::keys::{PK, SK, TTL};
+use super::keys::{item_key, TTL};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
@@ -103,14 +103,6 @@ pub(crate) fn guard_not_carried() {
     let _ = GUARD.try_with(|g| g.carried.store(false, std::sync::atomic::Ordering::SeqCst));
 }
 
-/// The record's key (built here: `ops` uses this module, so it cannot be used from it).
-fn item_key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
-    HashMap::from([
-        (PK.to_string(), AttributeValue::S(pk)),
-        (SK.to_string(), AttributeValue::S(sk.to_string())),
-    ])
-}
-
 fn s(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {
     item.get(name).and_then(|v| v.as_s().ok()).cloned()
 }
@@ -199,7 +191,11 @@ impl Store {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(item_key(idempotency_pk(&guard.org), &guard.key)))
-            .update_expression("SET st = :d, #status = :s, body = :b REMOVE lease")
+            .update_expression(if etag.is_some() {
+                "SET st = :d, #status = :s, body = :b, etag = :e REMOVE lease"
+            } else {
+                "SET st = :d, #status = :s, body = :b REMOVE lease"
+            })
             .condition_expression("tok = :t")
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":d", AttributeValue::S("done".into()))
@@ -207,9 +203,7 @@ impl Store {
             .expression_attribute_values(":b", AttributeValue::S(body.into()))
             .expression_attribute_values(":t", AttributeValue::S(guard.token.clone()));
         if let Some(tag) = etag {
-            update = update
-                .update_expression("SET st = :d, #status = :s, body = :b, etag = :e REMOVE lease")
-                .expression_attribute_values(":e", AttributeValue::S(tag.into()));
+            update = update.expression_attribute_values(":e", AttributeValue::S(tag.into()));
         }
         match update
             .send()

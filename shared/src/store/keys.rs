@@ -17,6 +17,18 @@ pub const TTL: &str = "ttl";
 
 pub const INDEX_BY_CHANGE: &str = "byChange";
 
+/// The primary key of an item.
+pub fn item_key(
+    pk: String,
+    sk: impl Into<String>,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    std::collections::HashMap::from([
+        (PK.to_string(), AttributeValue::S(pk)),
+        (SK.to_string(), AttributeValue::S(sk.into())),
+    ])
+}
+
 /// The organization's own partition: its settings, API keys.
 pub fn org_pk(org: &str) -> String {
     format!("O#{org}")

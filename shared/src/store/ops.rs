@@ -3,7 +3,7 @@
 
 use super::keys::{PK, SK};
 use super::{Store, StoreError};
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 
@@ -24,12 +24,34 @@ const BATCH_GET_LIMIT: usize = 100;
 /// Rounds of unprocessed-key retries before giving up as unavailable.
 const BATCH_RETRIES: usize = 8;
 
-/// The primary key of an item.
-pub fn item_key(pk: String, sk: impl Into<String>) -> Item {
-    HashMap::from([
-        (PK.to_string(), AttributeValue::S(pk)),
-        (SK.to_string(), AttributeValue::S(sk.into())),
-    ])
+pub use super::keys::item_key;
+
+impl Expect {
+    /// The put of `av` into `table` under this expectation, for a transaction.
+    pub(crate) fn put(self, table: &str, av: Item) -> Result<Put, StoreError> {
+        let (condition, values) = self.condition();
+        Put::builder()
+            .table_name(table)
+            .set_item(Some(av))
+            .condition_expression(condition)
+            .set_expression_attribute_values(values)
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))
+    }
+
+    /// The condition expression, and its values when it has any.
+    fn condition(self) -> (&'static str, Option<Item>) {
+        match self {
+            Expect::Absent => ("attribute_not_exists(PK)", None),
+            Expect::Version(v) => (
+                "ver = :v",
+                Some(HashMap::from([(
+                    ":v".to_string(),
+                    AttributeValue::N(v.to_string()),
+                )])),
+            ),
+        }
+    }
 }
 
 impl Store {
@@ -82,26 +104,11 @@ impl Store {
         // Under an Idempotency-Key, the put and the key's move to `written` are one
         // transaction (`store/idempotency.rs`).
         if let Some(guard) = super::idempotency::guard_action(&self.table) {
-            let put = aws_sdk_dynamodb::types::Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(av));
-            let put = match expect {
-                Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
-                Expect::Version(v) => put
-                    .condition_expression("ver = :v")
-                    .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-            };
-            let put = put
-                .build()
-                .map_err(|e| StoreError::Other(format!("building a put: {e}")))?;
+            let put = expect.put(&self.table, av)?;
             let sent = self
                 .client
                 .transact_write_items()
-                .transact_items(
-                    aws_sdk_dynamodb::types::TransactWriteItem::builder()
-                        .put(put)
-                        .build(),
-                )
+                .transact_items(TransactWriteItem::builder().put(put).build())
                 .transact_items(guard)
                 .send()
                 .await
@@ -111,18 +118,14 @@ impl Store {
             }
             return sent.map(|_| ());
         }
-        let put = self
-            .client
+        let (condition, values) = expect.condition();
+        self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(av));
-        let put = match expect {
-            Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
-            Expect::Version(v) => put
-                .condition_expression("ver = :v")
-                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-        };
-        put.send()
+            .set_item(Some(av))
+            .condition_expression(condition)
+            .set_expression_attribute_values(values)
+            .send()
             .await
             .map_err(|e| StoreError::from_sdk("PutItem", e))?;
         Ok(())

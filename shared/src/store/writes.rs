@@ -244,15 +244,8 @@ impl TreeWrite {
 
 /// A conditional put of a whole item: it must not exist yet, or still be at the version read.
 fn put_action(av: Item, expect: Expect) -> Result<TransactWriteItem, StoreError> {
-    let put = Put::builder().table_name("").set_item(Some(av));
-    let put = match expect {
-        Expect::Absent => put.condition_expression("attribute_not_exists(PK)"),
-        Expect::Version(v) => put
-            .condition_expression("ver = :v")
-            .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-    };
     Ok(TransactWriteItem::builder()
-        .put(put.build().map_err(build_err)?)
+        .put(expect.put("", av)?)
         .build())
 }
 

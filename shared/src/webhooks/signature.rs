@@ -110,13 +110,9 @@ pub fn verify(
 
 /// A 32-byte digest from 64 hex digits.
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    (s.len() == 64)
+        .then(|| crate::auth::apikey::from_hex(s))
+        .flatten()
 }
 
 #[cfg(test)]
