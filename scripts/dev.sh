@@ -75,7 +75,10 @@ CATALOG_IMPORT_QUEUE_URL=$CATALOG_IMPORT_QUEUE_URL
 ENV
 
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
+# Up to 4 processes per function, as Lambda runs several sandboxes: the delivery pollers
+# hand over 4 batches at once, so one slow webhook endpoint cannot hold every delivery.
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" --env-file .local/functions.env \
+  --concurrency 4 \
   >.local/watch.log 2>&1 &
 pids+=($!)
 for _ in $(seq 1 600); do

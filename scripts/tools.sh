@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the local stack and the tests need, into git-ignored folders, only when
 # missing: a Java runtime (apt), DynamoDB Local (npm package amplify-dynamodb-simulator,
-# checked against pinned checksums), moto's SQS server (PyPI, in .tools/venv) and, with
-# --dev, cargo-lambda (PyPI, same venv).
+# checked against pinned checksums), moto's SQS server (PyPI, in .tools/venv), the official
+# standardwebhooks verifiers (PyPI into the venv, npm into .tools/node) and, with --dev,
+# cargo-lambda (PyPI, same venv).
 # First it checks the prerequisites (README.md, "Prerequisites"): a C toolchain, Python's
 # venv, Node's npm and Java are installed with apt when missing (as root, or through sudo);
 # a Rust toolchain (rustup, Rust >= $RUST_MIN) cannot come from a package registry, so a
@@ -20,6 +21,9 @@ DDB_UPSTREAM_SHA256="55b425a9a42cfc728436eaf0e4ae64d688b64d177c99c4f4c4d7e3dbb3a
 DDB_JAR_SHA256="454305e9bc3e6ebcca5b62569869e31563b8d7e346474e94557b2600702146c7"
 CARGO_LAMBDA_VERSION="1.9.2"
 MOTO_VERSION="5.2.5"
+# The official Standard Webhooks verifiers the webhook tests check deliveries with.
+STANDARDWEBHOOKS_PY_VERSION="1.1.0"
+STANDARDWEBHOOKS_NPM_VERSION="1.1.1"
 
 # The oldest Rust the locked dependencies build with (their highest rust-version).
 RUST_MIN="1.94.1"
@@ -110,6 +114,22 @@ ensure_moto() {
   "$VENV/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
 }
 
+# The official `standardwebhooks` libraries for Python (in .tools/venv) and Node (in
+# .tools/node): the webhook tests verify real deliveries with them, as consumers would.
+ensure_standardwebhooks() {
+  ensure_venv
+  if ! "$VENV/bin/python" -c "import standardwebhooks" 2>/dev/null; then
+    say "installing standardwebhooks $STANDARDWEBHOOKS_PY_VERSION from PyPI into .tools/venv"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "standardwebhooks==$STANDARDWEBHOOKS_PY_VERSION"
+  fi
+  if [ ! -f "$TOOLS/node/node_modules/standardwebhooks/package.json" ]; then
+    say "installing standardwebhooks $STANDARDWEBHOOKS_NPM_VERSION from npm into .tools/node"
+    mkdir -p "$TOOLS/node"
+    npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" \
+      "standardwebhooks@$STANDARDWEBHOOKS_NPM_VERSION" >/dev/null
+  fi
+}
+
 ensure_cargo_lambda() {
   if [ -x "$VENV/bin/cargo-lambda" ]; then return; fi
   ensure_venv
@@ -121,5 +141,6 @@ prerequisites
 if [ "${1:-}" = "--prerequisites" ]; then exit 0; fi
 ensure_dynamodb_local
 ensure_moto
+ensure_standardwebhooks
 if [ "${1:-}" = "--dev" ]; then ensure_cargo_lambda; fi
 say "ready"

@@ -69,7 +69,14 @@ async fn start(settings: Vec<(&'static str, String)>) -> Imports {
     let invoke: Invoker = crate::local::emulator_invoker();
     let queue = queue_url.clone();
     stack.runtime.handle.spawn(async move {
-        run_queue(sqs_client(&endpoint), queue, "import-worker".into(), invoke).await
+        run_queue(
+            sqs_client(&endpoint),
+            queue,
+            "import-worker".into(),
+            invoke,
+            1,
+        )
+        .await
     });
     Imports { queue_url }
 }

@@ -293,9 +293,17 @@ pub struct Org {
 impl Org {
     pub async fn new() -> Self {
         let store = stack().await.store();
-        let org = catalog::admin::create_org(&store, "e2e")
-            .await
-            .expect("org");
+        // DynamoDB Local under load has been seen to refuse a valid condition once
+        // ("Invalid ConditionExpression: Index 0 out of bounds"): a fresh org is tried again.
+        let mut tries = 0;
+        let org = loop {
+            tries += 1;
+            match catalog::admin::create_org(&store, "e2e").await {
+                Ok(org) => break org,
+                Err(e) if tries < 3 && format!("{e:?}").contains("out of bounds") => continue,
+                Err(e) => panic!("org: {e:?}"),
+            }
+        };
         let key = catalog::admin::create_key(&store, &org.id, "e2e", &Scope::ALL)
             .await
             .expect("key");

@@ -4,7 +4,8 @@
 //! retries from that record (the batch before it is done). The queue poller receives
 //! batches of up to 10 messages, hands them to the delivery function, deletes the ones that
 //! succeeded and leaves the reported failures to their visibility timeout, as the SQS event
-//! source mapping does. The tests and `make dev` both run them.
+//! source mapping does, with several pollers at once as its concurrency allows. The tests
+//! and `make dev` both run them.
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
@@ -119,7 +120,12 @@ pub async fn run_stream(
             let mut tries = 0;
             while !batch.is_empty() {
                 let event = stream_event(&batch, &stream_arn);
-                let failed_at = match invoke(function.clone(), event).await {
+                let t0 = std::time::Instant::now();
+                let invoked = invoke(function.clone(), event).await;
+                if std::env::var("CATALOG_E2E_TRACE").is_ok() {
+                    eprintln!("[trace] stream {} records {:?}", batch.len(), t0.elapsed());
+                }
+                let failed_at = match invoked {
                     Ok(resp) => first_failure(&resp).and_then(|seq| {
                         batch.iter().position(|r| sequence(r) == Some(seq.as_str()))
                     }),
@@ -235,7 +241,7 @@ pub async fn create_delivery_queues(sqs: &aws_sdk_sqs::Client) -> Result<(String
     };
     let dead_letter_url = create("deliveries-dlq", vec![]).await?;
     let dlq_arn = queue_arn(sqs, &dead_letter_url).await?;
-    let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"20"}}"#);
+    let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"100"}}"#);
     let queue_url = create(
         "deliveries",
         vec![
@@ -328,18 +334,36 @@ pub async fn create_import_resources(
     Ok(queue_url)
 }
 
-/// Polls a queue forever, feeding `function` batches of up to 10 messages.
+/// Polls a queue forever with `concurrency` pollers, each feeding `function` batches of up
+/// to 10 messages and waiting for the answer, as the SQS event source mapping does with
+/// its `MaximumConcurrency`.
 pub async fn run_queue(
     client: aws_sdk_sqs::Client,
     queue_url: String,
     function: String,
     invoke: Invoker,
+    concurrency: usize,
 ) {
     let arn = queue_arn(&client, &queue_url).await.unwrap_or_default();
+    let pollers =
+        (0..concurrency.max(1)).map(|_| poll_queue(&client, &queue_url, &function, &invoke, &arn));
+    futures_util::future::join_all(pollers).await;
+}
+
+/// One poller of [`run_queue`].
+async fn poll_queue(
+    client: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    function: &str,
+    invoke: &Invoker,
+    arn: &str,
+) {
+    let trace = std::env::var("CATALOG_E2E_TRACE").is_ok();
     loop {
+        let r0 = std::time::Instant::now();
         let received = client
             .receive_message()
-            .queue_url(&queue_url)
+            .queue_url(queue_url)
             .max_number_of_messages(10)
             .wait_time_seconds(1)
             .message_system_attribute_names(MessageSystemAttributeName::All)
@@ -352,6 +376,9 @@ pub async fn run_queue(
                 continue;
             }
         };
+        if trace {
+            eprintln!("[trace] receive {} msgs {:?}", messages.len(), r0.elapsed());
+        }
         if messages.is_empty() {
             continue;
         }
@@ -378,22 +405,30 @@ pub async fn run_queue(
                 })
             })
             .collect();
-        let failed: Vec<String> =
-            match invoke(function.clone(), json!({ "Records": records })).await {
-                Ok(resp) => resp["batchItemFailures"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                Err(e) => {
-                    // the whole batch returns after the queue's visibility timeout
-                    eprintln!("[local] {function} failed: {e}");
-                    continue;
-                }
-            };
+        let t0 = std::time::Instant::now();
+        let invoked = invoke(function.to_string(), json!({ "Records": records })).await;
+        if std::env::var("CATALOG_E2E_TRACE").is_ok() {
+            eprintln!(
+                "[trace] {function} {} msgs {:?}",
+                messages.len(),
+                t0.elapsed()
+            );
+        }
+        let failed: Vec<String> = match invoked {
+            Ok(resp) => resp["batchItemFailures"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Err(e) => {
+                // the whole batch returns after the queue's visibility timeout
+                eprintln!("[local] {function} failed: {e}");
+                continue;
+            }
+        };
         for m in &messages {
             if failed
                 .iter()
@@ -404,7 +439,7 @@ pub async fn run_queue(
             if let Some(handle) = &m.receipt_handle {
                 let _ = client
                     .delete_message()
-                    .queue_url(&queue_url)
+                    .queue_url(queue_url)
                     .receipt_handle(handle)
                     .send()
                     .await;

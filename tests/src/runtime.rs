@@ -30,7 +30,25 @@ struct Invocation {
 struct Queue {
     tx: mpsc::Sender<Invocation>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Invocation>>,
+}
+
+/// One process of a function (a Lambda sandbox): its Runtime API and the invocation it runs.
+struct Instance {
+    queue: Arc<Queue>,
     pending: Mutex<HashMap<String, Reply>>,
+}
+
+/// Processes per function: the delivery function runs several, as its event source
+/// mapping's concurrency does on AWS, so that one endpoint's slow answers cannot hold every
+/// delivery; every other function runs one (the tests start named variants when they race).
+pub const DELIVERY_CONCURRENCY: usize = 4;
+
+fn instances(binary: &str) -> usize {
+    if binary == "webhook-delivery" {
+        DELIVERY_CONCURRENCY
+    } else {
+        1
+    }
 }
 
 pub struct Emulator {
@@ -90,7 +108,6 @@ impl Emulator {
         let queue = Arc::new(Queue {
             tx,
             rx: tokio::sync::Mutex::new(rx),
-            pending: Mutex::new(HashMap::new()),
         });
         functions.insert(function.to_string(), queue.clone());
         self.launch(function, queue.clone());
@@ -105,6 +122,18 @@ impl Emulator {
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
     /// with keys cached 3 s (60 s as deployed).
     fn launch(&self, function: &str, queue: Arc<Queue>) {
+        let binary_name = function.split_once('@').map_or(function, |(b, _)| b);
+        for _ in 0..instances(binary_name) {
+            let instance = Arc::new(Instance {
+                queue: queue.clone(),
+                pending: Mutex::new(HashMap::new()),
+            });
+            self.launch_instance(function, instance);
+        }
+    }
+
+    /// Starts one process of `function` with its own Runtime API on its own port.
+    fn launch_instance(&self, function: &str, instance: Arc<Instance>) {
         let (listener, port) = loopback_listener();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
         let binary = crate::binary(binary_name);
@@ -116,7 +145,7 @@ impl Emulator {
             )
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
-            .with_state(queue.clone());
+            .with_state(instance.clone());
         let mut env = self.env.lock().expect("lock").clone();
         match variant {
             "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
@@ -158,7 +187,7 @@ impl Emulator {
             };
             let status = child.wait();
             eprintln!("[runtime] {name} exited ({status:?}); starting it again");
-            let lost: Vec<Reply> = queue
+            let lost: Vec<Reply> = instance
                 .pending
                 .lock()
                 .expect("lock")
@@ -276,9 +305,9 @@ impl Emulator {
     }
 }
 
-async fn next(State(q): State<Arc<Queue>>) -> impl IntoResponse {
+async fn next(State(q): State<Arc<Instance>>) -> impl IntoResponse {
     let inv = {
-        let mut rx = q.rx.lock().await;
+        let mut rx = q.queue.rx.lock().await;
         rx.recv().await.expect("sender kept by the emulator")
     };
     q.pending
@@ -305,7 +334,11 @@ async fn next(State(q): State<Arc<Queue>>) -> impl IntoResponse {
     (headers, inv.event.to_string())
 }
 
-async fn respond(State(q): State<Arc<Queue>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+async fn respond(
+    State(q): State<Arc<Instance>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> StatusCode {
     let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if let Some(reply) = q.pending.lock().expect("lock").remove(&id) {
         let _ = reply.send(Ok(value));
@@ -313,7 +346,7 @@ async fn respond(State(q): State<Arc<Queue>>, Path(id): Path<String>, body: Byte
     StatusCode::ACCEPTED
 }
 
-async fn fail(State(q): State<Arc<Queue>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+async fn fail(State(q): State<Arc<Instance>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
     if let Some(reply) = q.pending.lock().expect("lock").remove(&id) {
         let _ = reply.send(Err(String::from_utf8_lossy(&body).into_owned()));
     }

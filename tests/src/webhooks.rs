@@ -26,6 +26,9 @@ pub const COALESCE_SECONDS: u64 = 5;
 pub const ATTEMPTS: u32 = 8;
 /// How long the delivery worker waits for a receiver: far above a loaded machine's answer time.
 pub const RECEIVER_TIMEOUT_SECONDS: u64 = 5;
+/// A subscription whose deliveries all fail this long is disabled (5 days as deployed):
+/// well past a whole retry schedule of the tests, so only the test of it reaches it.
+pub const DISABLE_AFTER_SECONDS: u64 = 30;
 
 pub struct Hooks {
     pub sqs_endpoint: String,
@@ -117,15 +120,25 @@ async fn start() -> Hooks {
         ("CATALOG_DEAD_LETTER_QUEUE_URL", dead_letter_url.clone()),
         (
             "CATALOG_WEBHOOK_COALESCE_SECONDS",
-            COALESCE_SECONDS.to_string(),
+            // the benchmark runs with a shorter window
+            std::env::var("CATALOG_E2E_WEBHOOK_WINDOW")
+                .unwrap_or_else(|_| COALESCE_SECONDS.to_string()),
         ),
         (
             "CATALOG_WEBHOOK_RETRY_SCHEDULE",
-            vec!["1"; ATTEMPTS as usize - 1].join(","),
+            // the benchmark runs a production-like schedule, scaled down
+            std::env::var("CATALOG_E2E_WEBHOOK_SCHEDULE")
+                .unwrap_or_else(|_| vec!["1"; ATTEMPTS as usize - 1].join(",")),
         ),
         (
             "CATALOG_WEBHOOK_TIMEOUT_SECONDS",
             RECEIVER_TIMEOUT_SECONDS.to_string(),
+        ),
+        (
+            "CATALOG_WEBHOOK_DISABLE_AFTER_SECONDS",
+            // the benchmark keeps its bad receivers subscribed throughout
+            std::env::var("CATALOG_E2E_WEBHOOK_DISABLE_AFTER")
+                .unwrap_or_else(|_| DISABLE_AFTER_SECONDS.to_string()),
         ),
     ]);
     let stream_arn = stream_arn(stack.store().client(), crate::TABLE).await;
@@ -153,6 +166,7 @@ async fn start() -> Hooks {
             queue,
             "webhook-delivery".into(),
             invoke_queue,
+            crate::runtime::DELIVERY_CONCURRENCY,
         )
         .await
     });
@@ -275,6 +289,13 @@ impl Receiver {
         got
     }
 
+    /// From now on, answers every request 204.
+    pub fn recover(&self) {
+        let mut s = self.state.lock().expect("lock");
+        s.fail_first = s.answered;
+        s.delay = Duration::ZERO;
+    }
+
     /// Requests answered 2xx (the deliveries that succeeded).
     pub fn delivered(&self) -> Vec<Received> {
         let s = self.state.lock().expect("lock");
@@ -330,3 +351,87 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Whether the official Standard Webhooks library of `language` ("python" or "node", as
+/// installed by `scripts/tools.sh`) verifies `body` with these headers and `secret`; on
+/// failure, the library's error.
+pub fn standard_verify(
+    language: &str,
+    secret: &str,
+    headers: &HashMap<String, String>,
+    body: &[u8],
+) -> Result<(), String> {
+    let root = crate::repo_root();
+    let standard: HashMap<&str, &str> = ["webhook-id", "webhook-timestamp", "webhook-signature"]
+        .into_iter()
+        .filter_map(|h| Some((h, headers.get(h)?.as_str())))
+        .collect();
+    let headers_json = serde_json::to_string(&standard).expect("headers encode");
+    let dir = tempfile_dir();
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let body_path = dir.join(format!("body-{}-{n}", std::process::id()));
+    std::fs::write(&body_path, body).expect("body written");
+    let mut command = match language {
+        "python" => {
+            let mut c = Command::new(root.join(".tools/venv/bin/python"));
+            c.args(["-c", PYTHON_VERIFY]);
+            c
+        }
+        "node" => {
+            let mut c = Command::new("node");
+            c.args(["-e", NODE_VERIFY])
+                .env("NODE_PATH", root.join(".tools/node/node_modules"));
+            c
+        }
+        other => panic!("no verifier for {other}"),
+    };
+    let out = command
+        .arg(secret)
+        .arg(&body_path)
+        .arg(&headers_json)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{language} verifier does not run (scripts/tools.sh installs it): {e}")
+        });
+    let _ = std::fs::remove_file(&body_path);
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match stdout.as_str() {
+        "ok" => Ok(()),
+        _ if stdout.starts_with("fail:") => Err(stdout),
+        _ => panic!(
+            "{language} verifier broke: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = crate::repo_root().join("target/webhook-verify");
+    std::fs::create_dir_all(&dir).expect("verify dir");
+    dir
+}
+
+/// argv: secret, body file, headers JSON. Prints `ok` or `fail:<error>`.
+const PYTHON_VERIFY: &str = r#"
+import json, sys
+from standardwebhooks import Webhook
+secret, path, headers = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+try:
+    Webhook(secret).verify(open(path, "rb").read(), headers)
+    print("ok")
+except Exception as e:
+    print("fail:" + type(e).__name__ + ": " + str(e))
+"#;
+
+const NODE_VERIFY: &str = r#"
+const { Webhook } = require("standardwebhooks");
+const fs = require("fs");
+const [secret, path, headers] = process.argv.slice(1);
+try {
+  new Webhook(secret).verify(fs.readFileSync(path, "utf8"), JSON.parse(headers));
+  console.log("ok");
+} catch (e) {
+  console.log("fail:" + e.name + ": " + e.message);
+}
+"#;

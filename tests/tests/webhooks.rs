@@ -8,8 +8,8 @@ use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::signature::{self, VerifyError};
 use catalog::webhooks::topics::Action;
 use catalog_e2e::webhooks::{
-    eventually, sqs_client, webhooks, Receiver, ATTEMPTS, COALESCE_SECONDS,
-    RECEIVER_TIMEOUT_SECONDS,
+    eventually, sqs_client, standard_verify, webhooks, Receiver, ATTEMPTS, COALESCE_SECONDS,
+    DISABLE_AFTER_SECONDS, RECEIVER_TIMEOUT_SECONDS,
 };
 use catalog_e2e::{Org, Request};
 use serde_json::{json, Value};
@@ -31,7 +31,9 @@ async fn subscribe(org: &Org, url: &str, topics: &[&str]) -> (String, String) {
 }
 
 async fn deliveries(org: &Org, webhook: &str) -> Vec<Value> {
-    let r = org.get(&format!("/v1/webhooks/{webhook}/deliveries")).await;
+    let r = org
+        .get(&format!("/v1/webhooks/{webhook}/deliveries?limit=100"))
+        .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     r.body["result"].as_array().unwrap().clone()
 }
@@ -708,4 +710,348 @@ fn sqs_event(message_id: &str, message: &QueueMessage, receive_count: u32) -> Va
         "attributes": {"ApproximateReceiveCount": receive_count.to_string()}, "messageAttributes": {},
         "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"
     }]})
+}
+
+/// The Standard Webhooks headers of a delivery: its id, and the unix seconds of both
+/// signature headers, which must agree.
+fn standard_headers(d: &catalog_e2e::webhooks::Received) -> (String, i64) {
+    let id = d.headers["webhook-id"].clone();
+    assert_eq!(d.json["id"], json!(id));
+    assert_eq!(d.headers["x-catalog-webhook-id"], id);
+    let t: i64 = d.headers["webhook-timestamp"].parse().unwrap();
+    assert!(
+        d.headers["x-catalog-signature"].starts_with(&format!("t={t},")),
+        "{:?}",
+        d.headers
+    );
+    (id, t)
+}
+
+#[tokio::test]
+async fn deliveries_verify_with_the_official_standard_webhooks_libraries() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (_, secret) = subscribe(&org, &receiver.url(), &["product.created"]).await;
+    put_product(&org, "stool", json!({"name": "Stool"})).await;
+    let got = receiver.wait_for(1, DELIVERY).await;
+    let d = &got[0];
+    standard_headers(d);
+    let signature = &d.headers["webhook-signature"];
+    assert!(
+        signature.starts_with("v1,") && !signature.contains(' '),
+        "{signature}"
+    );
+    for language in ["python", "node"] {
+        // the secret exactly as the API returned it
+        assert_eq!(
+            standard_verify(language, &secret, &d.headers, &d.body),
+            Ok(()),
+            "{language}"
+        );
+        let mut tampered = d.body.clone();
+        tampered[2] ^= 1;
+        let refused = standard_verify(language, &secret, &d.headers, &tampered);
+        assert!(refused.is_err(), "{language} accepted a tampered body");
+        let other = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let refused = standard_verify(language, other, &d.headers, &d.body);
+        assert!(refused.is_err(), "{language} accepted another secret");
+    }
+    // X-Catalog-Signature is unchanged beside them
+    let now = chrono::Utc::now().timestamp();
+    let header = &d.headers["x-catalog-signature"];
+    assert_eq!(
+        signature::verify(&secret, header, &d.body, now, 300),
+        Ok(())
+    );
+    assert_eq!(header.matches("v1=").count(), 1, "{header}");
+}
+
+#[tokio::test]
+async fn a_rotation_with_overlap_signs_with_both_secrets_until_the_old_one_expires() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, old) = subscribe(&org, &receiver.url(), &["product.*"]).await;
+    let rotate = format!("/v1/webhooks/{hook}/rotate-secret");
+    for (body, error) in [
+        (
+            json!({"expireCurrentInSeconds": -1}),
+            "field 'expireCurrentInSeconds' must be an integer from 0 to 86400",
+        ),
+        (
+            json!({"expireCurrentInSeconds": 86401}),
+            "field 'expireCurrentInSeconds' must be an integer from 0 to 86400",
+        ),
+        (
+            json!({"expireCurrentInSeconds": "60"}),
+            "field 'expireCurrentInSeconds' must be an integer from 0 to 86400",
+        ),
+        (
+            json!({"expire": 60}),
+            "unknown field 'expire' (allowed: expireCurrentInSeconds)",
+        ),
+    ] {
+        let r = org.post(&rotate, body).await;
+        assert_eq!((r.status, &r.body), (400, &json!({"error": error})));
+    }
+    // the window covers the first delivery (5 s) on a slow machine, then ends
+    let overlap = 20;
+    let r = org
+        .post(&rotate, json!({"expireCurrentInSeconds": overlap}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let new = r.body["result"]["secret"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    let until = Timestamp::parse(
+        r.body["result"]["previousSecretExpiresAt"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let rotated_at = Timestamp::parse(r.body["result"]["updatedAt"].as_str().unwrap()).unwrap();
+    assert_eq!(until.millis() - rotated_at.millis(), overlap * 1000);
+
+    put_product(&org, "bench", json!({"name": "Bench"})).await;
+    let first = receiver.wait_for(1, DELIVERY).await[0].clone();
+    let (_, t) = standard_headers(&first);
+    assert!(t * 1000 < until.millis(), "delivered after the overlap");
+    assert_eq!(first.headers["webhook-signature"].split(' ').count(), 2);
+    let catalog = &first.headers["x-catalog-signature"];
+    assert_eq!(catalog.matches(",v1=").count(), 2, "{catalog}");
+    for secret in [&old, &new] {
+        for language in ["python", "node"] {
+            assert_eq!(
+                standard_verify(language, secret, &first.headers, &first.body),
+                Ok(()),
+                "{language}"
+            );
+        }
+        assert_eq!(
+            signature::verify(secret, catalog, &first.body, t, 300),
+            Ok(())
+        );
+    }
+
+    // after the overlap only the new secret signs
+    eventually("the overlap to end", DELIVERY, || async {
+        (Timestamp::now().millis() > until.millis()).then_some(())
+    })
+    .await;
+    let r = org.get(&format!("/v1/webhooks/{hook}")).await;
+    assert_eq!(r.body["result"].get("previousSecretExpiresAt"), None);
+    put_product(&org, "bench", json!({"name": "Garden bench"})).await;
+    let second = receiver.wait_for(2, DELIVERY).await[1].clone();
+    let (_, t) = standard_headers(&second);
+    assert_eq!(second.headers["webhook-signature"].split(' ').count(), 1);
+    let catalog = &second.headers["x-catalog-signature"];
+    assert_eq!(catalog.matches(",v1=").count(), 1, "{catalog}");
+    for language in ["python", "node"] {
+        assert_eq!(
+            standard_verify(language, &new, &second.headers, &second.body),
+            Ok(())
+        );
+        assert!(standard_verify(language, &old, &second.headers, &second.body).is_err());
+    }
+    assert_eq!(
+        signature::verify(&new, catalog, &second.body, t, 300),
+        Ok(())
+    );
+    assert_eq!(
+        signature::verify(&old, catalog, &second.body, t, 300),
+        Err(VerifyError::Mismatch)
+    );
+
+    // a rotation without a body ends any overlap at once
+    let r = org
+        .post(&rotate, json!({"expireCurrentInSeconds": 600}))
+        .await;
+    assert!(r.body["result"]["previousSecretExpiresAt"].is_string());
+    let r = Request::new("POST", &rotate).bearer(&org.key).send().await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["result"].get("previousSecretExpiresAt"), None);
+}
+
+#[tokio::test]
+async fn a_hanging_and_a_refusing_endpoint_do_not_delay_a_healthy_one() {
+    webhooks().await;
+    let org = Org::new().await;
+    let healthy = Receiver::start(0).await;
+    // answers after the delivery timeout: every attempt times out
+    let hanging = Receiver::answering(204, Duration::from_secs(RECEIVER_TIMEOUT_SECONDS + 3)).await;
+    // never listens: every connection is refused
+    let refusing = Receiver::reserve(0);
+    let (_, _) = subscribe(&org, &healthy.url(), &["*"]).await;
+    let (hanging_hook, _) = subscribe(&org, &hanging.url(), &["*"]).await;
+    let (refusing_hook, _) = subscribe(&org, &refusing.url(), &["*"]).await;
+    const WRITES: usize = 30;
+    let mut written = Vec::new();
+    for i in 0..WRITES {
+        put_product(
+            &org,
+            &format!("iso-{i}"),
+            json!({"name": format!("Item {i}")}),
+        )
+        .await;
+        written.push((format!("iso-{i}"), std::time::Instant::now()));
+        if i % 10 == 9 {
+            // three bursts, a window apart
+            tokio::time::sleep(Duration::from_secs(COALESCE_SECONDS)).await;
+        }
+    }
+    let got = healthy.wait_for(WRITES, DELIVERY).await;
+    // Each arrives within its window and three seconds more (the stream and queue polls,
+    // and a watched first probe): with the other two endpoints holding the batches,
+    // deliveries would wait for their timeouts (5 s each, one after another) instead.
+    let bound = Duration::from_secs(COALESCE_SECONDS + 3);
+    let mut late = Vec::new();
+    for (id, at) in &written {
+        let r = got
+            .iter()
+            .find(|r| r.json["identifier"] == json!(id))
+            .unwrap_or_else(|| panic!("{id} not delivered"));
+        let took = r.at.duration_since(*at);
+        if took > bound {
+            late.push((id.clone(), took));
+        }
+    }
+    assert!(late.is_empty(), "later than {bound:?}: {late:?}");
+    assert_eq!(got.len(), WRITES, "one delivery per product");
+    // The bad endpoints got one attempt at a time, at most one a second (the retry step,
+    // their backoff): not one per queued delivery, whose schedules would make 8 each.
+    let elapsed = written[0].1.elapsed().as_secs();
+    let attempts =
+        |log: &[Value]| -> u64 { log.iter().map(|d| d["attempts"].as_u64().unwrap()).sum() };
+    // every delivery to them is in their logs once its window has closed
+    let all_logged = |hook: String| {
+        let org = &org;
+        eventually("every delivery logged", DELIVERY, move || {
+            let hook = hook.clone();
+            async move {
+                let log = deliveries(org, &hook).await;
+                (log.len() == WRITES).then_some(log)
+            }
+        })
+    };
+    let hanging_log = all_logged(hanging_hook.clone()).await;
+    let refusing_log = all_logged(refusing_hook.clone()).await;
+    let (h, r) = (attempts(&hanging_log), attempts(&refusing_log));
+    // a hanging attempt takes the timeout, so the hanging endpoint got far fewer
+    let max_hanging = elapsed / RECEIVER_TIMEOUT_SECONDS + 2;
+    assert!(
+        h <= max_hanging,
+        "hanging endpoint: {h} attempts in {elapsed} s"
+    );
+    assert!(
+        r <= elapsed + 2,
+        "refusing endpoint: {r} attempts in {elapsed} s"
+    );
+    // the receiver saw only the attempts that reached it
+    assert!(hanging.received().len() as u64 <= h);
+    // none is lost: each waits for its endpoint's next probe, or used all its attempts
+    for log in [&hanging_log, &refusing_log] {
+        for d in log.iter() {
+            let waiting = d["status"] == json!("pending") || d["status"] == json!("retrying");
+            let spent = d["status"] == json!("failed") && d["attempts"] == json!(ATTEMPTS);
+            assert!(waiting || spent, "{d}");
+        }
+    }
+    // once the refusing endpoint listens, its next probe succeeds and every waiting
+    // delivery follows
+    let spent: BTreeSet<String> = refusing_log
+        .iter()
+        .filter(|d| d["status"] == json!("failed"))
+        .map(|d| d["identifier"].as_str().unwrap().to_string())
+        .collect();
+    refusing.listen().await;
+    let expected: BTreeSet<String> = written
+        .iter()
+        .map(|(id, _)| id.clone())
+        .filter(|id| !spent.contains(id))
+        .collect();
+    let got = refusing.wait_for(expected.len(), DELIVERY).await;
+    let ids: BTreeSet<String> = got
+        .iter()
+        .map(|r| r.json["identifier"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, expected);
+}
+
+#[tokio::test]
+async fn a_subscription_failing_for_the_configured_period_is_disabled_until_patched() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(usize::MAX).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.*"]).await;
+    // a change a second keeps deliveries failing until the subscription is disabled
+    let mut i = 0;
+    let sub = eventually(
+        "the subscription disabled",
+        Duration::from_secs(120),
+        || {
+            i += 1;
+            let org = &org;
+            let hook = hook.clone();
+            let n = i;
+            async move {
+                put_product(org, "failing", json!({"name": format!("Try {n}")})).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let r = org.get(&format!("/v1/webhooks/{hook}")).await;
+                (r.body["result"]["status"] == json!("disabled"))
+                    .then_some(r.body["result"].clone())
+            }
+        },
+    )
+    .await;
+    assert_eq!(sub["enabled"], json!(false));
+    let reason = sub["disabledReason"].as_str().unwrap();
+    let prefix = format!(
+        "disabled automatically: every delivery failed for {DISABLE_AFTER_SECONDS} seconds (since "
+    );
+    assert!(reason.starts_with(&prefix), "{reason}");
+    let since = Timestamp::parse(&reason[prefix.len()..prefix.len() + 24]).unwrap();
+    let disabled_at = Timestamp::parse(sub["updatedAt"].as_str().unwrap()).unwrap();
+    assert!(
+        disabled_at.millis() - since.millis() >= DISABLE_AFTER_SECONDS as i64 * 1000,
+        "disabled {} ms into the streak",
+        disabled_at.millis() - since.millis()
+    );
+    // the streak began at the first failed attempt
+    let log = deliveries(&org, &hook).await;
+    let first_attempt = log
+        .iter()
+        .flat_map(|d| d["attemptLog"].as_array().unwrap().iter())
+        .filter_map(|a| Timestamp::parse(a["at"].as_str()?))
+        .min()
+        .unwrap();
+    assert!(
+        since.millis() >= first_attempt.millis(),
+        "{since} < {first_attempt}"
+    );
+
+    // nothing is delivered while disabled, even once the receiver answers
+    receiver.recover();
+    let before = receiver.received().len();
+    put_product(&org, "failing", json!({"name": "While disabled"})).await;
+    tokio::time::sleep(Duration::from_secs(2 * COALESCE_SECONDS + 2)).await;
+    assert_eq!(
+        receiver.received().len(),
+        before,
+        "delivered while disabled"
+    );
+
+    // a PATCH enables it again, and the next change is delivered
+    let r = org
+        .patch(&format!("/v1/webhooks/{hook}"), json!({"enabled": true}))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["result"]["status"], json!("enabled"));
+    assert_eq!(r.body["result"].get("disabledReason"), None);
+    put_product(&org, "failing", json!({"name": "Enabled again"})).await;
+    let got = receiver.wait_for(before + 1, DELIVERY).await;
+    assert_eq!(got[before].json["identifier"], json!("failing"));
+    assert_eq!(
+        receiver.delivered().last().unwrap().json["identifier"],
+        json!("failing")
+    );
 }

@@ -273,8 +273,11 @@ fn schemas() -> Value {
             ("key", json!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$", "description": "The key, shown only here"}), true)]),
         "Webhook": object(&[("id", string(), true), ("url", string(), true), ("topics", array(string()), true),
             ("description", nullable("string"), true), ("enabled", json!({"type": "boolean"}), true),
+            ("status", json!({"enum": ["enabled", "disabled"]}), true),
+            ("disabledReason", json!({"type": "string", "description": "Only while disabled: by a request (PATCH enabled: false), or automatically after every delivery failed for the configured period (5 days)"}), false),
+            ("previousSecretExpiresAt", json!({"type": "string", "format": "date-time", "description": "While the secret before the last rotation still signs beside the current one"}), false),
             ("createdAt", time(), true), ("updatedAt", time(), true),
-            ("secret", json!({"type": "string", "description": "Shown only on creation and rotation."}), false)]),
+            ("secret", json!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$", "description": "Shown only on creation and rotation. The part after whsec_ is base64 (the Standard Webhooks key)."}), false)]),
         "Delivery": object(&[("id", string(), true), ("event", string(), true), ("identifier", string(), true),
             ("entityType", string(), true), ("occurredAt", time(), true),
             ("status", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), true),
@@ -323,6 +326,7 @@ fn schemas() -> Value {
             ("scopes", json!({"type": "array", "minItems": 1, "items": r("Scope")}), true)]),
         "WebhookCreate": input(&[("url", http_url(), true), ("topics", array(string()), true),
             ("description", string(), false)]),
+        "WebhookRotate": input(&[("expireCurrentInSeconds", json!({"type": "integer", "minimum": 0, "maximum": 86400, "description": "How long the old secret keeps signing beside the new one (default 0)"}), false)]),
         "WebhookPatch": input(&[("url", http_url(), false), ("topics", array(string()), false),
             ("description", nullable("string"), false), ("enabled", json!({"type": "boolean"}), false)]),
     });
@@ -580,10 +584,15 @@ fn operation(route: &Route, tag: &str) -> Value {
         if !examples.is_empty() {
             body["application/json"]["examples"] = examples.into();
         }
-        v["requestBody"] = json!({"required": true, "content": body});
+        // A body whose every field is optional may be left out.
+        let required = !OPTIONAL_BODIES.contains(&schema);
+        v["requestBody"] = json!({"required": required, "content": body});
     }
     v
 }
+
+/// Request schemas whose body may be omitted (an empty body means all defaults).
+const OPTIONAL_BODIES: &[&str] = &["WebhookRotate"];
 
 /// The sample requests of `route`, in order, with their decoded path parameters.
 fn samples_of(route: &Route) -> Vec<(Sample, Vec<String>)> {
@@ -641,8 +650,13 @@ pub fn document() -> Value {
                 "parameters": [
                     {"name": "X-Catalog-Webhook-Id", "in": "header", "required": true, "schema": string(), "description": "The delivery id, as in the body"},
                     {"name": "X-Catalog-Signature", "in": "header", "required": true,
-                     "schema": matching("t=[0-9]+,v1=[0-9a-f]{64}"),
-                     "description": "t=<unix seconds>,v1=hex(HMAC-SHA256(secret, \"<t>.<raw body>\"))"},
+                     "schema": matching("t=[0-9]+(,v1=[0-9a-f]{64}){1,2}"),
+                     "description": "t=<unix seconds>,v1=hex(HMAC-SHA256(secret, \"<t>.<raw body>\")); a second v1 (the previous secret) during a rotation's overlap"},
+                    {"name": "webhook-id", "in": "header", "required": true, "schema": string(), "description": "Standard Webhooks: the delivery id"},
+                    {"name": "webhook-timestamp", "in": "header", "required": true, "schema": matching("[0-9]+"), "description": "Standard Webhooks: unix seconds"},
+                    {"name": "webhook-signature", "in": "header", "required": true,
+                     "schema": matching("v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})?"),
+                     "description": "Standard Webhooks: v1,base64(HMAC-SHA256(base64-decoded secret after whsec_, \"<webhook-id>.<webhook-timestamp>.<raw body>\")), space-separated, two during a rotation's overlap; verify with the official standardwebhooks libraries"},
                     {"name": "User-Agent", "in": "header", "required": true, "schema": {"const": "Catalog-Webhooks/1.0"}},
                 ],
                 "requestBody": {"required": true, "content": content(r("WebhookPayload"))},

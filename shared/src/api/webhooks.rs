@@ -95,9 +95,9 @@ const WEBHOOK_ENDPOINTS: &[Endpoint] = &[
             "/webhooks/{id}/rotate-secret",
             Scope::SettingsManage,
             Doc::new(
-                "Rotate the signing secret (shown once)",
+                "Rotate the signing secret (shown once); the old one may sign beside it for a while",
                 &[],
-                None,
+                Some("WebhookRotate"),
                 200,
                 Body::Single("Webhook"),
             ),
@@ -153,6 +153,11 @@ pub const MAX_WEBHOOKS: usize = 50;
 const MAX_DESCRIPTION: usize = 500;
 const FIELDS: &[&str] = &["url", "topics", "description", "enabled"];
 
+/// Why a subscription is disabled when a request disabled it (or created it disabled).
+pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
+/// Longest overlap of the old and new secret after a rotation.
+const MAX_EXPIRE_CURRENT_SECS: u64 = 86_400;
+
 /// A subscription as served; `secret` only right after creation or rotation.
 pub fn render(sub: &Subscription, with_secret: bool) -> Value {
     let mut v = json!({
@@ -161,9 +166,21 @@ pub fn render(sub: &Subscription, with_secret: bool) -> Value {
         "topics": sub.topics,
         "description": sub.description,
         "enabled": sub.enabled,
+        "status": if sub.enabled { "enabled" } else { "disabled" },
         "createdAt": sub.created_at,
         "updatedAt": sub.updated_at,
     });
+    if !sub.enabled {
+        v["disabledReason"] = json!(sub
+            .disabled_reason
+            .as_deref()
+            .unwrap_or(DISABLED_BY_REQUEST));
+    }
+    if let Some(until) = sub.previous_secret_expires_at {
+        if until.millis() > Timestamp::now().millis() {
+            v["previousSecretExpiresAt"] = json!(until);
+        }
+    }
     if with_secret {
         v["secret"] = json!(sub.secret);
     }
@@ -282,7 +299,10 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         topics,
         description,
         enabled,
+        disabled_reason: (!enabled).then(|| DISABLED_BY_REQUEST.to_string()),
         secret: new_secret(),
+        previous_secret: None,
+        previous_secret_expires_at: None,
         created_at: now,
         updated_at: now,
         ver: 1,
@@ -344,19 +364,55 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         if let Some(d) = &description {
             sub.description = d.clone();
         }
-        if let Some(e) = enabled {
-            sub.enabled = e;
+        match enabled {
+            Some(true) => {
+                sub.enabled = true;
+                sub.disabled_reason = None;
+            }
+            Some(false) if sub.enabled => {
+                sub.enabled = false;
+                sub.disabled_reason = Some(DISABLED_BY_REQUEST.into());
+            }
+            _ => {}
         }
     })
     .await?;
+    if enabled == Some(true) {
+        // Enabled again: its endpoint gets its next delivery at once, not at the probe
+        // time of the streak that disabled it.
+        app.store.clear_endpoint_health(call.org(), &sub.id).await?;
+    }
     Ok(ApiResponse::single(200, render(&sub, false)).with_etag(etags::subscription(&sub)))
 }
 
-/// POST /webhooks/{id}/rotate-secret: a new secret, shown this once; the old one stops
-/// signing at once.
+/// POST /webhooks/{id}/rotate-secret `{"expireCurrentInSeconds"?: 0..86400}`: a new
+/// secret, shown this once. The old one keeps signing beside it for that many seconds
+/// (default 0: it stops at once); a secret older than the old one stops at once.
 async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    body.only(&["expireCurrentInSeconds"])?;
+    let overlap = match body.0.get("expireCurrentInSeconds") {
+        None => 0,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n <= MAX_EXPIRE_CURRENT_SECS)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "field 'expireCurrentInSeconds' must be an integer from 0 to {MAX_EXPIRE_CURRENT_SECS}"
+                ))
+            })?,
+    };
     let secret = new_secret();
-    let sub = modify(app, call, |sub| sub.secret = secret.clone()).await?;
+    let sub = modify(app, call, |sub| {
+        let until = Timestamp::now().millis() + overlap as i64 * 1000;
+        let old = std::mem::replace(&mut sub.secret, secret.clone());
+        (sub.previous_secret, sub.previous_secret_expires_at) = if overlap > 0 {
+            (Some(old), Some(Timestamp::from_millis(until)))
+        } else {
+            (None, None)
+        };
+    })
+    .await?;
     Ok(ApiResponse::single(200, render(&sub, true)).with_etag(etags::subscription(&sub)))
 }
 

@@ -197,6 +197,17 @@ pub fn deliveries_pk(org: &str, webhook: &str) -> String {
 pub fn pending_pk(org: &str, webhook: &str) -> String {
     format!("O#{org}#W#{webhook}#Q")
 }
+/// One subscription's endpoint health: a single item (sort key [`HEALTH_SK`]) while its
+/// deliveries fail.
+pub fn health_pk(org: &str, webhook: &str) -> String {
+    format!("O#{org}#W#{webhook}#H")
+}
+pub const HEALTH_SK: &str = "health";
+/// Deliveries waiting for a failing endpoint's probe, out of the queue: sort key the
+/// delivery id.
+pub fn parked_pk(org: &str, webhook: &str) -> String {
+    format!("O#{org}#W#{webhook}#P")
+}
 pub fn pending_sk(entity_type: &str, action: &str, identifier: &str) -> String {
     format!("{entity_type}/{action}/{identifier}")
 }

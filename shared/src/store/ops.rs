@@ -132,6 +132,18 @@ impl Store {
     }
 
     /// One item, strongly consistent, decoded as `T`.
+    /// Deletes the item at `key`, whether or not it exists: one DeleteItem.
+    pub(crate) async fn delete_key(&self, key: Item) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("DeleteItem", e))?;
+        Ok(())
+    }
+
     pub(crate) async fn get_item<T: DeserializeOwned>(
         &self,
         key: Item,

@@ -1,12 +1,15 @@
-//! Webhook state in the table: subscriptions, the delivery log, and the open coalescing
-//! windows ("pending" items) that turn rapid changes to one entity into one delivery.
+//! Webhook state in the table: subscriptions, the delivery log, the open coalescing
+//! windows ("pending" items) that turn rapid changes to one entity into one delivery, and
+//! each endpoint's failing streak ("health"), which spaces its attempts and disables it.
 //!
 //! A pending item exists while a delivery's window is open. The change feed creates or
 //! updates it (one UpdateItem per change); the delivery worker closes it by deleting it and
 //! writing the delivery log entry in one transaction, so a change lands either in the
 //! closing delivery or in a new one, never in neither.
 
-use super::keys::{deliveries_pk, pending_pk, webhooks_pk, PK, TTL};
+use super::keys::{
+    deliveries_pk, health_pk, parked_pk, pending_pk, webhooks_pk, HEALTH_SK, PK, SK, TTL,
+};
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
@@ -24,11 +27,66 @@ pub struct Subscription {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub enabled: bool,
+    /// Why it is disabled (absent while enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
     pub secret: String,
+    /// The secret before the last rotation, signing beside `secret` until
+    /// `previous_secret_expires_at` (a rotation with `expireCurrentInSeconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret_expires_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, incremented by every update.
     pub ver: u64,
+}
+
+impl Subscription {
+    /// The secrets deliveries are signed with at `now`: the current one, then the previous
+    /// one while its overlap lasts.
+    pub fn signing_secrets(&self, now: Timestamp) -> Vec<&str> {
+        let mut secrets = vec![self.secret.as_str()];
+        if let (Some(old), Some(until)) = (&self.previous_secret, self.previous_secret_expires_at) {
+            if until.millis() > now.millis() {
+                secrets.push(old);
+            }
+        }
+        secrets
+    }
+}
+
+/// What the delivery workers know of a subscription's endpoint, shared through the table:
+/// it answered lately (`good_until`), one delivery is trying it (`probe_started_at`, with
+/// `probe_at` the end of its lease), or every attempt since `failing_since` failed (`probe_at`
+/// the time of its next try). See `webhooks/deliver.rs` for how attempts are gated on it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Timestamp>,
+    #[serde(default)]
+    pub failures: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_until: Option<Timestamp>,
+    /// The delivery that stays on the queue for the streak's next probe; the others park.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier: Option<String>,
+    /// Deliveries are parked for this endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<bool>,
+}
+
+impl Health {
+    /// Every attempt since `failing_since` failed.
+    pub fn failing(&self) -> bool {
+        self.failing_since.is_some()
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -156,10 +214,14 @@ pub struct DeliveryState {
     pub subscription: Option<Subscription>,
     pub delivery: Option<Delivery>,
     pub pending: Option<Pending>,
+    pub health: Option<Health>,
 }
 
 /// A safety net only: a window is normally closed within seconds of its delay.
 const PENDING_TTL_SECS: i64 = 86_400;
+/// An endpoint's streak outlives its last failure by this much (longer than any disable
+/// period), so a deleted subscription's leaves no item behind for good.
+const HEALTH_TTL_SECS: i64 = 30 * 86_400;
 
 fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
@@ -328,8 +390,8 @@ impl Store {
         }
     }
 
-    /// The subscription, the delivery's log entry and its open window: one strongly
-    /// consistent BatchGetItem.
+    /// The subscription, the delivery's log entry, its open window and the endpoint's
+    /// health: one strongly consistent BatchGetItem.
     pub async fn delivery_state(
         &self,
         key: &PendingKey<'_>,
@@ -337,8 +399,9 @@ impl Store {
     ) -> Result<DeliveryState, StoreError> {
         let sub_key = item_key(webhooks_pk(key.org), key.webhook_id);
         let delivery_key = item_key(deliveries_pk(key.org, key.webhook_id), delivery_id);
+        let health_key = item_key(health_pk(key.org, key.webhook_id), HEALTH_SK);
         let items = self
-            .batch_get(vec![sub_key, delivery_key, key.key()])
+            .batch_get(vec![sub_key, delivery_key, key.key(), health_key])
             .await?;
         let mut state = DeliveryState::default();
         let pk_of = |i: &Item| i.get(PK).and_then(|v| v.as_s().ok()).cloned();
@@ -348,6 +411,8 @@ impl Store {
                 state.subscription = Some(decode::<SubscriptionItem>(item, "webhook")?.sub);
             } else if pk == deliveries_pk(key.org, key.webhook_id) {
                 state.delivery = Some(decode::<DeliveryItem>(item, "delivery")?.delivery);
+            } else if pk == health_pk(key.org, key.webhook_id) {
+                state.health = Some(decode(item, "endpoint health")?);
             } else {
                 state.pending = Some(decode(item, "pending")?);
             }
@@ -426,14 +491,8 @@ impl Store {
         webhook: &str,
         id: &str,
     ) -> Result<(), StoreError> {
-        self.client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(deliveries_pk(org, webhook), id)))
-            .send()
+        self.delete_key(item_key(deliveries_pk(org, webhook), id))
             .await
-            .map_err(|e| StoreError::from_sdk("DeleteItem", e))?;
-        Ok(())
     }
 
     pub async fn get_delivery(
@@ -462,5 +521,295 @@ impl Store {
             .into_iter()
             .map(|i| decode::<DeliveryItem>(i, "delivery").map(|i| i.delivery))
             .collect()
+    }
+
+    /// Takes the endpoint's next attempt for one delivery (the probe), holding it until
+    /// `lease_until`: allowed when nothing is known of the endpoint, or it is not known good
+    /// and its probe time has come by `now`. `Err(health)` with the endpoint as it stands when
+    /// another delivery holds it or it is not due (`None` if the store did not return it).
+    pub async fn claim_probe(
+        &self,
+        org: &str,
+        webhook: &str,
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> Result<Result<(), Option<Health>>, StoreError> {
+        let ttl = now.millis() / 1000 + HEALTH_TTL_SECS;
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression("SET probeAt = :lease, probeStartedAt = :now, #ttl = :ttl")
+            .condition_expression(
+                "attribute_not_exists(PK) OR ((attribute_not_exists(goodUntil) OR goodUntil < :now) \
+                 AND (attribute_not_exists(probeAt) OR probeAt <= :now))",
+            )
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":lease", s(lease_until.to_string()))
+            .expression_attribute_values(":now", s(now.to_string()))
+            .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            )
+            .send()
+            .await;
+        match out {
+            Ok(_) => Ok(Ok(())),
+            Err(e) => {
+                use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+                if let Some(UpdateItemError::ConditionalCheckFailedException(c)) =
+                    e.as_service_error()
+                {
+                    let current = c
+                        .item
+                        .clone()
+                        .and_then(|i| decode(i, "endpoint health").ok());
+                    return Ok(Err(current));
+                }
+                Err(StoreError::from_sdk("UpdateItem", e))
+            }
+        }
+    }
+
+    /// Counts a failed attempt against the endpoint: starts its streak at `now` unless one
+    /// runs, and gives it no attempt before `probe_at`. One UpdateItem; the endpoint as it
+    /// now stands.
+    pub async fn record_endpoint_failure(
+        &self,
+        org: &str,
+        webhook: &str,
+        delivery_id: &str,
+        now: Timestamp,
+        probe_at: Timestamp,
+    ) -> Result<Health, StoreError> {
+        let ttl = now.millis() / 1000 + HEALTH_TTL_SECS;
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression(
+                "SET failures = if_not_exists(failures, :zero) + :one, \
+                 failingSince = if_not_exists(failingSince, :now), probeAt = :probe, \
+                 carrier = :carrier, #ttl = :ttl REMOVE goodUntil, probeStartedAt",
+            )
+            .expression_attribute_values(":carrier", s(delivery_id))
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":now", s(now.to_string()))
+            .expression_attribute_values(":probe", s(probe_at.to_string()))
+            .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        decode(out.attributes.unwrap_or_default(), "endpoint health")
+    }
+
+    /// The endpoint's state (strongly consistent), `None` when nothing is known of it.
+    pub async fn endpoint_health(
+        &self,
+        org: &str,
+        webhook: &str,
+    ) -> Result<Option<Health>, StoreError> {
+        self.get_item(
+            item_key(health_pk(org, webhook), HEALTH_SK),
+            "endpoint health",
+        )
+        .await
+    }
+
+    /// Records that the endpoint answered: known good until `good_until`, any streak ended.
+    pub async fn record_endpoint_success(
+        &self,
+        org: &str,
+        webhook: &str,
+        good_until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let ttl = good_until.millis() / 1000 + HEALTH_TTL_SECS;
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression(
+                "SET goodUntil = :good, #ttl = :ttl \
+                 REMOVE failingSince, failures, probeAt, probeStartedAt, carrier",
+            )
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":good", s(good_until.to_string()))
+            .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Forgets what is known of the endpoint (it was enabled again: try it at once).
+    pub async fn clear_endpoint_health(&self, org: &str, webhook: &str) -> Result<(), StoreError> {
+        self.delete_key(item_key(health_pk(org, webhook), HEALTH_SK))
+            .await
+    }
+
+    /// Disables an enabled subscription with `reason` (a new version, so a PATCH read before
+    /// it fails its condition and reads again); `false` when it was no longer enabled.
+    pub async fn disable_subscription(
+        &self,
+        org: &str,
+        webhook: &str,
+        reason: &str,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(webhooks_pk(org), webhook)))
+            .update_expression(
+                "SET enabled = :no, disabledReason = :why, updatedAt = :at, ver = ver + :one",
+            )
+            .condition_expression("enabled = :yes")
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":why", s(reason))
+            .expression_attribute_values(":at", s(at.to_string()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+        match out {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Parks a delivery (its queue message `body`) until its failing endpoint answers (the
+    /// caller flags the endpoint with [`Store::flag_parked`] unless it is flagged): a PutItem.
+    pub async fn park_delivery(
+        &self,
+        org: &str,
+        webhook: &str,
+        delivery_id: &str,
+        body: &str,
+        expires: i64,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(PK, s(parked_pk(org, webhook)))
+            .item(SK, s(delivery_id))
+            .item("body", s(body))
+            .item(TTL, AttributeValue::N(expires.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    /// Notes that the endpoint has parked deliveries.
+    pub async fn flag_parked(&self, org: &str, webhook: &str) -> Result<(), StoreError> {
+        self.set_health(org, webhook, "parked", AttributeValue::Bool(true))
+            .await
+    }
+
+    /// Sets one attribute of the endpoint's health item: one UpdateItem.
+    async fn set_health(
+        &self,
+        org: &str,
+        webhook: &str,
+        attribute: &str,
+        value: AttributeValue,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression("SET #a = :v")
+            .expression_attribute_names("#a", attribute)
+            .expression_attribute_values(":v", value)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Takes the flag of parked deliveries (so one worker releases them), then reads up to
+    /// `limit` of them: `(delivery id, queue message body)`. Empty when another worker took
+    /// the flag. A delivery parked meanwhile flags the endpoint again itself.
+    pub async fn take_parked(
+        &self,
+        org: &str,
+        webhook: &str,
+        limit: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression("REMOVE parked")
+            .condition_expression("attribute_exists(parked)")
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+        match out {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        }
+        self.first_parked(org, webhook, limit).await
+    }
+
+    /// Up to `limit` parked deliveries, oldest first, without taking the flag.
+    pub async fn first_parked(
+        &self,
+        org: &str,
+        webhook: &str,
+        limit: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let out = self
+            .partition_query(parked_pk(org, webhook), None)
+            .limit(limit)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        Ok(out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|i| {
+                let id = i.get(SK)?.as_s().ok()?.clone();
+                let body = i.get("body")?.as_s().ok()?.clone();
+                Some((id, body))
+            })
+            .collect())
+    }
+
+    /// Removes released parked deliveries (they are on the queue again).
+    pub async fn delete_parked(
+        &self,
+        org: &str,
+        webhook: &str,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
+        let pk = parked_pk(org, webhook);
+        let deletes = ids
+            .iter()
+            .map(|id| self.delete_key(item_key(pk.clone(), id)));
+        futures_util::future::try_join_all(deletes).await?;
+        Ok(())
+    }
+
+    /// Makes `delivery_id` the delivery that carries the endpoint's next probe.
+    pub async fn set_carrier(
+        &self,
+        org: &str,
+        webhook: &str,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        self.set_health(org, webhook, "carrier", s(delivery_id))
+            .await
     }
 }

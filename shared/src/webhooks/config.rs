@@ -1,5 +1,6 @@
 //! Webhook settings, read once at cold start: the queues, the coalescing window, the retry
-//! schedule and the delivery timeout. All are configuration so that tests run the whole
+//! schedule, the delivery and connect timeouts and the failing period that disables a
+//! subscription. All are configuration so that tests run the whole
 //! schedule in seconds while production spreads it over more than a day.
 
 use super::url_guard::UrlPolicy;
@@ -9,9 +10,14 @@ use std::time::Duration;
 pub const MAX_COALESCE_SECS: u64 = 900;
 /// SQS caps a visibility timeout at 12 hours from the receive; a step stays under it.
 pub const MAX_RETRY_STEP_SECS: u64 = 43_000;
-/// Most waits in a schedule: the queue's redrive (maxReceiveCount 20 in the template) must
-/// never take a delivery before its last attempt.
+/// Most waits in a schedule. The queue's redrive (maxReceiveCount 100 in the template) must
+/// never take a delivery before its last attempt: each attempt is one receive, and a
+/// delivery carrying a failing endpoint's probes is received about twice per probe (see
+/// `deliver.rs`; other deliveries park out of the queue), so 18 attempts and the probes of
+/// a 5-day failing period stay under it.
 pub const MAX_RETRY_STEPS: usize = 18;
+/// The production failing period after which a subscription is disabled: 5 days.
+pub const DEFAULT_DISABLE_AFTER_SECS: u64 = 5 * 86_400;
 /// The production schedule: waits between attempts (8 attempts over about 29.5 hours).
 pub const DEFAULT_RETRY_SCHEDULE: &[u64] = &[60, 300, 1_800, 7_200, 18_000, 36_000, 43_000];
 
@@ -29,6 +35,13 @@ pub struct WebhookConfig {
     pub retry_schedule: Vec<Duration>,
     /// A receiver must answer 2xx within this (`CATALOG_WEBHOOK_TIMEOUT_SECONDS`, default 15).
     pub timeout: Duration,
+    /// A receiver must accept the connection within this
+    /// (`CATALOG_WEBHOOK_CONNECT_TIMEOUT_SECONDS`, default 3, at most the timeout): an address
+    /// that drops packets costs seconds, not the whole timeout.
+    pub connect_timeout: Duration,
+    /// A subscription whose deliveries have all failed for this long is disabled
+    /// (`CATALOG_WEBHOOK_DISABLE_AFTER_SECONDS`, default 5 days).
+    pub disable_after: Duration,
     /// How long delivery log entries are kept (`CATALOG_WEBHOOK_LOG_DAYS`, default 30).
     pub log_retention: Duration,
     /// Which addresses deliveries may reach: loopback over http only in local mode.
@@ -43,6 +56,8 @@ impl Default for WebhookConfig {
             coalesce_window: Duration::from_secs(10),
             retry_schedule: secs(DEFAULT_RETRY_SCHEDULE),
             timeout: Duration::from_secs(15),
+            connect_timeout: Duration::from_secs(3),
+            disable_after: Duration::from_secs(DEFAULT_DISABLE_AFTER_SECS),
             log_retention: Duration::from_secs(30 * 86_400),
             policy: UrlPolicy::default(),
         }
@@ -70,6 +85,10 @@ impl WebhookConfig {
                 .collect::<Option<Vec<u64>>>()
                 .filter(|s| s.len() <= MAX_RETRY_STEPS)
         });
+        let timeout = number("CATALOG_WEBHOOK_TIMEOUT_SECONDS")
+            .filter(|n| (1..=900).contains(n))
+            .map(Duration::from_secs)
+            .unwrap_or(d.timeout);
         Self {
             queue_url: text("CATALOG_DELIVERY_QUEUE_URL"),
             dead_letter_queue_url: text("CATALOG_DEAD_LETTER_QUEUE_URL"),
@@ -78,10 +97,16 @@ impl WebhookConfig {
                 .map(Duration::from_secs)
                 .unwrap_or(d.coalesce_window),
             retry_schedule: schedule.map(|s| secs(&s)).unwrap_or(d.retry_schedule),
-            timeout: number("CATALOG_WEBHOOK_TIMEOUT_SECONDS")
-                .filter(|n| (1..=900).contains(n))
+            timeout,
+            connect_timeout: number("CATALOG_WEBHOOK_CONNECT_TIMEOUT_SECONDS")
+                .filter(|n| *n >= 1)
                 .map(Duration::from_secs)
-                .unwrap_or(d.timeout),
+                .unwrap_or(d.connect_timeout)
+                .min(timeout),
+            disable_after: number("CATALOG_WEBHOOK_DISABLE_AFTER_SECONDS")
+                .filter(|n| *n >= 1)
+                .map(Duration::from_secs)
+                .unwrap_or(d.disable_after),
             log_retention: number("CATALOG_WEBHOOK_LOG_DAYS")
                 .filter(|n| (1..=365).contains(n))
                 .map(|n| Duration::from_secs(n * 86_400))
@@ -100,6 +125,16 @@ impl WebhookConfig {
     /// The wait after failed attempt number `attempt` (1-based), `None` after the last.
     pub fn wait_after(&self, attempt: u32) -> Option<Duration> {
         self.retry_schedule.get(attempt as usize - 1).copied()
+    }
+
+    /// How long an endpoint that has failed `failures` attempts in a row gets no attempt:
+    /// the retry schedule's step for that count, its last step beyond it (none without one).
+    pub fn endpoint_backoff(&self, failures: u32) -> Duration {
+        let steps = self.retry_schedule.len();
+        if steps == 0 {
+            return Duration::ZERO;
+        }
+        self.retry_schedule[(failures.max(1) as usize).min(steps) - 1]
     }
 }
 
@@ -125,6 +160,32 @@ mod tests {
         assert_eq!(cfg.coalesce_window, Duration::from_secs(2));
         assert_eq!(cfg.queue_url.as_deref(), Some("http://q"));
         assert!(cfg.policy.allow_loopback);
+        assert_eq!(cfg.endpoint_backoff(1), Duration::from_secs(1));
+        assert_eq!(cfg.endpoint_backoff(2), Duration::from_secs(2));
+        assert_eq!(cfg.endpoint_backoff(50), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn connect_timeout_and_disable_period_come_from_the_environment() {
+        let d = WebhookConfig::from_lookup(&|_| None, false);
+        assert_eq!(d.connect_timeout, Duration::from_secs(3));
+        assert_eq!(d.disable_after, Duration::from_secs(5 * 86_400));
+        let cfg = WebhookConfig::from_lookup(
+            &|name| match name {
+                "CATALOG_WEBHOOK_TIMEOUT_SECONDS" => Some("2".into()),
+                "CATALOG_WEBHOOK_CONNECT_TIMEOUT_SECONDS" => Some("9".into()),
+                "CATALOG_WEBHOOK_DISABLE_AFTER_SECONDS" => Some("20".into()),
+                _ => None,
+            },
+            false,
+        );
+        // never longer than the whole timeout
+        assert_eq!(cfg.connect_timeout, Duration::from_secs(2));
+        assert_eq!(cfg.disable_after, Duration::from_secs(20));
+        assert_eq!(
+            WebhookConfig::default().endpoint_backoff(100),
+            Duration::from_secs(43_000)
+        );
     }
 
     #[test]

@@ -196,18 +196,82 @@ impl ChangeFeed {
             }
         }
         let results = join_all(windows.values().map(|w| self.open(w))).await;
+        let mut to_queue: Vec<(usize, QueueMessage)> = Vec::new();
         for (w, result) in windows.values().zip(results) {
-            if let Err(e) = result {
-                tracing::warn!(error = %e, webhook = w.webhook_id, "window not opened");
-                failed = Some(failed.map_or(w.first, |f| f.min(w.first)));
+            match result {
+                Ok(Some(message)) => to_queue.push((w.first, message)),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, webhook = w.webhook_id, "window not opened");
+                    failed = Some(failed.map_or(w.first, |f| f.min(w.first)));
+                }
+            }
+        }
+        for first in self.queue_all(&to_queue).await {
+            failed = Some(failed.map_or(first, |f| f.min(first)));
+        }
+        failed
+    }
+
+    /// Queues the new windows' deliveries, ten per SendMessageBatch (requests in parallel),
+    /// then notes each queued window; the batch positions of the windows that failed.
+    async fn queue_all(&self, to_queue: &[(usize, QueueMessage)]) -> Vec<usize> {
+        if to_queue.is_empty() {
+            return Vec::new();
+        }
+        let Some(queue) = self.app.queue.as_ref() else {
+            tracing::warn!("no delivery queue is configured");
+            return to_queue.iter().map(|(first, _)| *first).collect();
+        };
+        let delay = self.app.config.webhooks.coalesce_window;
+        let chunks: Vec<&[(usize, QueueMessage)]> = to_queue.chunks(10).collect();
+        let sent = join_all(chunks.iter().map(|chunk| {
+            let messages: Vec<&QueueMessage> = chunk.iter().map(|(_, m)| m).collect();
+            async move { queue.send_many(&messages, delay).await }
+        }))
+        .await;
+        let mut failed = Vec::new();
+        let mut marks = Vec::new();
+        for (chunk, outcome) in chunks.iter().zip(sent) {
+            match outcome {
+                Ok(ok) => {
+                    for ((first, message), ok) in chunk.iter().zip(ok) {
+                        if ok {
+                            marks.push((first, message));
+                        } else {
+                            failed.push(*first);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "deliveries not queued");
+                    failed.extend(chunk.iter().map(|(first, _)| *first));
+                }
+            }
+        }
+        let store = &self.app.store;
+        let marked = join_all(marks.iter().map(|(_, m)| async move {
+            let sk = m.pending_sk();
+            let key = PendingKey {
+                org: &m.org,
+                webhook_id: &m.webhook_id,
+                sk: &sk,
+            };
+            store.mark_queued(&key, &m.delivery_id).await
+        }))
+        .await;
+        for ((first, _), outcome) in marks.iter().zip(marked) {
+            if let Err(e) = outcome {
+                tracing::warn!(error = %e, "queued window not marked");
+                failed.push(**first);
             }
         }
         failed
     }
 
-    /// Records the change in its window; queues the delivery when the window is new (or an
+    /// Records the change in its window: the delivery to queue when the window is new (or an
     /// earlier try opened it but could not queue it).
-    async fn open(&self, w: &Window<'_>) -> Result<(), String> {
+    async fn open(&self, w: &Window<'_>) -> Result<Option<QueueMessage>, String> {
         let c = w.change;
         let sk = pending_sk(&c.entity_type, c.action.as_str(), &c.identifier);
         let key = PendingKey {
@@ -215,35 +279,23 @@ impl ChangeFeed {
             webhook_id: w.webhook_id,
             sk: &sk,
         };
-        let store = &self.app.store;
-        let pending = store
+        let pending = self
+            .app
+            .store
             .open_pending(&key, w.occurred_at, &new_delivery_id())
             .await
             .map_err(|e| e.to_string())?;
         if pending.queued {
-            return Ok(());
+            return Ok(None);
         }
-        let queue = self
-            .app
-            .queue
-            .as_ref()
-            .ok_or("no delivery queue is configured")?;
-        let message = QueueMessage {
+        Ok(Some(QueueMessage {
             org: c.org.clone(),
             webhook_id: w.webhook_id.to_string(),
             delivery_id: pending.delivery_id.clone(),
             entity_type: c.entity_type.clone(),
             action: c.action,
             identifier: c.identifier.clone(),
-        };
-        queue
-            .send(&message, self.app.config.webhooks.coalesce_window)
-            .await
-            .map_err(|e| e.to_string())?;
-        store
-            .mark_queued(&key, &pending.delivery_id)
-            .await
-            .map_err(|e| e.to_string())
+        }))
     }
 }
 

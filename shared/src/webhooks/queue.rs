@@ -57,6 +57,68 @@ impl DeliveryQueue {
     /// Sends `message`, invisible for `delay` (whole seconds, at most 15 minutes).
     pub async fn send(&self, message: &QueueMessage, delay: Duration) -> Result<(), QueueError> {
         let body = serde_json::to_string(message).map_err(failed("encode"))?;
+        self.send_body(&body, delay).await
+    }
+
+    /// Sends message bodies as they are, visible at once: SendMessageBatch, ten at a time.
+    pub async fn send_bodies(&self, bodies: &[String]) -> Result<(), QueueError> {
+        for chunk in bodies.chunks(10) {
+            let sent = self.send_batch(chunk, Duration::ZERO).await?;
+            if sent.iter().any(|ok| !ok) {
+                return Err(QueueError("SendMessageBatch: an entry failed".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends up to ten messages in one SendMessageBatch, invisible for `delay`; which
+    /// entries went through, in order.
+    pub async fn send_many(
+        &self,
+        messages: &[&QueueMessage],
+        delay: Duration,
+    ) -> Result<Vec<bool>, QueueError> {
+        let bodies = messages
+            .iter()
+            .map(|m| serde_json::to_string(m).map_err(failed("encode")))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.send_batch(&bodies, delay).await
+    }
+
+    /// One SendMessageBatch of at most ten bodies; per entry, whether it was sent.
+    async fn send_batch(
+        &self,
+        bodies: &[String],
+        delay: Duration,
+    ) -> Result<Vec<bool>, QueueError> {
+        let entries = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .delay_seconds(delay.as_secs().min(900) as i32)
+                    .build()
+                    .map_err(failed("SendMessageBatch entry"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(failed("SendMessageBatch"))?;
+        let failed_ids: Vec<&str> = out.failed.iter().map(|f| f.id.as_str()).collect();
+        Ok((0..bodies.len())
+            .map(|i| !failed_ids.contains(&i.to_string().as_str()))
+            .collect())
+    }
+
+    /// Sends a message body as it is, invisible for `delay` (at most 15 minutes).
+    pub async fn send_body(&self, body: &str, delay: Duration) -> Result<(), QueueError> {
         self.client
             .send_message()
             .queue_url(&self.url)
@@ -68,7 +130,8 @@ impl DeliveryQueue {
         Ok(())
     }
 
-    /// Makes a received message visible again after `after` (the next retry step).
+    /// Makes a received message visible again after `after` (the next retry step), rounded
+    /// up to whole seconds.
     pub async fn retry_after(
         &self,
         receipt_handle: &str,
@@ -78,7 +141,7 @@ impl DeliveryQueue {
             .change_message_visibility()
             .queue_url(&self.url)
             .receipt_handle(receipt_handle)
-            .visibility_timeout(after.as_secs().min(43_200) as i32)
+            .visibility_timeout(after.as_millis().div_ceil(1000).min(43_200) as i32)
             .send()
             .await
             .map_err(failed("ChangeMessageVisibility"))?;

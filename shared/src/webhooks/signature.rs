@@ -1,6 +1,9 @@
 //! Webhook signatures (decisions.md): `X-Catalog-Signature: t=<unix seconds>,v1=<hex>` where
-//! `v1 = HMAC-SHA256(secret, "<t>.<raw body>")`. Signing for the delivery function, and
-//! [`verify`], the helper consumers can copy: timestamp tolerance, constant-time comparison.
+//! `v1 = HMAC-SHA256(secret, "<t>.<raw body>")`, and the Standard Webhooks headers
+//! (`webhook-id`, `webhook-timestamp`, `webhook-signature`), signed by the official
+//! `standardwebhooks` crate. Signing for the delivery function, with every live secret
+//! during a rotation's overlap, and [`verify`], the helper consumers can copy: timestamp
+//! tolerance, constant-time comparison.
 
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
@@ -35,8 +38,41 @@ fn mac(secret: &str, timestamp: i64, body: &[u8]) -> HmacSha256 {
 
 /// The header value for `body` signed at `timestamp` (unix seconds).
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let digest = mac(secret, timestamp, body).finalize().into_bytes();
-    format!("t={timestamp},v1={}", crate::auth::apikey::to_hex(&digest))
+    sign_with(&[secret], timestamp, body)
+}
+
+/// The header value with one `v1` per secret, in order (two during a rotation's overlap).
+pub fn sign_with(secrets: &[&str], timestamp: i64, body: &[u8]) -> String {
+    let mut header = format!("t={timestamp}");
+    for secret in secrets {
+        let digest = mac(secret, timestamp, body).finalize().into_bytes();
+        header.push_str(",v1=");
+        header.push_str(&crate::auth::apikey::to_hex(&digest));
+    }
+    header
+}
+
+/// The Standard Webhooks header names.
+pub use standardwebhooks::{
+    HEADER_WEBHOOK_ID as STANDARD_ID, HEADER_WEBHOOK_SIGNATURE as STANDARD_SIGNATURE,
+    HEADER_WEBHOOK_TIMESTAMP as STANDARD_TIMESTAMP,
+};
+
+/// The `webhook-signature` value: one `v1,<base64>` per secret, space-separated, each the
+/// HMAC-SHA256 of `"<id>.<timestamp>.<body>"` keyed by the base64-decoded part of the secret
+/// after `whsec_` (our secrets are 40 base64 characters; a key that is not base64 would be
+/// used as its bytes).
+pub fn standard_signature(secrets: &[&str], id: &str, timestamp: i64, body: &str) -> String {
+    secrets
+        .iter()
+        .filter_map(|secret| {
+            standardwebhooks::Webhook::new(secret)
+                .or_else(|_| standardwebhooks::Webhook::from_bytes(secret.as_bytes().to_vec()))
+                .and_then(|w| w.sign(id, timestamp, body.as_bytes()))
+                .ok()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Verifies `header` (the `X-Catalog-Signature` value) for the raw `body` with `secret`:
@@ -130,6 +166,40 @@ mod tests {
             sign(SECRET, 1_700_000_000, BODY),
             "t=1700000000,v1=0133333033ad765cce6f241881b63d8f6835b3fa28d62257c87fef69feb87b87"
         );
+    }
+
+    #[test]
+    fn standard_webhooks_signatures_verify_with_the_official_crate() {
+        // a secret as the API issues it: whsec_ and 40 base64 characters
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwABCDEFGH";
+        let old = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+        let body = r#"{"id":"d1","event":"product.updated"}"#;
+        // the published crate verifies against its own clock
+        let now = crate::domain::time::Timestamp::now().millis() / 1000;
+        let headers = |signature: &str| {
+            let mut h = lambda_http::http::HeaderMap::new();
+            h.insert(STANDARD_ID, "d1".parse().unwrap());
+            h.insert(STANDARD_TIMESTAMP, now.to_string().parse().unwrap());
+            h.insert(STANDARD_SIGNATURE, signature.parse().unwrap());
+            h
+        };
+        let one = standard_signature(&[secret], "d1", now, body);
+        assert!(one.starts_with("v1,") && !one.contains(' '), "{one}");
+        let verifier = standardwebhooks::Webhook::new(secret).unwrap();
+        assert!(verifier.verify(body.as_bytes(), &headers(&one)).is_ok());
+        assert!(verifier.verify(b"{}", &headers(&one)).is_err());
+        let wrong = standardwebhooks::Webhook::new(old).unwrap();
+        assert!(wrong.verify(body.as_bytes(), &headers(&one)).is_err());
+        // two secrets: two entries, each verifying with its own secret
+        let both = standard_signature(&[secret, old], "d1", now, body);
+        assert_eq!(both.split(' ').count(), 2);
+        for w in [&verifier, &wrong] {
+            assert!(w.verify(body.as_bytes(), &headers(&both)).is_ok());
+        }
+        let catalog = sign_with(&[secret, old], now, body.as_bytes());
+        assert_eq!(catalog.matches(",v1=").count(), 2);
+        assert_eq!(verify(old, &catalog, body.as_bytes(), now, 300), Ok(()));
+        assert_eq!(verify(secret, &catalog, body.as_bytes(), now, 300), Ok(()));
     }
 
     #[test]

@@ -13,7 +13,12 @@
 //! 3. Import (`--import N`): N such products through the imports API and S3, total time,
 //!    entities/s, the progress along the way, the worker's peak memory.
 //!
-//! Usage: `bench [--products N] [--ingest N] [--import N] [--samples N] [--timeout S]`;
+//! 4. Webhooks (`--webhooks N`): N product writes with a 2 s coalescing window, first with
+//!    one healthy receiver subscribed, then with a receiver that hangs past the delivery
+//!    timeout and one that refuses connections beside it: the healthy receiver's write →
+//!    delivery latency, p50 / p99 / max, each time.
+//!
+//! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 use catalog::store::keys::{change_pks, index_shards};
@@ -33,16 +38,20 @@ struct Args {
     products: usize,
     ingest: usize,
     import: usize,
+    webhooks: usize,
+    webhook_rate: usize,
     samples: usize,
     timeout: Duration,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
+         --webhooks  product writes for the webhook latency figures (default 0: none)\n\
+         --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
          --samples   warm samples per list row (default 30)\n\
          --timeout   seconds one call may take before it counts as no answer (default 60)"
     );
@@ -54,6 +63,8 @@ fn parse_args() -> Args {
         products: 10_000,
         ingest: 2_000,
         import: 0,
+        webhooks: 0,
+        webhook_rate: 0,
         samples: 30,
         timeout: Duration::from_secs(60),
     };
@@ -68,6 +79,8 @@ fn parse_args() -> Args {
             "--products" => args.products = number(),
             "--ingest" => args.ingest = number(),
             "--import" => args.import = number(),
+            "--webhooks" => args.webhooks = number(),
+            "--webhook-rate" => args.webhook_rate = number(),
             "--samples" => args.samples = number().max(1),
             "--timeout" => args.timeout = Duration::from_secs(number() as u64),
             _ => usage(),
@@ -685,6 +698,13 @@ async fn main() {
         // the import stack must be in the functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
     }
+    if args.webhooks > 0 {
+        // so must the webhook stack, with the window scaled down to 2 s
+        std::env::set_var("CATALOG_E2E_WEBHOOK_WINDOW", WEBHOOK_WINDOW.to_string());
+        std::env::set_var("CATALOG_E2E_WEBHOOK_DISABLE_AFTER", "86400");
+        std::env::set_var("CATALOG_E2E_WEBHOOK_SCHEDULE", WEBHOOK_SCHEDULE);
+        catalog_e2e::webhooks::webhooks().await;
+    }
     println!(
         "Machine: {} cores; DynamoDB Local in memory; function binaries of profile `{}`.\n",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -699,4 +719,118 @@ async fn main() {
     if args.products > 0 {
         lists(&args).await;
     }
+    if args.webhooks > 0 {
+        webhook_latency(&args).await;
+    }
+}
+
+/// The coalescing window of the webhook figures (10 s as deployed).
+const WEBHOOK_WINDOW: u64 = 2;
+/// The retry schedule of the webhook figures: the production one scaled down (`make dev`'s).
+const WEBHOOK_SCHEDULE: &str = "5,10,30,60,120,300,600";
+
+/// The healthy receiver's write → delivery latency for `args.webhooks` writes, alone and
+/// beside a hanging and a refusing receiver.
+async fn webhook_latency(args: &Args) {
+    use catalog_e2e::webhooks::{Receiver, RECEIVER_TIMEOUT_SECONDS};
+    println!(
+        "## Webhooks: {} product writes ({}), window {WEBHOOK_WINDOW} s, delivery timeout {RECEIVER_TIMEOUT_SECONDS} s, retry schedule {WEBHOOK_SCHEDULE} s\n",
+        args.webhooks,
+        match args.webhook_rate {
+            0 => "4 writers, unpaced".to_string(),
+            r => format!("{r} per second"),
+        }
+    );
+    println!(
+        "| receivers subscribed | writes took | delivered | p50 | p99 | max |\n|---|---|---|---|---|---|"
+    );
+    // the same fan-out (three subscriptions) with healthy receivers is the control for
+    // the one with a hanging and a refusing receiver
+    for (label, others) in [
+        ("healthy only", 0),
+        ("healthy + 2 more healthy", 1),
+        ("healthy + hanging + refusing", 2),
+    ] {
+        let org = Org::new().await;
+        let healthy = Receiver::start(0).await;
+        let mut urls = vec![healthy.url()];
+        let mut kept = Vec::new();
+        match others {
+            1 => {
+                for _ in 0..2 {
+                    kept.push(Receiver::start(0).await);
+                }
+            }
+            2 => {
+                let hang = Duration::from_secs(RECEIVER_TIMEOUT_SECONDS + 5);
+                kept.push(Receiver::answering(204, hang).await);
+                // never listens: connections are refused
+                kept.push(Receiver::reserve(0));
+            }
+            _ => {}
+        }
+        urls.extend(kept.iter().map(Receiver::url));
+        for url in &urls {
+            let r = org
+                .post("/v1/webhooks", json!({"url": url, "topics": ["*"]}))
+                .await;
+            assert_eq!(r.status, 201, "{:?}", r.body);
+        }
+        let started = Instant::now();
+        let written: Vec<(String, Instant)> = stream::iter(0..args.webhooks)
+            .map(|i| {
+                let org = &org;
+                let rate = args.webhook_rate;
+                async move {
+                    if rate > 0 {
+                        // paced: write i starts at i / rate seconds
+                        let at = started + Duration::from_secs_f64(i as f64 / rate as f64);
+                        tokio::time::sleep_until(at.into()).await;
+                    }
+                    let id = format!("w{i:05}");
+                    let r = org
+                        .patch(
+                            &format!("/v1/products/{id}"),
+                            json!({"name": format!("Item {i}")}),
+                        )
+                        .await;
+                    assert_eq!(r.status, 201, "{:?}", r.body);
+                    (id, Instant::now())
+                }
+            })
+            .buffer_unordered(4)
+            .collect()
+            .await;
+        let writes_took = started.elapsed();
+        let deadline = Instant::now() + args.timeout.max(Duration::from_secs(300));
+        while healthy.received().len() < args.webhooks && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let got = healthy.received();
+        let arrived: HashMap<String, Instant> = got
+            .iter()
+            .filter_map(|r| Some((r.json["identifier"].as_str()?.to_string(), r.at)))
+            .collect();
+        let mut latencies: Vec<Duration> = written
+            .iter()
+            .filter_map(|(id, at)| Some(arrived.get(id)?.duration_since(*at)))
+            .collect();
+        latencies.sort();
+        let pick = |q: f64| {
+            latencies
+                .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+                .map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
+        };
+        println!(
+            "| {} | {:.1} s | {} of {} | {} | {} | {} |",
+            label,
+            writes_took.as_secs_f64(),
+            latencies.len(),
+            args.webhooks,
+            pick(0.5),
+            pick(0.99),
+            pick(1.0)
+        );
+    }
+    println!();
 }

@@ -14,6 +14,7 @@ use catalog_e2e::local::{
     create_delivery_queues, create_import_resources, run_queue, run_stream, stream_arn, Invoker,
     Start,
 };
+use catalog_e2e::runtime::DELIVERY_CONCURRENCY;
 use std::sync::Arc;
 
 fn env(name: &str) -> String {
@@ -73,12 +74,14 @@ async fn main() {
                 env("CATALOG_DELIVERY_QUEUE_URL"),
                 "webhook-delivery".into(),
                 invoke.clone(),
+                DELIVERY_CONCURRENCY,
             ));
             let import = tokio::spawn(run_queue(
                 sqs,
                 env("CATALOG_IMPORT_QUEUE_URL"),
                 "import-worker".into(),
                 invoke,
+                1,
             ));
             eprintln!(
                 "[local-poller] stream -> change-feed, deliveries -> webhook-delivery, imports -> import-worker"
