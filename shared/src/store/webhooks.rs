@@ -646,10 +646,25 @@ impl Store {
         Ok(())
     }
 
-    /// Forgets what is known of the endpoint (it was enabled again: try it at once).
+    /// Forgets what is known of the endpoint (it was enabled again: try it at once), but
+    /// not its parked deliveries: they are released by its next answer.
     pub async fn clear_endpoint_health(&self, org: &str, webhook: &str) -> Result<(), StoreError> {
-        self.delete_key(item_key(health_pk(org, webhook), HEALTH_SK))
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_expression(
+                "REMOVE failingSince, failures, probeAt, probeStartedAt, goodUntil, carrier",
+            )
+            .condition_expression("attribute_exists(PK)")
+            .send()
             .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+        match out {
+            Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Disables an enabled subscription with `reason` (a new version, so a PATCH read before
