@@ -3,10 +3,12 @@
 //! response), and a metaobject still referenced cannot be deleted.
 
 use super::render;
-use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
+use crate::domain::attributes::AttributeType;
+use crate::domain::values::{raw_scalars, referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::ApiResponse;
 use crate::store::items::EntityKind;
+use crate::store::packed::PackedValues;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::Store;
@@ -154,6 +156,16 @@ fn references(vals: &StoredValues, def: &str, id: &str) -> bool {
     })
 }
 
+/// `references` over a list snapshot's packed values.
+fn references_packed(vals: &PackedValues, def: &str, id: &str) -> bool {
+    vals.iter().any(|a| {
+        a.definition == Some(def)
+            && a.attr_type == AttributeType::Metaobject
+            && a.values()
+                .any(|v| raw_scalars(a.is_multi, v.value).iter().any(|r| r == id))
+    })
+}
+
 /// The first entity whose values reference metaobject `def`/`id` (`"product 'p1'"`), if any:
 /// products, variants and SKUs from the warm list snapshots, bundles and assets from their
 /// partitions, read in one round trip.
@@ -180,7 +192,7 @@ pub async fn first_referrer(
             levels
                 .of(*k)
                 .values()
-                .find(|e| references(&e.vals, def, id))
+                .find(|e| references_packed(&e.vals, def, id))
                 .map(|e| format!("{} '{}'", k.as_str(), e.id))
         })
     });

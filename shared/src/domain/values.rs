@@ -413,11 +413,12 @@ pub fn referenced_identifiers(attr: &StoredAttribute) -> Vec<String> {
     }
     attr.entries
         .iter()
-        .flat_map(|e| raw_identifiers(attr.is_multi, &e.value))
+        .flat_map(|e| raw_scalars(attr.is_multi, &e.value))
         .collect()
 }
 
-fn raw_identifiers(is_multi: bool, raw: &str) -> Vec<String> {
+/// The scalars of one raw stored value: a multi value's JSON array unpacked.
+pub fn raw_scalars(is_multi: bool, raw: &str) -> Vec<String> {
     if is_multi {
         serde_json::from_str(raw).unwrap_or_default()
     } else {
@@ -435,7 +436,7 @@ impl ValueChange {
             } if shape.attr_type == AttributeType::Metaobject => Some((
                 key.as_str(),
                 shape.metaobject_definition.as_deref()?,
-                raw_identifiers(shape.is_multi, raw),
+                raw_scalars(shape.is_multi, raw),
             )),
             _ => None,
         }

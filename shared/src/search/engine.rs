@@ -8,7 +8,6 @@ use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::store::{Store, StoreError};
 use lambda_http::BoxFuture;
-use std::ops::Bound;
 
 /// Where a page starts in the identifier-ordered result.
 #[derive(Debug, Clone, Copy)]
@@ -71,10 +70,7 @@ impl ListEngine for Embedded<'_> {
                 let all = levels.of(target);
                 let from: Box<dyn Iterator<Item = _>> = match cut {
                     Cut::Index(i) => Box::new(all.values().skip(i)),
-                    Cut::After(id) => Box::new(
-                        all.range::<str, _>((Bound::Excluded(id), Bound::Unbounded))
-                            .map(|(_, e)| e),
-                    ),
+                    Cut::After(id) => Box::new(all.after(id)),
                 };
                 let mut page: Vec<IndexEntry> =
                     from.take(limit + 1).map(|e| e.index_entry()).collect();
@@ -85,7 +81,7 @@ impl ListEngine for Embedded<'_> {
             let all = select(levels, target, criteria);
             let start = match cut {
                 Cut::Index(i) => i.min(all.len()),
-                Cut::After(id) => all.partition_point(|e| e.id.as_str() <= id),
+                Cut::After(id) => all.partition_point(|e| &*e.id <= id),
             };
             let end = start.saturating_add(limit).min(all.len());
             let page = all[start..end].iter().map(|e| e.index_entry()).collect();

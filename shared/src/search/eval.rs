@@ -8,23 +8,25 @@ use super::operators::Operator;
 use super::parse::{grams, Condition, Operand};
 use crate::domain::attributes::AttributeType;
 use crate::domain::time::Timestamp;
-use crate::domain::values::{parse_price, parse_weight, StoredAttribute};
+use crate::domain::values::{parse_price, parse_weight, raw_scalars};
+use crate::store::packed::Attr;
+use std::borrow::Cow;
 
-/// The raw scalar values of a stored attribute (multi-value arrays unpacked).
-pub fn scalars(attr: Option<&StoredAttribute>) -> Vec<String> {
+/// The raw scalar values of a stored attribute (multi-value arrays unpacked), borrowed
+/// where they need no unpacking.
+pub fn scalars(attr: Option<Attr<'_>>) -> Vec<Cow<'_, str>> {
+    let mut out = Vec::new();
     let Some(attr) = attr else {
-        return Vec::new();
+        return out;
     };
-    attr.entries
-        .iter()
-        .flat_map(|e| {
-            if attr.is_multi {
-                serde_json::from_str::<Vec<String>>(&e.value).unwrap_or_default()
-            } else {
-                vec![e.value.clone()]
-            }
-        })
-        .collect()
+    for v in attr.values() {
+        if attr.is_multi {
+            out.extend(raw_scalars(true, v.value).into_iter().map(Cow::Owned));
+        } else {
+            out.push(Cow::Borrowed(v.value));
+        }
+    }
+    out
 }
 
 /// A stored scalar as a number: prices in major units with their currency, weights in grams.
@@ -43,32 +45,48 @@ fn number(t: AttributeType, raw: &str) -> Option<(f64, Option<String>)> {
 }
 
 /// Whether `values` (raw scalars of a field of type `t`) satisfy `cond` at time `now`.
-pub fn matches(cond: &Condition, t: AttributeType, values: &[String], now: Timestamp) -> bool {
-    if let Some(positive) = cond.op.negates() {
-        let c = Condition {
-            op: positive,
-            operand: cond.operand.clone(),
-        };
-        return !matches(&c, t, values, now);
+pub fn matches<S: AsRef<str>>(
+    cond: &Condition,
+    t: AttributeType,
+    values: &[S],
+    now: Timestamp,
+) -> bool {
+    match cond.op.negates() {
+        Some(positive) => !holds(positive, &cond.operand, t, values, now),
+        None => holds(cond.op, &cond.operand, t, values, now),
     }
-    let times = || values.iter().filter_map(|v| Timestamp::parse(v));
+}
+
+/// Whether `values` satisfy a positive operator.
+fn holds<S: AsRef<str>>(
+    op: Operator,
+    operand: &Operand,
+    t: AttributeType,
+    values: &[S],
+    now: Timestamp,
+) -> bool {
+    let times = || values.iter().filter_map(|v| Timestamp::parse(v.as_ref()));
     let numbers = |value: f64, currency: &Option<String>, cmp: fn(f64, f64) -> bool| {
         values
             .iter()
-            .filter_map(|v| number(t, v))
+            .filter_map(|v| number(t, v.as_ref()))
             .any(|(n, c)| (currency.is_none() || c.as_ref() == currency.as_ref()) && cmp(n, value))
     };
-    match (cond.op, &cond.operand) {
+    match (op, operand) {
         (Operator::Empty, _) => values.is_empty(),
-        (Operator::Equals, Operand::Text(s)) => values.iter().any(|v| v == s),
+        (Operator::Equals, Operand::Text(s)) => values.iter().any(|v| v.as_ref() == s),
         (Operator::Equals, Operand::Number { value, currency }) => {
             numbers(*value, currency, |a, b| (a - b).abs() < 1e-9)
         }
         (Operator::Contains, Operand::Text(s)) => {
             let needle = s.to_lowercase();
-            values.iter().any(|v| v.to_lowercase().contains(&needle))
+            values
+                .iter()
+                .any(|v| v.as_ref().to_lowercase().contains(&needle))
         }
-        (Operator::In, Operand::Texts(set)) => values.iter().any(|v| set.contains(v)),
+        (Operator::In, Operand::Texts(set)) => {
+            values.iter().any(|v| set.iter().any(|s| s == v.as_ref()))
+        }
         (Operator::GreaterThan, Operand::Number { value, currency }) => {
             numbers(*value, currency, |a, b| a > b)
         }
@@ -138,7 +156,7 @@ mod tests {
         assert!(matches(
             &c(Operator::NotEquals, Operand::Text("x".into())),
             t,
-            &[],
+            &[] as &[String],
             now
         ));
         assert!(matches(
@@ -153,7 +171,12 @@ mod tests {
             &blue,
             now
         ));
-        assert!(matches(&c(Operator::Empty, Operand::None), t, &[], now));
+        assert!(matches(
+            &c(Operator::Empty, Operand::None),
+            t,
+            &[] as &[String],
+            now
+        ));
         assert!(matches(
             &c(Operator::NotEmpty, Operand::None),
             t,
@@ -214,7 +237,7 @@ mod tests {
         assert!(!matches(
             &c(Operator::GreaterThan, num(3.0, None)),
             n,
-            &[],
+            &[] as &[String],
             now
         ));
     }
@@ -257,6 +280,11 @@ mod tests {
             &vals,
             now
         ));
-        assert!(!matches(&c(Operator::NotInTheLast, days(1)), d, &[], now));
+        assert!(!matches(
+            &c(Operator::NotInTheLast, days(1)),
+            d,
+            &[] as &[String],
+            now
+        ));
     }
 }

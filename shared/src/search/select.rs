@@ -6,10 +6,12 @@ use super::eval::{matches, scalars};
 use super::parse::{Field, Filter};
 use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::domain::time::Timestamp;
-use crate::domain::values::{StoredAttribute, StoredEntry};
+use crate::store::entities::Entry;
 use crate::store::items::EntityKind;
-use crate::store::snapshot::{Entry, Levels};
-use std::collections::HashSet;
+use crate::store::packed::{Attr, Value};
+use crate::store::snapshot::Levels;
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashSet};
 
 /// One required attribute of a completeness profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,8 +107,8 @@ fn rank(kind: EntityKind) -> u8 {
 
 /// The entity's hierarchy-aware `updatedAt` (docs/architecture.md, Change tracking).
 fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
-    let su = |k: EntityKind, id: &Option<String>| {
-        id.as_ref()
+    let su = |k: EntityKind, id: &Option<std::sync::Arc<str>>| {
+        id.as_deref()
             .and_then(|id| levels.of(k).get(id))
             .map(|p| p.su)
     };
@@ -121,11 +123,11 @@ fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
 }
 
 /// How a filter is decided for the target's entities.
-enum Test<'f> {
+enum Test<'a, 'f> {
     /// On the entity itself.
     Own(&'f Filter),
     /// The entity (`Own`), its product (`Pid`) or its variant (`Vid`) is in the set.
-    Member(HashSet<String>, Via),
+    Member(HashSet<&'a str>, Via),
 }
 
 #[derive(Clone, Copy)]
@@ -138,7 +140,7 @@ enum Via {
 impl Via {
     fn key(self, e: &Entry) -> Option<&str> {
         match self {
-            Via::Own => Some(&e.id),
+            Via::Own => Some(&*e.id),
             Via::Pid => e.pid.as_deref(),
             Via::Vid => e.vid.as_deref(),
         }
@@ -165,18 +167,26 @@ fn entity_matches(
         Field::Attribute { key, attr_type, .. } => (*attr_type, scalars(e.vals.get(key))),
         Field::Family => (
             AttributeType::Select,
-            e.family_id.map(|i| i.to_string()).into_iter().collect(),
+            e.family_id
+                .map(|i| Cow::Owned(i.to_string()))
+                .into_iter()
+                .collect(),
         ),
         Field::UpdatedAt => (
             AttributeType::Datetime,
-            vec![updated_at(levels, kind, e).to_string()],
+            vec![Cow::Owned(updated_at(levels, kind, e).to_string())],
         ),
-        Field::Identifier => (AttributeType::Text, vec![e.id.clone()]),
+        Field::Identifier => (AttributeType::Text, vec![Cow::Borrowed(&*e.id)]),
     };
     f.conditions.iter().all(|c| matches(c, t, &values, now))
 }
 
-fn plan<'f>(levels: &Levels<'_>, target: EntityKind, f: &'f Filter, now: Timestamp) -> Test<'f> {
+fn plan<'a, 'f>(
+    levels: &'a Levels<'_>,
+    target: EntityKind,
+    f: &'f Filter,
+    now: Timestamp,
+) -> Test<'a, 'f> {
     let level = filter_level(f, target);
     if level == target {
         return Test::Own(f);
@@ -191,7 +201,7 @@ fn plan<'f>(levels: &Levels<'_>, target: EntityKind, f: &'f Filter, now: Timesta
         } else {
             Via::Vid
         };
-        Test::Member(hits.map(|e| e.id.clone()).collect(), via)
+        Test::Member(hits.map(|e| &*e.id).collect(), via)
     } else {
         // a descendant matches: its product (or variant) does
         let up = if target == EntityKind::Product {
@@ -199,41 +209,32 @@ fn plan<'f>(levels: &Levels<'_>, target: EntityKind, f: &'f Filter, now: Timesta
         } else {
             Via::Vid
         };
-        Test::Member(
-            hits.filter_map(|e| up.key(e).map(str::to_string)).collect(),
-            Via::Own,
-        )
+        Test::Member(hits.filter_map(|e| up.key(e)).collect(), Via::Own)
     }
 }
 
 /// Whether `attr` holds a value in every locale of `locales` (when localized) and for
 /// `channel` (when channel-scoped). Values are validated on write, so an attribute is
 /// localized (scoped) exactly when its entries carry locales (channels).
-pub fn has_value(
-    attr: Option<&StoredAttribute>,
-    locales: &[String],
-    channel: Option<&str>,
-) -> bool {
+pub fn has_value(attr: Option<Attr<'_>>, locales: &[String], channel: Option<&str>) -> bool {
     let Some(attr) = attr else {
         return false;
     };
-    let entries: Vec<_> = attr
-        .entries
-        .iter()
+    let entries: Vec<Value<'_>> = attr
+        .values()
         .filter(|e| !e.value.is_empty() && e.value != "[]")
         .collect();
     let scoped = entries.iter().any(|e| e.channel.is_some());
     let localized = entries.iter().any(|e| e.locale.is_some());
-    let in_channel =
-        |e: &StoredEntry| !scoped || (channel.is_some() && e.channel.as_deref() == channel);
+    let in_channel = |e: &Value<'_>| !scoped || (channel.is_some() && e.channel == channel);
     if localized && !locales.is_empty() {
         locales.iter().all(|l| {
             entries
                 .iter()
-                .any(|e| in_channel(e) && e.locale.as_deref() == Some(l.as_str()))
+                .any(|e| in_channel(e) && e.locale == Some(l.as_str()))
         })
     } else {
-        entries.iter().any(|e| in_channel(e))
+        entries.iter().any(in_channel)
     }
 }
 
@@ -245,7 +246,7 @@ fn satisfies(e: &Entry, r: &Requirement, c: &Completeness) -> bool {
 }
 
 /// Products that are not complete because of one of their variants or SKUs.
-fn incomplete_through_children(levels: &Levels<'_>, c: &Completeness) -> HashSet<String> {
+fn incomplete_through_children<'a>(levels: &'a Levels<'_>, c: &Completeness) -> HashSet<&'a str> {
     let mut out = HashSet::new();
     for level in [EntityKind::Variant, EntityKind::Sku] {
         let required: Vec<&Requirement> = c.required.iter().filter(|r| r.level == level).collect();
@@ -254,11 +255,30 @@ fn incomplete_through_children(levels: &Levels<'_>, c: &Completeness) -> HashSet
         }
         for e in levels.of(level).values() {
             if !required.iter().all(|r| satisfies(e, r, c)) {
-                out.extend(e.pid.clone());
+                out.extend(e.pid.as_deref());
             }
         }
     }
     out
+}
+
+/// The entities of `target` whose hierarchy-aware `updatedAt` is after `t`, in identifier
+/// order, found through the change indexes (their own tree changes, and the children of
+/// products and variants that themselves changed): the others are not looked at.
+fn updated_after<'a>(levels: &'a Levels<'_>, target: EntityKind, t: Timestamp) -> Vec<&'a Entry> {
+    let own = levels.of(target);
+    let mut ids: BTreeSet<&'a str> = own.tree_changed_after(t).map(|id| &**id).collect();
+    if target != EntityKind::Product {
+        for pid in levels.of(EntityKind::Product).changed_after(t) {
+            ids.extend(own.of_product(pid).map(|id| &**id));
+        }
+    }
+    if target == EntityKind::Sku {
+        for vid in levels.of(EntityKind::Variant).changed_after(t) {
+            ids.extend(own.of_variant(vid).map(|id| &**id));
+        }
+    }
+    ids.into_iter().filter_map(|id| own.get(id)).collect()
 }
 
 /// The entities of `target` the list returns, in identifier order.
@@ -268,12 +288,12 @@ pub fn select<'a>(
     criteria: &Criteria,
 ) -> Vec<&'a Entry> {
     let now = criteria.now.unwrap_or_else(Timestamp::now);
-    let tests: Vec<Test<'_>> = criteria
+    let tests: Vec<Test<'a, '_>> = criteria
         .filters
         .iter()
         .map(|f| plan(levels, target, f, now))
         .collect();
-    let passes = |e: &Entry, t: &Test<'_>| match t {
+    let passes = |e: &Entry, t: &Test<'_, '_>| match t {
         Test::Own(f) => entity_matches(levels, target, e, f, now),
         Test::Member(set, via) => via.key(e).is_some_and(|k| set.contains(k)),
     };
@@ -285,37 +305,39 @@ pub fn select<'a>(
             .collect();
         (c, product_level, incomplete_through_children(levels, c))
     });
-    levels
-        .of(target)
-        .values()
-        .filter(|e| match criteria.updated_after {
-            Some(t) => updated_at(levels, target, e) > t,
-            None => true,
-        })
-        .filter(|e| {
-            tests.is_empty()
-                || if criteria.any {
-                    tests.iter().any(|t| passes(e, t))
-                } else {
-                    tests.iter().all(|t| passes(e, t))
-                }
-        })
-        .filter(|e| match &completeness {
-            None => true,
-            Some((c, own, children)) => {
-                let complete = own.iter().all(|r| satisfies(e, r, c)) && !children.contains(&e.id);
-                complete == c.complete
+    let base: Box<dyn Iterator<Item = &'a Entry>> = match criteria.updated_after {
+        Some(t) => Box::new(updated_after(levels, target, t).into_iter()),
+        None => Box::new(levels.of(target).values()),
+    };
+    base.filter(|e| {
+        tests.is_empty()
+            || if criteria.any {
+                tests.iter().any(|t| passes(e, t))
+            } else {
+                tests.iter().all(|t| passes(e, t))
             }
-        })
-        .collect()
+    })
+    .filter(|e| match &completeness {
+        None => true,
+        Some((c, own, children)) => {
+            let complete = own.iter().all(|r| satisfies(e, r, c)) && !children.contains(&*e.id);
+            complete == c.complete
+        }
+    })
+    .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn attr(entries: &[(Option<&str>, Option<&str>, &str)]) -> StoredAttribute {
-        StoredAttribute {
+    use crate::domain::values::{StoredAttribute, StoredEntry, StoredValues};
+    use crate::store::packed::PackedValues;
+    use crate::store::snapshot::with_levels;
+
+    /// An entity's values with one attribute, `a`.
+    fn attr(entries: &[(Option<&str>, Option<&str>, &str)]) -> PackedValues {
+        let a = StoredAttribute {
             attr_type: AttributeType::Text,
             is_multi: false,
             metaobject_definition: None,
@@ -327,7 +349,12 @@ mod tests {
                     value: v.to_string(),
                 })
                 .collect(),
-        }
+        };
+        PackedValues::pack(&StoredValues::from([("a".to_string(), a)]))
+    }
+
+    fn one(p: &PackedValues) -> Option<Attr<'_>> {
+        p.get("a")
     }
 
     fn locales(l: &[&str]) -> Vec<String> {
@@ -336,19 +363,19 @@ mod tests {
 
     #[test]
     fn unscoped_values_need_one_non_empty_entry() {
-        assert!(has_value(Some(&attr(&[(None, None, "x")])), &[], None));
-        assert!(!has_value(Some(&attr(&[(None, None, "")])), &[], None));
-        assert!(!has_value(Some(&attr(&[(None, None, "[]")])), &[], None));
+        assert!(has_value(one(&attr(&[(None, None, "x")])), &[], None));
+        assert!(!has_value(one(&attr(&[(None, None, "")])), &[], None));
+        assert!(!has_value(one(&attr(&[(None, None, "[]")])), &[], None));
         assert!(!has_value(None, &[], Some("web")));
     }
 
     #[test]
     fn localized_values_need_every_locale() {
         let a = attr(&[(Some("en"), None, "x"), (Some("de"), None, "y")]);
-        assert!(has_value(Some(&a), &locales(&["en", "de"]), None));
-        assert!(!has_value(Some(&a), &locales(&["en", "fr"]), None));
+        assert!(has_value(one(&a), &locales(&["en", "de"]), None));
+        assert!(!has_value(one(&a), &locales(&["en", "fr"]), None));
         // no locales to check: any value will do
-        assert!(has_value(Some(&a), &[], None));
+        assert!(has_value(one(&a), &[], None));
     }
 
     #[test]
@@ -359,13 +386,13 @@ mod tests {
             (Some("en"), Some("print"), "z"),
         ]);
         let both = locales(&["en", "de"]);
-        assert!(has_value(Some(&a), &both, Some("web")));
-        assert!(!has_value(Some(&a), &both, Some("print")));
-        assert!(has_value(Some(&a), &locales(&["en"]), Some("print")));
-        assert!(!has_value(Some(&a), &both, None));
+        assert!(has_value(one(&a), &both, Some("web")));
+        assert!(!has_value(one(&a), &both, Some("print")));
+        assert!(has_value(one(&a), &locales(&["en"]), Some("print")));
+        assert!(!has_value(one(&a), &both, None));
         let scoped = attr(&[(None, Some("web"), "x")]);
-        assert!(has_value(Some(&scoped), &both, Some("web")));
-        assert!(!has_value(Some(&scoped), &both, Some("print")));
+        assert!(has_value(one(&scoped), &both, Some("web")));
+        assert!(!has_value(one(&scoped), &both, Some("print")));
     }
 
     #[test]
@@ -377,5 +404,204 @@ mod tests {
         assert_eq!(levels_needed(s, ["_family"], false), [s, p]);
         assert_eq!(levels_needed(s, ["_identifier"], true), [s, p, v]);
         assert_eq!(levels_needed(v, ["_updated_at"], false), [v, p]);
+    }
+
+    fn entity(id: &str, pid: Option<&str>, vid: Option<&str>, su: i64, tu: i64) -> Entry {
+        Entry {
+            id: id.into(),
+            pid: pid.map(Into::into),
+            vid: vid.map(Into::into),
+            su: Timestamp::from_millis(su),
+            tu: Timestamp::from_millis(tu),
+            ver: 1,
+            name: id.into(),
+            family_id: None,
+            vals: PackedValues::default(),
+        }
+    }
+
+    #[test]
+    fn updated_after_through_the_indexes_is_the_hierarchy_aware_updated_at() {
+        let (p, v, s) = (EntityKind::Product, EntityKind::Variant, EntityKind::Sku);
+        let products = vec![
+            // p1 itself old, its tree changed through s2; p2 itself changed; p3 quiet
+            entity("p1", None, None, 10, 70),
+            entity("p2", None, None, 60, 60),
+            entity("p3", None, None, 5, 5),
+        ];
+        let variants = vec![
+            entity("v1", Some("p1"), None, 50, 70),
+            entity("v2", Some("p2"), None, 20, 20),
+            entity("v3", Some("p3"), None, 5, 5),
+            entity("v4", Some("p1"), None, 15, 15),
+        ];
+        let skus = vec![
+            entity("s1", Some("p1"), Some("v1"), 30, 30),
+            entity("s2", Some("p1"), Some("v1"), 70, 70),
+            entity("s3", Some("p2"), Some("v2"), 20, 20),
+            entity("s4", Some("p3"), Some("v3"), 5, 5),
+            entity("s5", Some("p1"), Some("v4"), 40, 40),
+            // an orphan whose parents are not in the snapshot
+            entity("s6", Some("px"), Some("vx"), 25, 25),
+        ];
+        let all = vec![(p, products), (v, variants), (s, skus)];
+        with_levels(all, |levels| {
+            for target in [p, v, s] {
+                for t in 0..=75 {
+                    let t = Timestamp::from_millis(t);
+                    let criteria = Criteria {
+                        updated_after: Some(t),
+                        ..Criteria::default()
+                    };
+                    let got: Vec<&str> = select(levels, target, &criteria)
+                        .iter()
+                        .map(|e| &*e.id)
+                        .collect();
+                    let want: Vec<&str> = levels
+                        .of(target)
+                        .values()
+                        .filter(|e| updated_at(levels, target, e) > t)
+                        .map(|e| &*e.id)
+                        .collect();
+                    assert_eq!(got, want, "{target:?} after {t:?}");
+                }
+            }
+            let after = |target, t| {
+                let criteria = Criteria {
+                    updated_after: Some(Timestamp::from_millis(t)),
+                    ..Criteria::default()
+                };
+                select(levels, target, &criteria)
+                    .iter()
+                    .map(|e| e.id.to_string())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(after(s, 45), ["s1", "s2", "s3"]);
+            assert_eq!(after(v, 45), ["v1", "v2"]);
+            assert_eq!(after(p, 45), ["p1", "p2"]);
+            assert_eq!(after(s, 24), ["s1", "s2", "s3", "s5", "s6"]);
+        });
+    }
+
+    /// CPU cost of the bench's filtered lists over a catalog of the bench's shape, without
+    /// DynamoDB: `cargo test -p catalog --release --lib select_at_scale -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn select_at_scale() {
+        use super::super::operators::Operator;
+        use super::super::parse::{Condition, Operand};
+        let n = 50_000;
+        let text = |v: String, t| StoredAttribute {
+            attr_type: t,
+            is_multi: false,
+            metaobject_definition: None,
+            entries: vec![StoredEntry {
+                locale: None,
+                channel: None,
+                value: v,
+            }],
+        };
+        let mut products = Vec::new();
+        let mut variants = Vec::new();
+        let mut skus = Vec::new();
+        for i in 0..n {
+            let pid = format!("bench-{i:07}");
+            let mut p = entity(&pid, None, None, 1, 1);
+            p.vals = PackedValues::pack(&StoredValues::from([
+                (
+                    "brand".into(),
+                    text(format!("Brand {:02}", i % 40), AttributeType::Text),
+                ),
+                (
+                    "color".into(),
+                    text(
+                        ["red", "blue", "green"][i % 3].into(),
+                        AttributeType::Select,
+                    ),
+                ),
+                (
+                    "price".into(),
+                    text(format!("{}.00 EUR", 5 + i % 200), AttributeType::Price),
+                ),
+            ]));
+            products.push(p);
+            let vid = format!("{pid}-v");
+            variants.push(entity(&vid, Some(&pid), None, 1, 1));
+            for s in 0..3 {
+                let mut k = entity(&format!("{pid}-s{s}"), Some(&pid), Some(&vid), 1, 1);
+                k.vals = PackedValues::pack(&StoredValues::from([
+                    (
+                        "price".into(),
+                        text(
+                            format!("{}.00 EUR", 10 + (i + s) % 90),
+                            AttributeType::Price,
+                        ),
+                    ),
+                    (
+                        "ean".into(),
+                        text(format!("400{i:07}{s}"), AttributeType::Text),
+                    ),
+                ]));
+                skus.push(k);
+            }
+        }
+        let filter = |entity, key: &str, attr_type, op, operand| Filter {
+            key: format!("{entity:?}.{key}"),
+            field: Field::Attribute {
+                entity,
+                key: key.into(),
+                attr_type,
+            },
+            conditions: vec![Condition { op, operand }],
+        };
+        let both = Criteria {
+            filters: vec![
+                filter(
+                    TargetEntity::Product,
+                    "brand",
+                    AttributeType::Text,
+                    Operator::Contains,
+                    Operand::Text("brand 1".into()),
+                ),
+                filter(
+                    TargetEntity::Sku,
+                    "price",
+                    AttributeType::Price,
+                    Operator::LessThan,
+                    Operand::Number {
+                        value: 20.0,
+                        currency: Some("EUR".into()),
+                    },
+                ),
+            ],
+            ..Criteria::default()
+        };
+        let colors = Criteria {
+            filters: vec![filter(
+                TargetEntity::Product,
+                "color",
+                AttributeType::Select,
+                Operator::In,
+                Operand::Texts(vec!["red".into(), "blue".into()]),
+            )],
+            ..Criteria::default()
+        };
+        let all = vec![
+            (EntityKind::Product, products),
+            (EntityKind::Variant, variants),
+            (EntityKind::Sku, skus),
+        ];
+        with_levels(all, |levels| {
+            for (name, target, c) in [
+                ("products, brand + sku price", EntityKind::Product, &both),
+                ("skus, product color", EntityKind::Sku, &colors),
+            ] {
+                for _ in 0..3 {
+                    let t = std::time::Instant::now();
+                    let hits = select(levels, target, c).len();
+                    println!("{name}: {hits} in {:?}", t.elapsed());
+                }
+            }
+        });
     }
 }

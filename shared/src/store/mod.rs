@@ -4,6 +4,7 @@
 
 pub mod attributes;
 pub mod deletions;
+pub mod entities;
 pub mod errors;
 pub mod idempotency;
 pub mod imports;
@@ -14,6 +15,7 @@ pub mod metaobjects;
 pub mod metrics;
 pub mod ops;
 pub mod orgs;
+pub mod packed;
 pub mod parallel;
 pub mod products;
 pub mod resources;

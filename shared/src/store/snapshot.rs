@@ -4,9 +4,10 @@
 //! Query of the entries changed since (tombstones bring deletions), so a filtered page of any
 //! depth is computed in memory and only the page's items are read.
 
+use super::entities::{Entities, Entry};
 use super::items::EntityKind;
 use super::keys::{change_pks, index_shards};
-use super::lists::IndexEntry;
+use super::packed::PackedValues;
 use super::parallel::try_all;
 use super::writes::TOMBSTONE_RETENTION_SECS;
 use super::{Store, StoreError};
@@ -14,72 +15,60 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// One entity as the `byChange` index projects it (or a tombstone, `del`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Entry {
-    pub id: String,
+/// One row of the `byChange` index as its projection reads (or a tombstone, `del`).
+#[derive(Debug, Deserialize)]
+struct Projected {
+    id: String,
     #[serde(default)]
-    pub pid: Option<String>,
+    pid: Option<String>,
     #[serde(default)]
-    pub vid: Option<String>,
-    pub su: Timestamp,
-    pub tu: Timestamp,
+    vid: Option<String>,
+    su: Timestamp,
+    tu: Timestamp,
     #[serde(default)]
-    pub ver: u64,
+    ver: u64,
     #[serde(default)]
-    pub name: String,
+    name: String,
     #[serde(rename = "familyId", default)]
-    pub family_id: Option<i64>,
+    family_id: Option<i64>,
     #[serde(default)]
-    pub vals: StoredValues,
+    vals: StoredValues,
     #[serde(default)]
-    pub del: bool,
+    del: bool,
 }
 
-impl Entry {
-    pub fn index_entry(&self) -> IndexEntry {
-        IndexEntry {
-            id: self.id.clone(),
-            pid: self.pid.clone(),
-            vid: self.vid.clone(),
-            su: self.su,
-            tu: self.tu,
+/// A decoded row: the compact entry, or a tombstone for its identifier and time.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    entry: Entry,
+    del: bool,
+}
+
+impl From<Projected> for Row {
+    fn from(p: Projected) -> Self {
+        Row {
+            entry: Entry {
+                id: p.id.into(),
+                pid: p.pid.map(Into::into),
+                vid: p.vid.map(Into::into),
+                su: p.su,
+                tu: p.tu,
+                ver: p.ver,
+                name: p.name.into(),
+                family_id: p.family_id,
+                vals: PackedValues::pack(&p.vals),
+            },
+            del: p.del,
         }
     }
 }
 
 /// Projection of the snapshot Query (`name` is a reserved word).
 const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
-
-/// Entities of one type, in identifier order.
-pub type Entities = BTreeMap<String, Entry>;
-
-impl Entry {
-    /// Roughly the bytes this entry holds in memory (strings, values, map overhead): what
-    /// the process's snapshot budget counts.
-    fn weight(&self) -> usize {
-        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
-        let vals: usize = self
-            .vals
-            .iter()
-            .map(|(k, a)| {
-                k.len()
-                    + 48
-                    + opt(&a.metaobject_definition)
-                    + a.entries
-                        .iter()
-                        .map(|e| 56 + e.value.len() + opt(&e.locale) + opt(&e.channel))
-                        .sum::<usize>()
-            })
-            .sum();
-        // the map key repeats the identifier; ~64 bytes of node and struct overhead
-        160 + 2 * self.id.len() + opt(&self.pid) + opt(&self.vid) + self.name.len() + vals
-    }
-}
 
 /// Entries and recent deletions, as rows of the index are applied to them.
 #[derive(Debug, Default)]
@@ -92,26 +81,26 @@ struct Rows {
 
 impl Rows {
     /// Applies rows in change order; re-applying a row already seen changes nothing.
-    fn apply(&mut self, rows: Vec<Entry>) {
-        for row in rows {
-            if row.del {
+    fn apply(&mut self, rows: Vec<Row>) {
+        for Row { entry: row, del } in rows {
+            if del {
                 if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
                     if let Some(old) = self.entries.remove(&row.id) {
                         self.bytes -= old.weight();
                     }
                 }
-                let t = self.deleted.entry(row.id.clone()).or_insert(row.tu);
+                let t = self.deleted.entry(row.id.to_string()).or_insert(row.tu);
                 *t = (*t).max(row.tu);
                 continue;
             }
-            if self.deleted.get(&row.id).is_some_and(|t| *t >= row.tu) {
+            if self.deleted.get(&*row.id).is_some_and(|t| *t >= row.tu) {
                 continue;
             }
             match self.entries.get(&row.id) {
                 Some(e) if (e.tu, e.ver) > (row.tu, row.ver) => {}
                 _ => {
                     self.bytes += row.weight();
-                    if let Some(old) = self.entries.insert(row.id.clone(), row) {
+                    if let Some(old) = self.entries.insert(row) {
                         self.bytes -= old.weight();
                     }
                 }
@@ -213,7 +202,7 @@ impl TypeSnapshot {
     }
 
     /// Applies a delta read that started at `started`.
-    fn apply(&mut self, rows: Vec<Entry>, started: Timestamp, overlap: Duration) {
+    fn apply(&mut self, rows: Vec<Row>, started: Timestamp, overlap: Duration) {
         self.rows.apply(rows);
         self.synced = Some(started);
         self.rows
@@ -268,7 +257,29 @@ pub struct Levels<'a> {
     org: &'a str,
 }
 
-static EMPTY: Entities = BTreeMap::new();
+static EMPTY: Entities = Entities::new();
+
+/// Runs `f` over levels holding `entities` (for tests of what lists select).
+#[cfg(test)]
+pub(crate) fn with_levels<R>(
+    entities: Vec<(EntityKind, Vec<Entry>)>,
+    f: impl FnOnce(&Levels<'_>) -> R,
+) -> R {
+    let mut map = HashMap::new();
+    for (kind, list) in entities {
+        let mut snap = TypeSnapshot::new();
+        snap.rows.apply(
+            list.into_iter()
+                .map(|entry| Row { entry, del: false })
+                .collect(),
+        );
+        map.insert(("o".to_string(), kind), snap);
+    }
+    f(&Levels {
+        map: &map,
+        org: "o",
+    })
+}
 
 impl Levels<'_> {
     /// The entities of `kind` (empty when that type was not refreshed for this call).
@@ -398,13 +409,13 @@ impl Snapshots {
 enum Outcome {
     Delta {
         started: Timestamp,
-        rows: Vec<Entry>,
+        rows: Vec<Row>,
     },
     Loading(Load),
     Loaded {
         load: Load,
         delta_started: Timestamp,
-        delta: Vec<Entry>,
+        delta: Vec<Row>,
     },
 }
 
@@ -547,7 +558,7 @@ impl Store {
         org: &str,
         kind: EntityKind,
         since: Timestamp,
-    ) -> Result<Vec<Entry>, StoreError> {
+    ) -> Result<Vec<Row>, StoreError> {
         let per_shard = try_all(
             change_pks(org, kind.as_str())
                 .into_iter()
@@ -628,9 +639,10 @@ impl Store {
 }
 
 /// A Query page's items as entries; the raw page is dropped here.
-fn decode(page: aws_sdk_dynamodb::operation::query::QueryOutput) -> Result<Vec<Entry>, StoreError> {
-    serde_dynamo::from_items(page.items.unwrap_or_default())
-        .map_err(|e| StoreError::serde("index entry", e))
+fn decode(page: aws_sdk_dynamodb::operation::query::QueryOutput) -> Result<Vec<Row>, StoreError> {
+    let rows: Vec<Projected> = serde_dynamo::from_items(page.items.unwrap_or_default())
+        .map_err(|e| StoreError::serde("index entry", e))?;
+    Ok(rows.into_iter().map(Row::from).collect())
 }
 
 #[cfg(test)]
@@ -639,17 +651,19 @@ mod tests {
 
     const T: Timestamp = Timestamp::from_millis(50);
 
-    fn row(id: &str, tu: i64, ver: u64, del: bool) -> Entry {
-        Entry {
-            id: id.into(),
-            pid: None,
-            vid: None,
-            su: Timestamp::from_millis(tu),
-            tu: Timestamp::from_millis(tu),
-            ver,
-            name: format!("{id}@{ver}"),
-            family_id: None,
-            vals: StoredValues::new(),
+    fn row(id: &str, tu: i64, ver: u64, del: bool) -> Row {
+        Row {
+            entry: Entry {
+                id: id.into(),
+                pid: None,
+                vid: None,
+                su: Timestamp::from_millis(tu),
+                tu: Timestamp::from_millis(tu),
+                ver,
+                name: format!("{id}@{ver}").into(),
+                family_id: None,
+                vals: PackedValues::default(),
+            },
             del,
         }
     }
@@ -729,22 +743,25 @@ mod tests {
         let two = rows.bytes;
         assert_eq!(
             two,
-            row("a", 10, 1, false).weight() + row("b", 10, 1, false).weight()
+            row("a", 10, 1, false).entry.weight() + row("b", 10, 1, false).entry.weight()
         );
         rows.apply(vec![row("a", 11, 2, false)]);
         assert_eq!(rows.bytes, two);
         rows.apply(vec![row("a", 12, 0, true)]);
-        assert_eq!(rows.bytes, row("b", 10, 1, false).weight());
+        assert_eq!(rows.bytes, row("b", 10, 1, false).entry.weight());
         let mut other = Rows::default();
         other.apply(vec![row("c", 10, 1, false)]);
         rows.absorb(other);
-        assert_eq!(rows.entries.keys().collect::<Vec<_>>(), ["b", "c"]);
-        assert_eq!(rows.bytes, 2 * row("b", 10, 1, false).weight());
+        assert_eq!(
+            rows.entries.values().map(|e| &*e.id).collect::<Vec<_>>(),
+            ["b", "c"]
+        );
+        assert_eq!(rows.bytes, 2 * row("b", 10, 1, false).entry.weight());
     }
 
     #[test]
     fn eviction_keeps_the_calling_org_and_counts_bytes() {
-        let one = row("0", 1, 1, false).weight();
+        let one = row("0", 1, 1, false).entry.weight();
         let snaps = Snapshots::new(SnapshotPolicy {
             max_bytes: 3 * one,
             ..SnapshotPolicy::default()
