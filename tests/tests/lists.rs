@@ -4,7 +4,7 @@
 use catalog::domain::time::Timestamp;
 use catalog::domain::values::StoredValues;
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog_e2e::{faults, ids, send_to, shards, stack, Org, Request, Response};
+use catalog_e2e::{encode, faults, ids, send_to, shards, stack, Org, Request, Response};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -188,6 +188,66 @@ async fn updated_after_follows_the_hierarchy_table() {
 }
 
 /// 100 products with one variant of two SKUs each, written straight through the library.
+/// Paging through a filtered list reuses its selection while the snapshots stay the same;
+/// every write (creation, deletion, update) is still in the next page.
+#[tokio::test]
+async fn a_filtered_selection_is_kept_across_pages_and_follows_every_write() {
+    let org = Org::new().await;
+    for id in ["a1", "b1", "a2", "a3"] {
+        let r = org.patch(&format!("/v1/products/{id}"), json!({})).await;
+        assert_eq!(r.status, 201);
+    }
+    warm(&org).await;
+    let search =
+        encode(&json!({"_identifier": [{"operator": "CONTAINS", "value": "a"}]}).to_string());
+    let page =
+        |n: u32, extra: &str| format!("/v1/products?limit=2&page={n}&search={search}{extra}");
+    let r = org.get(&page(1, "")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&r), ["a1", "a2"]);
+    assert_eq!(r.body["pagination"]["totalResults"], 3);
+    let r = org.get(&page(2, "")).await;
+    assert_eq!(ids(&r), ["a3"]);
+    assert_eq!(r.body["pagination"]["totalResults"], 3);
+    assert_eq!(
+        r.ddb_requests(),
+        shards() + 2,
+        "delta Queries + the definitions + BatchGetItem"
+    );
+
+    assert_eq!(org.patch("/v1/products/a0", json!({})).await.status, 201);
+    let r = org.get(&page(1, "")).await;
+    assert_eq!(ids(&r), ["a0", "a1"]);
+    assert_eq!(r.body["pagination"]["totalResults"], 4);
+    assert_eq!(org.delete("/v1/products/a1").await.status, 200);
+    let r = org.get(&page(1, "")).await;
+    assert_eq!(ids(&r), ["a0", "a2"]);
+    assert_eq!(r.body["pagination"]["totalResults"], 3);
+
+    let r = org.patch("/v1/products/b1", json!({"name": "B"})).await;
+    assert_eq!(r.status, 200);
+    let after = clock_past(r.body["result"]["updatedAt"].as_str().unwrap()).await;
+    let since = format!("&updated_after={}", encode(&after));
+    let r = org.get(&page(1, &since)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(ids(&r), Vec::<String>::new());
+    assert_eq!(
+        org.patch("/v1/products/a3", json!({"name": "A"}))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        org.patch("/v1/products/b1", json!({"name": "C"}))
+            .await
+            .status,
+        200
+    );
+    let r = org.get(&page(1, &since)).await;
+    assert_eq!(ids(&r), ["a3"]);
+    assert_eq!(r.body["pagination"]["totalResults"], 1);
+}
+
 async fn seed(org: &Org, n: usize) {
     let store = stack().await.store();
     let at = Timestamp::now();

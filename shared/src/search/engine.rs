@@ -6,6 +6,8 @@
 use super::select::{select, Criteria};
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
+use crate::store::selections::Selection;
+use crate::store::snapshot::Levels;
 use crate::store::{Store, StoreError};
 use lambda_http::BoxFuture;
 
@@ -64,9 +66,9 @@ impl ListEngine for Embedded<'_> {
         cut: Cut,
         limit: usize,
     ) -> Page {
-        self.0.with_snapshots(org, |levels| {
-            if criteria.is_everything() {
-                // An unfiltered page walks to (or seeks) its start; nothing is evaluated.
+        if criteria.is_everything() {
+            // An unfiltered page walks to (or seeks) its start; nothing is evaluated.
+            return self.0.with_snapshots(org, |levels| {
                 let all = levels.of(target);
                 let from: Box<dyn Iterator<Item = _>> = match cut {
                     Cut::Index(i) => Box::new(all.values().skip(i)),
@@ -76,16 +78,30 @@ impl ListEngine for Embedded<'_> {
                     from.take(limit + 1).map(|e| e.index_entry()).collect();
                 let more = page.len() > limit;
                 page.truncate(limit);
-                return (page, all.len(), more);
-            }
-            let all = select(levels, target, criteria);
-            let start = match cut {
-                Cut::Index(i) => i.min(all.len()),
-                Cut::After(id) => all.partition_point(|e| &*e.id <= id),
-            };
-            let end = start.saturating_add(limit).min(all.len());
-            let page = all[start..end].iter().map(|e| e.index_entry()).collect();
-            (page, all.len(), end < all.len())
-        })
+                (page, all.len(), more)
+            });
+        }
+        // A filtered list is selected once for as long as the snapshots stay the same.
+        let selected = |levels: &Levels<'_>| -> Selection {
+            select(levels, target, criteria)
+                .iter()
+                .map(|e| e.id.clone())
+                .collect()
+        };
+        let key = criteria.selection_key();
+        self.0
+            .with_selection(org, target, key, selected, |levels, all| {
+                let start = match cut {
+                    Cut::Index(i) => i.min(all.len()),
+                    Cut::After(id) => all.partition_point(|e| &**e <= id),
+                };
+                let end = start.saturating_add(limit).min(all.len());
+                let entities = levels.of(target);
+                let page = all[start..end]
+                    .iter()
+                    .filter_map(|id| entities.get(id).map(|e| e.index_entry()))
+                    .collect();
+                (page, all.len(), end < all.len())
+            })
     }
 }

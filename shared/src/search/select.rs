@@ -3,6 +3,7 @@
 //! ancestor filter through the ancestor), `search_mode` and completeness, in identifier order.
 
 use super::eval::{matches, scalars};
+use super::operators::Operator;
 use super::parse::{Field, Filter};
 use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::domain::time::Timestamp;
@@ -49,6 +50,17 @@ impl Criteria {
     /// Whether the criteria select every entity (no filter of any kind).
     pub fn is_everything(&self) -> bool {
         self.filters.is_empty() && self.updated_after.is_none() && self.completeness.is_none()
+    }
+
+    /// What names these criteria's selection while the data stays the same: `None` when the
+    /// selection also depends on the clock (`IN_THE_LAST`, `NOT_IN_THE_LAST`).
+    pub fn selection_key(&self) -> Option<String> {
+        let relative = self.filters.iter().any(|f| {
+            f.conditions
+                .iter()
+                .any(|c| matches!(c.op, Operator::InTheLast | Operator::NotInTheLast))
+        });
+        (!relative).then(|| format!("{self:?}"))
     }
 }
 
@@ -488,7 +500,6 @@ mod tests {
     #[test]
     #[ignore]
     fn select_at_scale() {
-        use super::super::operators::Operator;
         use super::super::parse::{Condition, Operand};
         let n = 50_000;
         let text = |v: String, t| StoredAttribute {

@@ -19,6 +19,7 @@ pub mod packed;
 pub mod parallel;
 pub mod products;
 pub mod resources;
+pub mod selections;
 pub mod settings;
 pub mod snapshot;
 pub mod table;

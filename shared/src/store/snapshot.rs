@@ -9,6 +9,7 @@ use super::items::EntityKind;
 use super::keys::{change_pks, index_shards};
 use super::packed::PackedValues;
 use super::parallel::try_all;
+use super::selections::{Selection, Selections};
 use super::writes::TOMBSTONE_RETENTION_SECS;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
@@ -16,6 +17,7 @@ use crate::domain::values::StoredValues;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -81,12 +83,15 @@ struct Rows {
 
 impl Rows {
     /// Applies rows in change order; re-applying a row already seen changes nothing.
-    fn apply(&mut self, rows: Vec<Row>) {
+    /// Returns whether an entity changed.
+    fn apply(&mut self, rows: Vec<Row>) -> bool {
+        let mut changed = false;
         for Row { entry: row, del } in rows {
             if del {
                 if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
                     if let Some(old) = self.entries.remove(&row.id) {
                         self.bytes -= old.weight();
+                        changed = true;
                     }
                 }
                 let t = self.deleted.entry(row.id.to_string()).or_insert(row.tu);
@@ -97,15 +102,18 @@ impl Rows {
                 continue;
             }
             match self.entries.get(&row.id) {
-                Some(e) if (e.tu, e.ver) > (row.tu, row.ver) => {}
+                // the same image again (an overlapping delta), or an older one
+                Some(e) if (e.tu, e.ver) >= (row.tu, row.ver) => {}
                 _ => {
                     self.bytes += row.weight();
                     if let Some(old) = self.entries.insert(row) {
                         self.bytes -= old.weight();
                     }
+                    changed = true;
                 }
             }
         }
+        changed
     }
 
     /// Adds the rows of another shard (disjoint identifiers).
@@ -180,6 +188,14 @@ struct TypeSnapshot {
     used: Instant,
     /// A full read under way (the first one, or a reload).
     load: Option<Load>,
+    /// Changes whenever the entities change (unique in the process, never reused).
+    generation: u64,
+}
+
+/// A generation no snapshot of this process had before.
+fn next_generation() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl TypeSnapshot {
@@ -190,6 +206,7 @@ impl TypeSnapshot {
             loaded: Instant::now(),
             used: Instant::now(),
             load: None,
+            generation: 0,
         }
     }
 
@@ -203,7 +220,9 @@ impl TypeSnapshot {
 
     /// Applies a delta read that started at `started`.
     fn apply(&mut self, rows: Vec<Row>, started: Timestamp, overlap: Duration) {
-        self.rows.apply(rows);
+        if self.rows.apply(rows) {
+            self.generation = next_generation();
+        }
         self.synced = Some(started);
         self.rows
             .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
@@ -249,6 +268,8 @@ impl Default for SnapshotPolicy {
 pub struct Snapshots {
     policy: SnapshotPolicy,
     inner: Mutex<HashMap<(String, EntityKind), TypeSnapshot>>,
+    /// Filtered lists computed over the snapshots (always locked after `inner`).
+    selections: Mutex<Selections>,
 }
 
 /// Read access to the snapshots of one organization.
@@ -289,6 +310,18 @@ impl Levels<'_> {
             .map(|s| &s.rows.entries)
             .unwrap_or(&EMPTY)
     }
+
+    /// The generations of the organization's snapshots: equal exactly while none changed.
+    fn generations(&self) -> Vec<u64> {
+        [EntityKind::Product, EntityKind::Variant, EntityKind::Sku]
+            .iter()
+            .map(|k| {
+                self.map
+                    .get(&(self.org.to_string(), *k))
+                    .map_or(0, |s| s.generation)
+            })
+            .collect()
+    }
 }
 
 /// What one call does for one type.
@@ -311,6 +344,7 @@ impl Snapshots {
                 ..policy
             },
             inner: Mutex::default(),
+            selections: Mutex::default(),
         }
     }
 
@@ -373,6 +407,7 @@ impl Snapshots {
                     rows.absorb(shard.rows);
                 }
                 snap.rows = rows;
+                snap.generation = next_generation();
                 snap.loaded = Instant::now();
                 snap.load = None;
                 snap.apply(delta, delta_started, self.policy.overlap);
@@ -550,6 +585,40 @@ impl Store {
     pub fn with_snapshots<R>(&self, org: &str, f: impl FnOnce(&Levels<'_>) -> R) -> R {
         let map = self.snapshots.lock();
         f(&Levels { map: &map, org })
+    }
+
+    /// Runs `f` over the organization's snapshots and the identifiers of `target` that
+    /// `select` picks: when `key` names a selection computed before from the same
+    /// snapshots, that one, without running `select` again.
+    pub fn with_selection<R>(
+        &self,
+        org: &str,
+        target: EntityKind,
+        key: Option<String>,
+        select: impl FnOnce(&Levels<'_>) -> Selection,
+        f: impl FnOnce(&Levels<'_>, &Selection) -> R,
+    ) -> R {
+        let map = self.snapshots.lock();
+        let levels = Levels { map: &map, org };
+        let Some(key) = key else {
+            return f(&levels, &select(&levels));
+        };
+        let generations = levels.generations();
+        let mut kept = self
+            .snapshots
+            .selections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ids = match kept.get(org, target, &key, &generations) {
+            Some(ids) => ids,
+            None => {
+                let ids = select(&levels);
+                kept.put(org, target, key, generations, ids.clone());
+                ids
+            }
+        };
+        drop(kept);
+        f(&levels, &ids)
     }
 
     /// Index entries of a type changed after `since`, from every shard in parallel.
