@@ -340,7 +340,7 @@ fn number(s: &str) -> Option<serde_json::Number> {
 }
 
 /// `"12.50 EUR"` → (12.5, "EUR").
-pub fn parse_price(s: &str) -> Option<(serde_json::Number, String)> {
+pub fn parse_price(s: &str) -> Option<(serde_json::Number, &str)> {
     let (amount, currency) = s.trim().split_once(' ')?;
     let ok_currency = currency.len() == 3 && currency.chars().all(|c| c.is_ascii_uppercase());
     let ok_amount = amount
@@ -348,14 +348,14 @@ pub fn parse_price(s: &str) -> Option<(serde_json::Number, String)> {
         .chars()
         .all(|c| c.is_ascii_digit() || c == '.');
     (ok_currency && ok_amount).then_some(())?;
-    Some((number(amount)?, currency.to_string()))
+    Some((number(amount)?, currency))
 }
 
 /// `"1.5 kg"` → (1.5, "kg").
-pub fn parse_weight(s: &str) -> Option<(serde_json::Number, String)> {
+pub fn parse_weight(s: &str) -> Option<(serde_json::Number, &str)> {
     let (value, unit) = s.trim().split_once(' ')?;
     WEIGHT_UNITS.contains(&unit).then_some(())?;
-    Some((number(value)?, unit.to_string()))
+    Some((number(value)?, unit))
 }
 
 /// Applies validated changes; returns whether anything changed.

@@ -30,7 +30,7 @@ pub fn scalars(attr: Option<Attr<'_>>) -> Vec<Cow<'_, str>> {
 }
 
 /// A stored scalar as a number: prices in major units with their currency, weights in grams.
-fn number(t: AttributeType, raw: &str) -> Option<(f64, Option<String>)> {
+fn number(t: AttributeType, raw: &str) -> Option<(f64, Option<&str>)> {
     match t {
         AttributeType::Price => {
             let (amount, currency) = parse_price(raw)?;
@@ -38,7 +38,7 @@ fn number(t: AttributeType, raw: &str) -> Option<(f64, Option<String>)> {
         }
         AttributeType::Weight => {
             let (value, unit) = parse_weight(raw)?;
-            Some((grams(value.as_f64()?, &unit)?, None))
+            Some((grams(value.as_f64()?, unit)?, None))
         }
         _ => raw.trim().parse::<f64>().ok().map(|n| (n, None)),
     }
@@ -57,6 +57,21 @@ pub fn matches<S: AsRef<str>>(
     }
 }
 
+/// Whether `hay`, lowercased, contains `needle` (already lowercased); ASCII text is compared
+/// in place, without a lowercased copy.
+fn contains_lowercase(hay: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    if hay.is_ascii() && needle.is_ascii() {
+        return hay
+            .as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()));
+    }
+    hay.to_lowercase().contains(needle)
+}
+
 /// Whether `values` satisfy a positive operator.
 fn holds<S: AsRef<str>>(
     op: Operator,
@@ -70,7 +85,7 @@ fn holds<S: AsRef<str>>(
         values
             .iter()
             .filter_map(|v| number(t, v.as_ref()))
-            .any(|(n, c)| (currency.is_none() || c.as_ref() == currency.as_ref()) && cmp(n, value))
+            .any(|(n, c)| (currency.is_none() || c == currency.as_deref()) && cmp(n, value))
     };
     match (op, operand) {
         (Operator::Empty, _) => values.is_empty(),
@@ -82,7 +97,7 @@ fn holds<S: AsRef<str>>(
             let needle = s.to_lowercase();
             values
                 .iter()
-                .any(|v| v.as_ref().to_lowercase().contains(&needle))
+                .any(|v| contains_lowercase(v.as_ref(), &needle))
         }
         (Operator::In, Operand::Texts(set)) => {
             values.iter().any(|v| set.iter().any(|s| s == v.as_ref()))
@@ -122,6 +137,16 @@ mod tests {
             value,
             currency: currency.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn contains_ignores_case_in_ascii_and_beyond() {
+        assert!(contains_lowercase("Brand 12", "brand 1"));
+        assert!(contains_lowercase("Brand 12", ""));
+        assert!(!contains_lowercase("Bra", "brand"));
+        assert!(contains_lowercase("GROẞE Größe", "größe"));
+        assert!(contains_lowercase("ÄPFEL", "äpfel"));
+        assert!(!contains_lowercase("Apfel", "äpfel"));
     }
 
     #[test]

@@ -314,12 +314,12 @@ fn numeric(t: AttributeType, v: &Value) -> Option<Operand> {
                 let (amount, currency) = parse_price(s)?;
                 Some(Operand::Number {
                     value: amount.as_f64()?,
-                    currency: Some(currency),
+                    currency: Some(currency.to_string()),
                 })
             }
             AttributeType::Weight => {
                 let (value, unit) = parse_weight(s)?;
-                grams(value.as_f64()?, &unit).map(plain)
+                grams(value.as_f64()?, unit).map(plain)
             }
             _ => s
                 .trim()
