@@ -3,8 +3,7 @@
 //! response), and a metaobject still referenced cannot be deleted.
 
 use super::render;
-use crate::domain::attributes::AttributeType;
-use crate::domain::values::{raw_scalars, referenced_identifiers, StoredValues, ValueChange};
+use crate::domain::values::{identifiers_in, referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::ApiResponse;
 use crate::store::items::EntityKind;
@@ -160,9 +159,9 @@ fn references(vals: &StoredValues, def: &str, id: &str) -> bool {
 fn references_packed(vals: &PackedValues, def: &str, id: &str) -> bool {
     vals.iter().any(|a| {
         a.definition == Some(def)
-            && a.attr_type == AttributeType::Metaobject
-            && a.values()
-                .any(|v| raw_scalars(a.is_multi, v.value).iter().any(|r| r == id))
+            && identifiers_in(a.attr_type, a.is_multi, a.values().map(|v| v.value))
+                .iter()
+                .any(|r| r == id)
     })
 }
 

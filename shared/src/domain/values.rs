@@ -408,12 +408,25 @@ pub fn apply(values: &mut StoredValues, changes: &[ValueChange]) -> bool {
 
 /// The identifiers a stored metaobject attribute references (none for other types).
 pub fn referenced_identifiers(attr: &StoredAttribute) -> Vec<String> {
-    if attr.attr_type != AttributeType::Metaobject {
+    identifiers_in(
+        attr.attr_type,
+        attr.is_multi,
+        attr.entries.iter().map(|e| e.value.as_str()),
+    )
+}
+
+/// The identifiers the raw values of an attribute of type `t` reference (none unless a
+/// metaobject).
+pub fn identifiers_in<'a>(
+    t: AttributeType,
+    is_multi: bool,
+    raws: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    if t != AttributeType::Metaobject {
         return Vec::new();
     }
-    attr.entries
-        .iter()
-        .flat_map(|e| raw_scalars(attr.is_multi, &e.value))
+    raws.into_iter()
+        .flat_map(|raw| raw_scalars(is_multi, raw))
         .collect()
 }
 

@@ -70,7 +70,7 @@ pub struct Entities {
     by_vid: ByParent,
 }
 
-fn after(index: &ByTime, t: Timestamp) -> impl Iterator<Item = &Arc<str>> {
+fn later_than(index: &ByTime, t: Timestamp) -> impl Iterator<Item = &Arc<str>> {
     let from = (
         Timestamp::from_millis(t.millis().saturating_add(1)),
         Arc::from(""),
@@ -125,12 +125,12 @@ impl Entities {
 
     /// Identifiers of the entities whose tree changed after `t` (`tu > t`).
     pub fn tree_changed_after(&self, t: Timestamp) -> impl Iterator<Item = &Arc<str>> {
-        after(&self.by_tu, t)
+        later_than(&self.by_tu, t)
     }
 
     /// Identifiers of the entities that themselves changed after `t` (`su > t`).
     pub fn changed_after(&self, t: Timestamp) -> impl Iterator<Item = &Arc<str>> {
-        after(&self.by_su, t)
+        later_than(&self.by_su, t)
     }
 
     /// Identifiers of the entities under product `pid`.

@@ -13,6 +13,7 @@ use super::keys::{
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, ReturnValue, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
@@ -535,11 +536,7 @@ impl Store {
         lease_until: Timestamp,
     ) -> Result<Result<(), Option<Health>>, StoreError> {
         let ttl = now.millis() / 1000 + HEALTH_TTL_SECS;
-        let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+        let out = self.update_health(org, webhook)
             .update_expression("SET probeAt = :lease, probeStartedAt = :now, #ttl = :ttl")
             .condition_expression(
                 "attribute_not_exists(PK) OR ((attribute_not_exists(goodUntil) OR goodUntil < :now) \
@@ -585,10 +582,7 @@ impl Store {
     ) -> Result<Health, StoreError> {
         let ttl = now.millis() / 1000 + HEALTH_TTL_SECS;
         let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_health(org, webhook)
             .update_expression(
                 "SET failures = if_not_exists(failures, :zero) + :one, \
                  failingSince = if_not_exists(failingSince, :now), probeAt = :probe, \
@@ -629,10 +623,7 @@ impl Store {
         good_until: Timestamp,
     ) -> Result<(), StoreError> {
         let ttl = good_until.millis() / 1000 + HEALTH_TTL_SECS;
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+        self.update_health(org, webhook)
             .update_expression(
                 "SET goodUntil = :good, #ttl = :ttl \
                  REMOVE failingSince, failures, probeAt, probeStartedAt, carrier",
@@ -646,14 +637,19 @@ impl Store {
         Ok(())
     }
 
+    /// An UpdateItem of the endpoint's health item.
+    fn update_health(&self, org: &str, webhook: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+    }
+
     /// Forgets what is known of the endpoint (it was enabled again: try it at once), but
     /// not its parked deliveries: they are released by its next answer.
     pub async fn clear_endpoint_health(&self, org: &str, webhook: &str) -> Result<(), StoreError> {
         let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_health(org, webhook)
             .update_expression(
                 "REMOVE failingSince, failures, probeAt, probeStartedAt, goodUntil, carrier",
             )
@@ -737,10 +733,7 @@ impl Store {
         attribute: &str,
         value: AttributeValue,
     ) -> Result<(), StoreError> {
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+        self.update_health(org, webhook)
             .update_expression("SET #a = :v")
             .expression_attribute_names("#a", attribute)
             .expression_attribute_values(":v", value)
@@ -760,10 +753,7 @@ impl Store {
         limit: i32,
     ) -> Result<Vec<(String, String)>, StoreError> {
         let out = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(health_pk(org, webhook), HEALTH_SK)))
+            .update_health(org, webhook)
             .update_expression("REMOVE parked")
             .condition_expression("attribute_exists(parked)")
             .send()
