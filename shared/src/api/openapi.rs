@@ -83,12 +83,18 @@ fn matching(body: &str) -> Value {
 /// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.
 const KEY: &str = "[a-z][a-z0-9_]{0,63}";
 
-/// decisions.md's identifier: 1 to 255 characters, no control character, no `/`, no leading
-/// or trailing space (`domain/identifier.rs`).
+/// decisions.md's identifier: 1 to 255 characters and at most 300 bytes of UTF-8, no control
+/// character, no `/`, no leading or trailing space (`domain/identifier.rs`). JSON Schema
+/// counts characters only: the byte limit is in the description.
 fn identifier() -> Value {
     let mut schema = matching("[^/\\s\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^/\\s\\u0000-\\u001f\\u007f-\\u009f])?");
     schema["minLength"] = json!(1);
-    schema["maxLength"] = json!(255);
+    schema["maxLength"] = json!(crate::domain::identifier::MAX_IDENTIFIER_CHARS);
+    schema["description"] = json!(format!(
+        "1 to {} characters and at most {} bytes of UTF-8; no control character, no '/', no leading or trailing space",
+        crate::domain::identifier::MAX_IDENTIFIER_CHARS,
+        crate::domain::identifier::MAX_IDENTIFIER_BYTES
+    ));
     schema
 }
 
@@ -97,9 +103,9 @@ fn target_entity() -> Value {
     json!({"enum": TargetEntity::ALL.map(TargetEntity::as_str)})
 }
 
-/// A display name (`domain/names.rs`): 1 to 255 characters, not blank.
+/// A display name (`domain/names.rs`): 1 to 255 characters, not blank, no control character.
 fn name() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": crate::domain::names::MAX_NAME_CHARS, "pattern": "\\S"})
+    json!({"type": "string", "minLength": 1, "maxLength": crate::domain::names::MAX_NAME_CHARS, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"})
 }
 
 /// A media type, as `api/assets.rs` checks it.

@@ -1,9 +1,15 @@
-//! Identifier rules of decisions.md: 1 to 255 characters, no control characters, no `/`,
-//! no leading or trailing space.
+//! Identifier rules of decisions.md: 1 to 255 characters and at most 300 bytes of UTF-8 (so
+//! every DynamoDB key built from one or two identifiers fits the key limits), no control
+//! characters, no `/`, no leading or trailing space.
 
 use super::Invalid;
 
 pub const MAX_IDENTIFIER_CHARS: usize = 255;
+
+/// The longest identifier in UTF-8 bytes. The longest key the store builds from identifiers
+/// is a SKU's sort key `L3/<variant>/<sku>` (3 + 300 + 1 + 300 bytes), under DynamoDB's
+/// 1,024-byte limit for sort keys; every partition key stays far below 2,048.
+pub const MAX_IDENTIFIER_BYTES: usize = 300;
 
 /// Checks `value` as the identifier of a `what` (e.g. "product"), naming the problem.
 pub fn validate(what: &str, value: &str) -> Result<(), Invalid> {
@@ -11,6 +17,8 @@ pub fn validate(what: &str, value: &str) -> Result<(), Invalid> {
         Some("must not be empty")
     } else if value.chars().count() > MAX_IDENTIFIER_CHARS {
         Some("must be at most 255 characters")
+    } else if value.len() > MAX_IDENTIFIER_BYTES {
+        Some("must be at most 300 bytes of UTF-8")
     } else if value.chars().any(char::is_control) {
         Some("must not contain control characters")
     } else if value.contains('/') {
@@ -32,7 +40,7 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_identifiers() {
-        for ok in ["p1", "SKU#12 blue", "ä-ü", &"x".repeat(255)] {
+        for ok in ["p1", "SKU#12 blue", "ä-ü", &"x".repeat(255), &"ä".repeat(150)] {
             assert!(validate("product", ok).is_ok(), "{ok}");
         }
     }
@@ -60,5 +68,11 @@ mod tests {
             assert_eq!(err.message, msg);
         }
         assert!(validate("product", &"x".repeat(256)).is_err());
+        // 100 three-byte characters fit, 101 do not: the limit is in bytes too
+        assert!(validate("sku", &"€".repeat(100)).is_ok());
+        assert_eq!(
+            validate("sku", &"€".repeat(101)).unwrap_err().message,
+            "sku identifier must be at most 300 bytes of UTF-8"
+        );
     }
 }

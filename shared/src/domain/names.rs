@@ -4,11 +4,17 @@ use super::Invalid;
 
 pub const MAX_NAME_CHARS: usize = 255;
 
-/// Checks the display name in body field `field`: 1 to 255 characters, not blank.
+/// Checks the display name in body field `field`: 1 to 255 characters, not blank, no
+/// control characters.
 pub fn validate(field: &str, name: &str) -> Result<(), Invalid> {
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
         return Err(Invalid::new(format!(
             "field '{field}' must be 1 to {MAX_NAME_CHARS} characters, not blank"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Invalid::new(format!(
+            "field '{field}' must not contain control characters"
         )));
     }
     Ok(())
@@ -30,5 +36,9 @@ mod tests {
                 "field 'displayName' must be 1 to 255 characters, not blank"
             );
         }
+        assert_eq!(
+            validate("name", "a\nb").unwrap_err().message,
+            "field 'name' must not contain control characters"
+        );
     }
 }
