@@ -16,6 +16,9 @@ pub struct ApiError {
 
 /// The text of every 401, exactly as decided.
 pub const UNAUTHORIZED_MESSAGE: &str = "Unauthorized - missing or invalid authentication";
+/// The header that marks the answer of a partially applied write (`true`).
+pub const PARTIALLY_APPLIED_HEADER: &str = "catalog-partially-applied";
+
 /// The text of every 500.
 pub const INTERNAL_MESSAGE: &str = "Internal server error";
 
@@ -72,6 +75,28 @@ impl ApiError {
             415,
             "request body must be sent with Content-Type: application/json",
         )
+    }
+
+    /// A write of several storage transactions stopped after committing some of them
+    /// (storage failed, or concurrent writers won every retry): 503 with `Retry-After` and
+    /// [`PARTIALLY_APPLIED_HEADER`], never a plain 4xx or 503, since part of it is stored;
+    /// repeating the same request completes it. `cause` is what stopped it.
+    pub fn partially_applied(cause: &str) -> Self {
+        Self::new(
+            503,
+            format!(
+                "the request was partially applied: part of its writes are stored, then it stopped ({cause}); repeat the same request to complete it"
+            ),
+        )
+        .with_header("retry-after", "1")
+        .with_header(PARTIALLY_APPLIED_HEADER, "true")
+    }
+
+    /// Whether this is the answer of a partially applied write.
+    pub fn is_partially_applied(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| *n == PARTIALLY_APPLIED_HEADER)
     }
 
     /// Storage throttled or unreachable after the SDK's own retries.

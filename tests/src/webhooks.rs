@@ -34,6 +34,8 @@ pub struct Hooks {
     pub sqs_endpoint: String,
     pub queue_url: String,
     pub dead_letter_url: String,
+    /// Where the change feed sets aside records it cannot process.
+    pub feed_failures_url: String,
 }
 
 static HOOKS: tokio::sync::OnceCell<Hooks> = tokio::sync::OnceCell::const_new();
@@ -114,8 +116,17 @@ async fn start() -> Hooks {
     let endpoint = moto().to_string();
     let sqs = sqs_client(&endpoint);
     let (queue_url, dead_letter_url) = create_delivery_queues(&sqs).await.expect("queues created");
+    let feed_failures_url = sqs
+        .create_queue()
+        .queue_name("change-feed-failures")
+        .send()
+        .await
+        .expect("feed failure queue created")
+        .queue_url
+        .expect("a queue url");
     stack.runtime.extend_env(vec![
         ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
+        ("CATALOG_FEED_FAILURE_QUEUE_URL", feed_failures_url.clone()),
         ("CATALOG_DELIVERY_QUEUE_URL", queue_url.clone()),
         ("CATALOG_DEAD_LETTER_QUEUE_URL", dead_letter_url.clone()),
         (
@@ -174,6 +185,7 @@ async fn start() -> Hooks {
         sqs_endpoint: endpoint,
         queue_url,
         dead_letter_url,
+        feed_failures_url,
     }
 }
 

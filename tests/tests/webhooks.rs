@@ -1055,3 +1055,93 @@ async fn a_subscription_failing_for_the_configured_period_is_disabled_until_patc
         json!("failing")
     );
 }
+
+/// A record the feed cannot process (a metaobject whose window key is over DynamoDB's key
+/// limit, as an item written before identifiers were limited in bytes could be) is set
+/// aside with its identity, and the rest of its batch goes on: before, the batch was
+/// reported failed at that record and retried, holding the shard for every organization.
+#[tokio::test]
+async fn a_record_the_feed_cannot_process_is_set_aside_and_the_batch_goes_on() {
+    let hooks = webhooks().await;
+    let org = Org::new().await;
+    let (hook, _) = subscribe(&org, "http://127.0.0.1:9/hook", &["*"]).await;
+    let record = |seq: &str, image: Value| {
+        json!({
+            "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+            "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
+                         "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
+        })
+    };
+    let long = "é".repeat(600);
+    let metaobject = json!({
+        "PK": {"S": format!("O#{}#R#metaobject#color", org.id)}, "SK": {"S": long},
+        "GSI1PK": {"S": format!("O#{}#T#metaobject#0", org.id)},
+        "kind": {"S": "metaobject"}, "id": {"S": long}, "def": {"S": "color"},
+        "su": {"S": "2026-11-21T00:00:00.000Z"}
+    });
+    let product = json!({
+        "PK": {"S": format!("O#{}#P#after-bad", org.id)}, "SK": {"S": "L1"},
+        "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
+        "kind": {"S": "product"}, "id": {"S": "after-bad"}, "su": {"S": "2026-11-21T00:00:00.000Z"}
+    });
+    let event = json!({"Records": [record("7001", metaobject), record("7002", product)]});
+    let answer = catalog_e2e::invoke("change-feed", event).await;
+    assert_eq!(answer, json!({"batchItemFailures": []}));
+    let sqs = sqs_client(&hooks.sqs_endpoint);
+    let body = eventually("the record in the failure queue", DELIVERY, || async {
+        let out = sqs
+            .receive_message()
+            .queue_url(&hooks.feed_failures_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+        out.messages
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.body)
+            .find(|b| b.contains(&org.id))
+    })
+    .await;
+    let message: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            &message["source"],
+            &message["sequenceNumber"],
+            &message["eventName"],
+            &message["org"],
+            &message["entityType"],
+            &message["identifier"],
+            &message["action"]
+        ),
+        (
+            &json!("change-feed"),
+            &json!("7001"),
+            &json!("INSERT"),
+            &json!(org.id),
+            &json!("metaobject"),
+            &json!(format!("color/{long}")),
+            &json!("created")
+        )
+    );
+    assert!(message["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("window not opened"));
+    // the record after it got its delivery
+    eventually(
+        "the next record's delivery in the log",
+        DELIVERY,
+        || async {
+            deliveries(&org, &hook)
+                .await
+                .iter()
+                .any(|d| d["identifier"] == json!("after-bad"))
+                .then_some(())
+        },
+    )
+    .await;
+}

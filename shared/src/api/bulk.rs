@@ -17,10 +17,12 @@ use crate::store::items::EntityItem;
 use crate::store::keys::{product_pk, PRODUCT_SK};
 use crate::store::ops::item_key;
 use crate::store::settings::WriteContext;
+use crate::store::writes::{TRANSACTION_LIMIT, TRANSACTION_PUT_BYTES};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
+use crate::domain::limits::{MAX_ATTRIBUTE_KEYS_PER_WRITE, MAX_BULK_ENTITIES};
 pub use crate::http::request::MAX_BULK_ITEMS;
 
 /// One line of the answer.
@@ -53,7 +55,7 @@ fn item_identifier(body: &JsonBody) -> Result<&str, ApiError> {
             ))
         }
     };
-    identifier::validate("identifier", id)?;
+    identifier::validate("product", id)?;
     Ok(id)
 }
 
@@ -101,10 +103,37 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     let items = call
         .request
         .json_items(app.config.max_bulk_body_bytes, MAX_BULK_ITEMS)?;
+    let entities: usize = items.iter().map(tree_entities).sum();
+    if entities > MAX_BULK_ENTITIES {
+        return Err(ApiError::new(
+            413,
+            format!(
+                "a bulk request writes at most {MAX_BULK_ENTITIES} variants and SKUs in all; this one names {entities}"
+            ),
+        ));
+    }
     let outcomes = write_items(app, call.org(), items, None).await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
     Ok(ApiResponse::json(200, json!({ "result": lines })))
 }
+
+/// The variants and SKUs an item's body names.
+fn tree_entities(item: &BulkItem) -> usize {
+    let Ok(body) = &item.body else { return 0 };
+    let Some(Value::Array(variants)) = body.get("variants") else {
+        return 0;
+    };
+    variants.len()
+        + variants
+            .iter()
+            .filter_map(|v| v.get("skus").and_then(Value::as_array))
+            .map(Vec::len)
+            .sum::<usize>()
+}
+
+/// Distinct attribute keys one bulk request (or import batch) may name over all its items:
+/// each is one definition read.
+const MAX_BULK_ATTRIBUTE_KEYS: usize = 4 * MAX_ATTRIBUTE_KEYS_PER_WRITE;
 
 /// Validates and writes bulk items (the bulk route's body, an import's batch), each atomic
 /// and independent; one outcome per item, in order. `source` (an import id) marks the
@@ -124,9 +153,28 @@ pub async fn write_items(
     // One read of everything the valid items name: definitions, scopes, families.
     let mut wanted = Vec::new();
     let mut families = BTreeSet::new();
-    for raw in shaped.iter().filter_map(|(_, _, r)| r.as_ref().ok()) {
-        wanted.extend(raw.wanted());
-        families.extend(raw.family_id());
+    let mut shaped = shaped;
+    for (_, _, raw) in shaped.iter_mut() {
+        if let Ok(r) = raw {
+            match tree_patch::distinct_keys(r.wanted()) {
+                Ok(keys) => {
+                    wanted.extend(keys);
+                    families.extend(r.family_id());
+                }
+                Err(e) => *raw = Err(e),
+            }
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.len() > MAX_BULK_ATTRIBUTE_KEYS {
+        return Err(ApiError::new(
+            413,
+            format!(
+                "a bulk request (or import batch) names at most {MAX_BULK_ATTRIBUTE_KEYS} distinct attribute keys over all its items; this one names {}",
+                wanted.len()
+            ),
+        ));
     }
     let families: Vec<i64> = families.into_iter().collect();
     let ctx = if wanted.is_empty() && families.is_empty() {
@@ -183,7 +231,7 @@ pub async fn write_items(
     };
 
     // New products (no links to resolve) are planned here and packed into shared
-    // transactions of at most 100 actions: each is all or nothing, and a batch that fails for
+    // transactions of at most 100 actions and 3.5 MB: each is all or nothing, and a batch that fails for
     // any reason is written again item by item. Every other item reads, plans and commits on
     // its own, retrying its own lost conditions.
     let mut outcomes: Vec<Option<LineOutcome>> = vec![None; checked.len()];
@@ -200,10 +248,11 @@ pub async fn write_items(
             continue;
         }
         match tree_patch::plan(org, id, None, patch, true) {
-            Ok(plan) if plan.write.len() <= MAX_TRANSACTION_ACTIONS => {
-                let fits = batches
-                    .last()
-                    .is_some_and(|b| b.write.len() + plan.write.len() <= MAX_TRANSACTION_ACTIONS);
+            Ok(plan) if plan.write.fits_one_transaction() => {
+                let fits = batches.last().is_some_and(|b| {
+                    b.write.len() + plan.write.len() <= TRANSACTION_LIMIT
+                        && b.write.put_bytes() + plan.write.put_bytes() <= TRANSACTION_PUT_BYTES
+                });
                 if !fits {
                     batches.push(Batch::default());
                 }
@@ -256,9 +305,6 @@ pub async fn write_items(
         .map(|(o, (line, id, patch))| o.unwrap_or_else(|| refused(*line, *id, patch)))
         .collect())
 }
-
-/// Most actions DynamoDB takes in one transaction.
-const MAX_TRANSACTION_ACTIONS: usize = 100;
 
 /// New products written in one transaction, by their index in the request.
 #[derive(Default)]

@@ -6,6 +6,7 @@ use super::include::Include;
 use super::references::with_included;
 use crate::app::{App, Call};
 use crate::domain::attributes::TargetEntity;
+use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
@@ -193,6 +194,18 @@ pub async fn page(
 }
 
 /// The list response of a rendered page, with the metaobjects it references when asked.
+/// Refuses a page whose `include` embeds more than [`MAX_EMBEDDED_PER_PAGE`] variants and
+/// SKUs (`embedded`): each tree is bounded by the product limits, so the read was bounded;
+/// the answer would not be.
+pub fn check_embedded(embedded: usize) -> Result<(), ApiError> {
+    if embedded > MAX_EMBEDDED_PER_PAGE {
+        return Err(ApiError::bad_request(format!(
+            "query parameter 'include': this page would embed {embedded} variants and SKUs, more than the {MAX_EMBEDDED_PER_PAGE} a page holds; ask for a lower 'limit'"
+        )));
+    }
+    Ok(())
+}
+
 pub async fn respond(
     app: &App,
     call: &Call,

@@ -13,6 +13,7 @@ use crate::http::ApiResponse;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
+use crate::store::StoreError;
 
 /// Writes one validated product patch: read the tree (and link targets), plan, commit,
 /// again on a lost condition. The single PATCH and every item of the bulk PATCH.
@@ -38,6 +39,9 @@ pub async fn upsert_product(
         })),
         _ => None,
     });
+    // The tag of the product as an attempt that committed part of its writes stored it: a
+    // later attempt finds it, not the tag `If-Match` names, and goes on.
+    let ours = &std::sync::Mutex::new(None::<String>);
     with_retries(&format!("product '{id}'"), move || async move {
         let first = known.lock().unwrap_or_else(|e| e.into_inner()).take();
         let read_tree = async {
@@ -51,18 +55,24 @@ pub async fn upsert_product(
         })
         .await?;
         let old = tree.as_ref().map(|t| t.product.clone());
-        check(
-            if_match,
-            old.as_ref().map(etags::entity).as_deref(),
-            "product",
-        )?;
+        let current = old.as_ref().map(etags::entity);
+        let mine = current.is_some() && *ours.lock().unwrap_or_else(|e| e.into_inner()) == current;
+        if !mine {
+            check(if_match, current.as_deref(), "product")?;
+        }
         let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
         // links added before the product write, the tree, links dropped after it
         let mut write = links::product_link_writes(org, id, patch, &targets, old.as_ref())?;
         write.append(std::mem::take(&mut plan.write));
         links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
         if !write.is_empty() {
-            app.store.commit(&write).await?;
+            if let Err(e) = app.store.commit(&write).await {
+                if matches!(e, StoreError::Partial { .. }) {
+                    *ours.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(etags::entity(&plan.product));
+                }
+                return Err(e.into());
+            }
         }
         Ok(tree_patch::written(&plan, &plan.product, plan.product.tu)
             .with_etag(etags::entity(&plan.product)))

@@ -100,6 +100,7 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         .store
         .product_page(call.org(), &page.entries, depth)
         .await?;
+    lists::check_embedded(trees.iter().map(|t| t.variants.len() + t.skus.len()).sum())?;
     let result = trees
         .iter()
         .map(|t| render::product(t, embed(req.include), &req.selection))

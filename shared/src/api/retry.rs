@@ -38,18 +38,30 @@ where
 {
     let started = Instant::now();
     let mut n: u32 = 0;
+    // Whether an attempt committed part of its writes: then no failure may look like a
+    // refusal that changed nothing.
+    let mut partial = false;
+    let answer = |partial: bool, e: ApiError| {
+        if partial && !e.is_partially_applied() {
+            ApiError::partially_applied(&e.message)
+        } else {
+            e
+        }
+    };
     loop {
         match attempt().await {
             Ok(v) => return Ok(v),
-            Err(Retry::Fail(e)) => return Err(e),
+            Err(Retry::Fail(e)) => return Err(answer(partial, e)),
             Err(Retry::Again) => {}
+            Err(Retry::AgainAfterPartial) => partial = true,
         }
         n += 1;
         let pause = backoff(n);
         if n >= MIN_WRITE_ATTEMPTS && started.elapsed() + pause > budget {
-            return Err(ApiError::conflict(format!(
+            let e = ApiError::conflict(format!(
                 "{what} was changed concurrently by other writers; retry the request"
-            )));
+            ));
+            return Err(answer(partial, e));
         }
         tokio::time::sleep(pause).await;
     }
@@ -59,6 +71,10 @@ where
 pub enum Retry {
     /// A condition was lost to a concurrent writer: read again and re-plan.
     Again,
+    /// The same, after earlier transactions of the attempt were committed: read again and
+    /// re-plan (the plan completes what is missing); should the write still fail, its answer
+    /// says it was partially applied.
+    AgainAfterPartial,
     Fail(ApiError),
 }
 
@@ -78,6 +94,9 @@ impl From<StoreError> for Retry {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::ConditionFailed => Self::Again,
+            StoreError::Partial { cause, .. } if matches!(*cause, StoreError::ConditionFailed) => {
+                Self::AgainAfterPartial
+            }
             other => Self::Fail(other.into()),
         }
     }
@@ -160,6 +179,51 @@ mod tests {
         })
         .await;
         assert_eq!((r.err().map(|e| e.status), calls.get()), (Some(400), 1));
+    }
+
+    #[tokio::test]
+    async fn a_failure_after_a_partial_commit_is_never_a_plain_refusal() {
+        let calls = Cell::new(0u32);
+        let r: Result<(), ApiError> = with_retries("x", || async {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                Err(Retry::from(StoreError::Partial {
+                    committed: 1,
+                    total: 2,
+                    cause: Box::new(StoreError::ConditionFailed),
+                }))
+            } else {
+                Err(Retry::Fail(ApiError::conflict(
+                    "sku 's' already exists under another variant",
+                )))
+            }
+        })
+        .await;
+        let e = r.expect_err("partial");
+        assert_eq!(
+            (e.status, e.message.as_str(), e.is_partially_applied()),
+            (
+                503,
+                "the request was partially applied: part of its writes are stored, then it stopped (sku 's' already exists under another variant); repeat the same request to complete it",
+                true
+            )
+        );
+        // completed by the retry: a success
+        calls.set(0);
+        let r = with_retries("x", || async {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                Err(Retry::from(StoreError::Partial {
+                    committed: 1,
+                    total: 2,
+                    cause: Box::new(StoreError::ConditionFailed),
+                }))
+            } else {
+                Ok(1)
+            }
+        })
+        .await;
+        assert_eq!(r.ok(), Some(1));
     }
 
     #[tokio::test]

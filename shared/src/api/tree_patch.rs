@@ -6,9 +6,13 @@ use super::asset_input::{distinct_ids, raw_asset, AssetInput, RawAsset, MAX_LINK
 use super::{references, render};
 use crate::app::{App, Call};
 use crate::domain::attributes::TargetEntity;
-use crate::domain::identifier;
+use crate::domain::limits::{
+    MAX_ATTRIBUTE_KEYS_PER_WRITE, MAX_SKUS_PER_PRODUCT, MAX_VALUES_PER_ENTITY,
+    MAX_VARIANTS_PER_PRODUCT,
+};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
+use crate::domain::{identifier, names};
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody};
 use crate::store::items::{EntityItem, EntityKind};
@@ -61,6 +65,7 @@ const SKU_FIELDS: &[&str] = &["identifier", "name", "values"];
 
 fn raw_entity<'a>(
     at: String,
+    what: &str,
     v: &'a Value,
     fields: &[&str],
 ) -> Result<(RawEntity<'a>, &'a Map<String, Value>), ApiError> {
@@ -78,15 +83,15 @@ fn raw_entity<'a>(
             ))
         }
     };
-    identifier::validate("identifier", id).map_err(|e| bad(e.message))?;
+    identifier::validate(what, id).map_err(|e| bad(e.message))?;
     let name = match obj.get("name") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::String(s)) => Some(entity_name(s).map_err(|e| bad(e.message))?),
         Some(_) => return Err(bad("field 'name' must be a string".into())),
     };
     let values = match obj.get("values") {
         None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m),
+        Some(Value::Object(m)) => Some(values_within_limit(m).map_err(|e| bad(e.message))?),
         Some(_) => return Err(bad("field 'values' must be an object".into())),
     };
     Ok((
@@ -100,13 +105,37 @@ fn raw_entity<'a>(
     ))
 }
 
+/// An entity's `name` (product, variant, SKU), checked like every display name: 1 to 255
+/// characters, not blank, no control characters. An omitted (or `null`) name keeps the
+/// entity's name, and a new entity is named after its identifier; an empty one is refused.
+fn entity_name(name: &str) -> Result<&str, ApiError> {
+    names::validate("name", name)?;
+    Ok(name)
+}
+
 /// The `variants` array of a PATCH /products body, structurally checked.
 fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, ApiError> {
+    if list.len() > MAX_VARIANTS_PER_PRODUCT {
+        return Err(ApiError::bad_request(format!(
+            "field 'variants': a product has at most {MAX_VARIANTS_PER_PRODUCT} variants; this body names {}",
+            list.len()
+        )));
+    }
+    let skus: usize = list
+        .iter()
+        .filter_map(|v| v.get("skus").and_then(Value::as_array))
+        .map(Vec::len)
+        .sum();
+    if skus > MAX_SKUS_PER_PRODUCT {
+        return Err(ApiError::bad_request(format!(
+            "field 'variants': a product has at most {MAX_SKUS_PER_PRODUCT} SKUs; this body names {skus}"
+        )));
+    }
     let mut seen_variants = HashSet::new();
     let mut seen_skus = HashSet::new();
     let mut out = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let (variant, obj) = raw_entity(format!("variants[{i}]"), v, VARIANT_FIELDS)?;
+        let (variant, obj) = raw_entity(format!("variants[{i}]"), "variant", v, VARIANT_FIELDS)?;
         if !seen_variants.insert(variant.id) {
             return Err(ApiError::bad_request(format!(
                 "variants[{i}]: variant '{}' is given twice",
@@ -119,7 +148,7 @@ fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>
             Some(Value::Array(list)) => {
                 for (j, s) in list.iter().enumerate() {
                     let at = format!("variants[{i}].skus[{j}]");
-                    let (sku, _) = raw_entity(at.clone(), s, SKU_FIELDS)?;
+                    let (sku, _) = raw_entity(at.clone(), "sku", s, SKU_FIELDS)?;
                     if !seen_skus.insert(sku.id) {
                         return Err(ApiError::bad_request(format!(
                             "{at}: sku '{}' is given twice",
@@ -140,21 +169,45 @@ fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>
     Ok(out)
 }
 
+/// A `values` object of at most [`MAX_VALUES_PER_ENTITY`] keys.
+fn values_within_limit(m: &Map<String, Value>) -> Result<&Map<String, Value>, ApiError> {
+    if m.len() > MAX_VALUES_PER_ENTITY {
+        return Err(ApiError::bad_request(format!(
+            "field 'values': at most {MAX_VALUES_PER_ENTITY} attribute keys per entity; this one has {}",
+            m.len()
+        )));
+    }
+    Ok(m)
+}
+
 fn wanted_keys(
     entity: TargetEntity,
     values: Option<&Map<String, Value>>,
 ) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
-    // A key no attribute can have (too long for a key) is not looked up: validation then
-    // reports it as unknown.
+    // A key no attribute can have (`[a-z][a-z0-9_]{0,63}`) is not looked up: validation
+    // then reports it as unknown, without a read.
     values.into_iter().flat_map(move |m| {
         m.keys()
-            .filter(|k| k.len() <= MAX_KEY_BYTES)
+            .filter(|k| crate::domain::attributes::is_valid_key(k))
             .map(move |k| (entity, k.clone()))
     })
 }
 
-/// Attribute keys are at most 64 characters (`[a-z][a-z0-9_]{0,63}`).
-const MAX_KEY_BYTES: usize = 64;
+/// The distinct keys of `wanted`, at most [`MAX_ATTRIBUTE_KEYS_PER_WRITE`]: each is one
+/// definition to read.
+pub fn distinct_keys(
+    mut wanted: Vec<(TargetEntity, String)>,
+) -> Result<Vec<(TargetEntity, String)>, ApiError> {
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.len() > MAX_ATTRIBUTE_KEYS_PER_WRITE {
+        return Err(ApiError::bad_request(format!(
+            "field 'values': a write names at most {MAX_ATTRIBUTE_KEYS_PER_WRITE} distinct attribute keys; this one names {}",
+            wanted.len()
+        )));
+    }
+    Ok(wanted)
+}
 
 /// Validates one entity's values against the context; errors name where they are.
 fn entity_patch(
@@ -213,8 +266,11 @@ impl<'a> RawProductPatch<'a> {
     pub fn parse(id: &'a str, body: &'a JsonBody, extra: &[&str]) -> Result<Self, ApiError> {
         let allowed: Vec<&str> = PATCH_FIELDS.iter().chain(extra).copied().collect();
         body.only(&allowed)?;
-        let name = body.opt_str("name")?;
-        let values = body.opt_object("values")?;
+        let name = body.opt_str("name")?.map(entity_name).transpose()?;
+        let values = body
+            .opt_object("values")?
+            .map(values_within_limit)
+            .transpose()?;
         let family = match body.0.get("familyId") {
             None => None,
             Some(Value::Null) => Some(None),
@@ -339,7 +395,7 @@ pub async fn parse_product_patch(
     body: &JsonBody,
 ) -> Result<ProductPatch, ApiError> {
     let raw = RawProductPatch::parse(id, body, &[])?;
-    let wanted = raw.wanted();
+    let wanted = distinct_keys(raw.wanted())?;
     let families: Vec<i64> = raw.family_id().into_iter().collect();
     let ctx = if wanted.is_empty() && families.is_empty() {
         WriteContext::default()
@@ -393,8 +449,11 @@ pub async fn parse_sku_patch(
     let raw = RawEntity {
         at: String::new(),
         id,
-        name: body.opt_str("name")?,
-        values: body.opt_object("values")?,
+        name: body.opt_str("name")?.map(entity_name).transpose()?,
+        values: body
+            .opt_object("values")?
+            .map(values_within_limit)
+            .transpose()?,
     };
     let wanted: Vec<_> = wanted_keys(TargetEntity::Sku, raw.values).collect();
     let ctx = if wanted.is_empty() {
@@ -575,6 +634,13 @@ pub fn plan(
         product.changed_tree |= variant.changed_self || variant.changed_tree;
         planned.push((variant, skus));
     }
+    check_tree_size(
+        &patch.depth(),
+        &planned,
+        variants_by_id.len(),
+        skus_by_id.len(),
+        product.expect,
+    )?;
     let mut write = TreeWrite::new();
     if !product.changed() {
         return Ok(Plan {
@@ -616,6 +682,39 @@ pub fn plan(
         write,
         items,
     })
+}
+
+/// Refuses a plan whose tree would pass the limits of one product, counting what the read
+/// tree holds beside what the patch names (`others_*`: entities read and not named). Only
+/// levels the patch names are counted: their read was whole (or the product is new).
+fn check_tree_size(
+    depth: &TreeDepth,
+    planned: &[(Planned, Vec<Planned>)],
+    other_variants: usize,
+    other_skus: usize,
+    product: Expect,
+) -> Result<(), ApiError> {
+    let new = |p: &Planned| p.expect == Expect::Absent;
+    let adds_variants = planned.iter().any(|(v, _)| new(v));
+    let adds_skus = planned.iter().flat_map(|(_, s)| s).any(new);
+    let read_all = product == Expect::Absent;
+    if adds_variants && (read_all || *depth != TreeDepth::Product) {
+        let total = other_variants + planned.len();
+        if total > MAX_VARIANTS_PER_PRODUCT {
+            return Err(ApiError::bad_request(format!(
+                "field 'variants': a product has at most {MAX_VARIANTS_PER_PRODUCT} variants; this write would make {total}"
+            )));
+        }
+    }
+    if adds_skus && (read_all || *depth == TreeDepth::Skus) {
+        let total = other_skus + planned.iter().map(|(_, s)| s.len()).sum::<usize>();
+        if total > MAX_SKUS_PER_PRODUCT {
+            return Err(ApiError::bad_request(format!(
+                "field 'variants': a product has at most {MAX_SKUS_PER_PRODUCT} SKUs; this write would make {total}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The response of a tree write: 201 when the product was created, else 200.

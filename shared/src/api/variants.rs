@@ -101,6 +101,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .store
         .variant_page(call.org(), &page.entries, skus)
         .await?;
+    lists::check_embedded(trees.iter().map(|t| t.skus.len()).sum())?;
     let result = trees
         .iter()
         .map(|t| render::variant(t, skus, &page.req.selection))

@@ -3,6 +3,7 @@
 pub mod attributes;
 pub mod identifier;
 pub mod invalid;
+pub mod limits;
 pub mod names;
 pub mod selection;
 pub mod time;

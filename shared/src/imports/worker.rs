@@ -227,9 +227,22 @@ impl Importer {
                 },
             })
             .collect();
-        let outcomes = write_items(self.app, org, items, Some(&job.id))
-            .await
-            .map_err(|e| Stop::Failed(e.message))?;
+        let lines: Vec<usize> = items.iter().map(|i| i.line).collect();
+        let outcomes = match write_items(self.app, org, items, Some(&job.id)).await {
+            Ok(outcomes) => outcomes,
+            // A batch refused whole (a limit over all its lines) fails each of its lines:
+            // applying it again would be refused again.
+            Err(e) if e.status < 500 => lines
+                .into_iter()
+                .map(|line| crate::api::bulk::LineOutcome {
+                    line,
+                    identifier: None,
+                    status: e.status,
+                    error: Some(e.message.clone()),
+                })
+                .collect(),
+            Err(e) => return Err(Stop::Failed(e.message)),
+        };
         // Storage throttled or unavailable for a line is not the line's fault: the batch is
         // applied again later (re-applying is safe), nothing of it is counted now.
         if let Some(o) = outcomes.iter().find(|o| o.status == 503) {

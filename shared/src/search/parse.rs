@@ -5,6 +5,7 @@
 
 use super::operators::{parse_duration, Category, Operator, Shape};
 use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::limits::{MAX_IN_VALUES, MAX_SEARCH_CONDITIONS, MAX_SEARCH_KEYS};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{parse_price, parse_weight};
 use crate::error::ApiError;
@@ -91,6 +92,12 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
             "query parameter 'search' must be a JSON object of filters",
         ));
     };
+    if map.len() > MAX_SEARCH_KEYS {
+        return Err(ApiError::bad_request(format!(
+            "query parameter 'search': at most {MAX_SEARCH_KEYS} filter keys; this one has {}",
+            map.len()
+        )));
+    }
     let mut out = Vec::new();
     for (key, conds) in map {
         let Value::Array(list) = conds else {
@@ -98,6 +105,15 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
         };
         if list.is_empty() {
             return Err(bad(&key, "expected at least one {operator, value} object"));
+        }
+        if list.len() > MAX_SEARCH_CONDITIONS {
+            return Err(bad(
+                &key,
+                format!(
+                    "at most {MAX_SEARCH_CONDITIONS} conditions per key; this one has {}",
+                    list.len()
+                ),
+            ));
         }
         let mut pairs = Vec::new();
         for c in list {
@@ -111,7 +127,19 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
                 Some(Value::String(s)) => s,
                 _ => return Err(bad(&key, "each condition needs an 'operator' string")),
             };
-            pairs.push((op, obj.remove("value")));
+            let value = obj.remove("value");
+            if let Some(Value::Array(values)) = &value {
+                if values.len() > MAX_IN_VALUES {
+                    return Err(bad(
+                        &key,
+                        format!(
+                            "{op} takes at most {MAX_IN_VALUES} values; this one has {}",
+                            values.len()
+                        ),
+                    ));
+                }
+            }
+            pairs.push((op, value));
         }
         out.push((key, pairs));
     }

@@ -10,9 +10,22 @@ pub enum StoreError {
     /// A condition expression (or one inside a transaction) did not hold.
     #[error("condition failed")]
     ConditionFailed,
-    /// An item would exceed DynamoDB's 400 KB limit: the request carries too much data.
-    #[error("item too large")]
-    TooLarge,
+    /// An item would exceed DynamoDB's 400 KB limit: the request carries too much data (the
+    /// message names the entity).
+    #[error("item too large: {0}")]
+    TooLarge(String),
+    /// Storage would refuse the write for a limit of its own (a key's size): the message
+    /// names what and why; answered 400.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// A write of several transactions failed after `committed` of its `total` transactions
+    /// were committed: part of it is stored, and repeating the request completes it.
+    #[error("partially applied ({committed} of {total} transactions): {cause}")]
+    Partial {
+        committed: usize,
+        total: usize,
+        cause: Box<StoreError>,
+    },
     /// A unique identifier is already used elsewhere (the message names it).
     #[error("taken: {0}")]
     Taken(String),
@@ -53,7 +66,9 @@ impl StoreError {
                 }
                 let msg = e.message().unwrap_or_default();
                 if code == "ValidationException" && msg.contains("Item size") {
-                    return Self::TooLarge;
+                    return Self::TooLarge(
+                        "an item of the write would exceed the storage limit of 400 KB; store less data in its values".into(),
+                    );
                 }
                 if code == "TransactionCanceledException" {
                     let msg = e.message().unwrap_or_default();
@@ -87,9 +102,17 @@ impl From<StoreError> for ApiError {
                 ApiError::conflict("a concurrent write changed this resource; retry the request")
             }
             StoreError::Taken(message) => ApiError::conflict(message),
-            StoreError::TooLarge => ApiError::bad_request(
-                "the entity would exceed the storage limit of 400 KB; store less data in its values",
-            ),
+            StoreError::TooLarge(message) | StoreError::Refused(message) => {
+                ApiError::bad_request(message)
+            }
+            StoreError::Partial {
+                committed,
+                total,
+                cause,
+            } => {
+                tracing::warn!(committed, total, cause = %cause, "write partially applied");
+                ApiError::partially_applied(&ApiError::from(*cause).message)
+            }
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "storage unavailable");
                 ApiError::unavailable()

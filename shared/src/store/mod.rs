@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod imports;
 pub mod items;
 pub mod keys;
+pub mod limits;
 pub mod lists;
 pub mod metaobjects;
 pub mod metrics;

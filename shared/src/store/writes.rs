@@ -8,6 +8,7 @@ use super::keys::{
     change_sk, deletions_pk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK,
     GSI2SK, REF_SK, TOMBSTONE_SK, TTL,
 };
+use super::limits::{self, TRANSACTION_ACTIONS, TRANSACTION_BYTES};
 use super::ops::{item_key, Item};
 use super::resources::ResourceItem;
 use super::{Store, StoreError};
@@ -20,7 +21,11 @@ use aws_sdk_dynamodb::types::{
 use std::collections::HashMap;
 
 /// TransactWriteItems takes at most 100 actions.
-pub const TRANSACTION_LIMIT: usize = 100;
+pub const TRANSACTION_LIMIT: usize = TRANSACTION_ACTIONS;
+
+/// The bytes of whole items one transaction may put: DynamoDB's 4 MB less room for the
+/// actions that are not whole items (identity items, link sets, version checks).
+pub const TRANSACTION_PUT_BYTES: usize = TRANSACTION_BYTES - 512 * 1024;
 
 pub use super::ops::Expect;
 
@@ -31,8 +36,9 @@ enum Target {
     /// The identity item (its partition key) of a new variant or SKU: taken means the
     /// identifier is used elsewhere in the organization.
     Identity(EntityKind, String, String),
-    /// The identity item of a SKU being deleted: it fails while a bundle holds the SKU.
-    InBundle(String),
+    /// The identity item (its partition key) of a SKU being deleted: it fails while a
+    /// bundle holds the SKU.
+    InBundle(String, String),
 }
 
 /// An ordered set of conditional writes to one organization's product trees. Actions come
@@ -66,6 +72,20 @@ impl TreeWrite {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The bytes of the whole items this write puts, as DynamoDB counts them.
+    pub fn put_bytes(&self) -> usize {
+        self.groups
+            .iter()
+            .flatten()
+            .map(|(a, _)| put_bytes(a))
+            .sum()
+    }
+
+    /// Whether the write goes out as one transaction (all or nothing).
+    pub fn fits_one_transaction(&self) -> bool {
+        self.len() <= TRANSACTION_LIMIT && self.put_bytes() <= TRANSACTION_PUT_BYTES
     }
 
     /// Starts a new group: actions pushed until the next group commit in one transaction.
@@ -132,16 +152,49 @@ impl TreeWrite {
         Ok(())
     }
 
-    /// The groups packed into transactions of at most 100 actions, in order.
+    /// The groups packed into transactions of at most 100 actions and 3.5 MB of whole
+    /// items, in order.
     fn transactions(&self) -> Vec<Vec<&(TransactWriteItem, Target)>> {
-        let mut out: Vec<Vec<&(TransactWriteItem, Target)>> = Vec::new();
+        let mut out: Vec<(Vec<&(TransactWriteItem, Target)>, usize)> = Vec::new();
         for group in self.groups.iter().filter(|g| !g.is_empty()) {
+            let bytes: usize = group.iter().map(|(a, _)| put_bytes(a)).sum();
             match out.last_mut() {
-                Some(last) if last.len() + group.len() <= TRANSACTION_LIMIT => last.extend(group),
-                _ => out.push(group.iter().collect()),
+                Some((last, last_bytes))
+                    if last.len() + group.len() <= TRANSACTION_LIMIT
+                        && *last_bytes + bytes <= TRANSACTION_PUT_BYTES =>
+                {
+                    last.extend(group);
+                    *last_bytes += bytes;
+                }
+                _ => out.push((group.iter().collect(), bytes)),
             }
         }
-        out
+        out.into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// Everything storage would refuse in this write, found before its first request: an
+    /// item over 400 KB, a key over DynamoDB's key limits. Names the entity.
+    pub fn check_limits(&self) -> Result<(), StoreError> {
+        for (action, _) in self.groups.iter().flatten() {
+            let Some(item) = action.put().map(Put::item) else {
+                continue;
+            };
+            if let Some(problem) = limits::key_problem(item) {
+                return Err(StoreError::Refused(format!(
+                    "{} is refused: {problem}",
+                    describe(item)
+                )));
+            }
+            let bytes = limits::item_bytes(item);
+            if bytes > limits::ITEM_BYTES {
+                return Err(StoreError::TooLarge(format!(
+                    "{} would take {bytes} bytes, over the storage limit of 400 KB ({} bytes); store less data in its values",
+                    describe(item),
+                    limits::ITEM_BYTES
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// How many actions each transaction of this write holds, in order (groups are never
@@ -150,14 +203,15 @@ impl TreeWrite {
         self.transactions().iter().map(Vec::len).collect()
     }
 
-    /// Identity items this write claims, by partition key: (key, kind, identifier).
-    fn claims(&self) -> HashMap<&str, (EntityKind, &str)> {
+    /// Identity items whose conditions this write depends on, by partition key: those it
+    /// claims (they must not exist) and those of SKUs it deletes (no bundle may hold them).
+    fn identity_conditions(&self) -> HashMap<&str, &Target> {
         self.groups
             .iter()
             .flatten()
             .filter_map(|(_, t)| match t {
-                Target::Identity(kind, id, pk) => Some((pk.as_str(), (*kind, id.as_str()))),
-                Target::Entity | Target::InBundle(_) => None,
+                Target::Identity(_, _, pk) | Target::InBundle(_, pk) => Some((pk.as_str(), t)),
+                Target::Entity => None,
             })
             .collect()
     }
@@ -207,13 +261,13 @@ impl TreeWrite {
         if let Some(pk) = identity_pk(org, item) {
             let mut del = Delete::builder()
                 .table_name("")
-                .set_key(Some(item_key(pk, REF_SK)));
+                .set_key(Some(item_key(pk.clone(), REF_SK)));
             let mut target = Target::Entity;
             if item.kind == EntityKind::Sku {
                 // a SKU leaves no bundle pointing at nothing: bundles hold it by this item
                 del = del.condition_expression("attribute_not_exists(#b)");
                 del = del.expression_attribute_names("#b", BUNDLES_SET);
-                target = Target::InBundle(item.id.clone());
+                target = Target::InBundle(item.id.clone(), pk);
             }
             group.push((
                 TransactWriteItem::builder()
@@ -239,6 +293,20 @@ impl TreeWrite {
         }
         self.groups.push(group);
         Ok(())
+    }
+}
+
+/// The bytes of the whole item an action puts (0 for other actions).
+fn put_bytes(action: &TransactWriteItem) -> usize {
+    action.put().map_or(0, |p| limits::item_bytes(p.item()))
+}
+
+/// An item as a client knows it: `variant 'v1'`, or `an item` when it is not an entity.
+fn describe(item: &Item) -> String {
+    let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok());
+    match (s("kind"), s("id")) {
+        (Some(kind), Some(id)) => format!("{kind} '{id}'"),
+        _ => "an item of the write".to_string(),
     }
 }
 
@@ -364,25 +432,36 @@ fn with_table(action: &TransactWriteItem, table: &str) -> TransactWriteItem {
 }
 
 impl Store {
-    /// Sends the writes in order, at most 100 actions per transaction. A lost condition on an
-    /// entity is `ConditionFailed` (re-read and retry); a taken identity alone is `Taken`.
-    /// A write of several transactions first checks the identities it claims (one more
-    /// BatchGetItem), so that a taken identifier is refused before anything is written.
-    /// Transactions already committed stay committed: callers write parents before children
-    /// (creation) or children before parents (deletion), so every prefix is a valid tree, and
-    /// re-read and re-plan.
+    /// Sends the writes in order, at most 100 actions (and 4 MB) per transaction. Everything
+    /// storage could refuse (item and key sizes, [`TreeWrite::check_limits`]) is checked
+    /// before the first request. A lost condition on an entity is `ConditionFailed` (re-read
+    /// and retry); a taken identity alone is `Taken`. A write of several transactions first
+    /// checks the identities it claims (one more BatchGetItem), so that a taken identifier
+    /// is refused before anything is written.
+    ///
+    /// Transactions already committed stay committed: a failure after the first is
+    /// [`StoreError::Partial`], which callers answer as partially applied (never as a plain
+    /// 4xx). Callers write parents before children (creation) or children before parents
+    /// (deletion), so every prefix is a valid tree, and repeating the request completes it.
     pub async fn commit(&self, write: &TreeWrite) -> Result<(), StoreError> {
+        write.check_limits()?;
         let transactions = write.transactions();
         if transactions.len() > 1 {
-            let claims = write.claims();
-            let keys = claims
+            // What a later transaction's conditions would refuse is refused before the first
+            // one: a taken identifier, a SKU held by a bundle.
+            let conditions = write.identity_conditions();
+            let keys = conditions
                 .keys()
                 .map(|pk| item_key(pk.to_string(), REF_SK))
                 .collect();
             for found in self.batch_get(keys).await? {
                 let pk = found.get(super::keys::PK).and_then(|v| v.as_s().ok());
-                if let Some((kind, id)) = pk.and_then(|pk| claims.get(pk.as_str())) {
-                    return Err(taken(*kind, id));
+                match pk.and_then(|pk| conditions.get(pk.as_str())) {
+                    Some(Target::Identity(kind, id, _)) => return Err(taken(*kind, id)),
+                    Some(Target::InBundle(id, _)) if found.contains_key(BUNDLES_SET) => {
+                        return Err(in_bundle(id))
+                    }
+                    _ => {}
                 }
             }
         }
@@ -390,6 +469,7 @@ impl Store {
         // `written` (its own transaction when the last one is full).
         let guard = super::idempotency::guard_action(&self.table);
         let last = transactions.len().saturating_sub(1);
+        let total = transactions.len();
         let mut alone = None;
         for (n, chunk) in transactions.into_iter().enumerate() {
             let mut items: Vec<TransactWriteItem> = chunk
@@ -415,7 +495,7 @@ impl Store {
                 if n == last {
                     super::idempotency::guard_not_carried();
                 }
-                return Err(explain(&chunk, err));
+                return Err(partial(n, total, explain(&chunk, err)));
             }
         }
         if let Some(g) = alone {
@@ -427,11 +507,34 @@ impl Store {
                 .await;
             if let Err(e) = sent {
                 super::idempotency::guard_not_carried();
-                return Err(StoreError::from_sdk("TransactWriteItems", e));
+                return Err(partial(
+                    total,
+                    total,
+                    StoreError::from_sdk("TransactWriteItems", e),
+                ));
             }
         }
         Ok(())
     }
+}
+
+/// The failure of a write's transaction `n` (0-based) of `total`: as it is when nothing was
+/// committed before it, else [`StoreError::Partial`].
+fn partial(n: usize, total: usize, cause: StoreError) -> StoreError {
+    if n == 0 {
+        return cause;
+    }
+    StoreError::Partial {
+        committed: n,
+        total,
+        cause: Box::new(cause),
+    }
+}
+
+fn in_bundle(id: &str) -> StoreError {
+    StoreError::Taken(format!(
+        "sku '{id}' is part of a bundle; remove it from its bundles before deleting it"
+    ))
 }
 
 fn taken(kind: EntityKind, id: &str) -> StoreError {
@@ -456,7 +559,9 @@ fn explain<R: std::fmt::Debug>(
                 r.code() == Some("ValidationError")
                     && r.message().is_some_and(|m| m.contains("size"))
             }) {
-                return StoreError::TooLarge;
+                return StoreError::TooLarge(
+                    "an entity of the write would exceed the storage limit of 400 KB; store less data in its values".into(),
+                );
             }
             let failed: Vec<&Target> = tce
                 .cancellation_reasons()
@@ -465,12 +570,10 @@ fn explain<R: std::fmt::Debug>(
                 .filter(|(r, _)| r.code() == Some("ConditionalCheckFailed"))
                 .map(|(_, (_, t))| t)
                 .collect();
-            if let Some(Target::InBundle(id)) =
-                failed.iter().find(|t| matches!(t, Target::InBundle(_)))
+            if let Some(Target::InBundle(id, _)) =
+                failed.iter().find(|t| matches!(t, Target::InBundle(..)))
             {
-                return StoreError::Taken(format!(
-                    "sku '{id}' is part of a bundle; remove it from its bundles before deleting it"
-                ));
+                return in_bundle(id);
             }
             let taken = failed.iter().find_map(|t| match t {
                 Target::Identity(kind, id, _) => Some((*kind, id.clone())),
@@ -514,5 +617,52 @@ impl Store {
     pub async fn get_entities(&self, keys: Vec<Item>) -> Result<Vec<EntityItem>, StoreError> {
         let items = self.batch_get(keys).await?;
         serde_dynamo::from_items(items).map_err(|e| StoreError::serde("entity", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(id: &str, bytes: usize) -> TransactWriteItem {
+        let s = |v: &str| AttributeValue::S(v.to_string());
+        let item = Item::from([
+            ("PK".to_string(), s(&format!("O#o#P#{id}"))),
+            ("SK".to_string(), s("L1")),
+            ("kind".to_string(), s("product")),
+            ("id".to_string(), s(id)),
+            ("v".to_string(), s(&"x".repeat(bytes))),
+        ]);
+        put_action(item, Expect::Absent).unwrap()
+    }
+
+    #[test]
+    fn transactions_hold_at_most_4_mb_of_items() {
+        let mut write = TreeWrite::new();
+        for i in 0..10 {
+            write.start_group();
+            write.push(put(&format!("p{i}"), 390 * 1024));
+        }
+        // 9 items of 390 KB fit the 3.5 MB kept for whole items, the 10th does not
+        assert_eq!(write.transaction_sizes(), vec![9, 1]);
+        assert!(write.check_limits().is_ok());
+    }
+
+    #[test]
+    fn an_item_over_400_kb_or_a_key_over_its_limit_is_refused_before_any_request() {
+        let mut write = TreeWrite::new();
+        write.push(put("small", 10));
+        write.push(put("big", 400 * 1024));
+        let err = write.check_limits().unwrap_err();
+        assert!(
+            matches!(&err, StoreError::TooLarge(m) if m.starts_with("product 'big' would take 409")),
+            "{err:?}"
+        );
+        let mut write = TreeWrite::new();
+        write.push(put(&"k".repeat(2100), 10));
+        assert!(matches!(
+            write.check_limits(),
+            Err(StoreError::Refused(m)) if m.ends_with("its partition key would exceed DynamoDB's 2,048 bytes")
+        ));
     }
 }

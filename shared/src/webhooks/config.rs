@@ -27,6 +27,9 @@ pub struct WebhookConfig {
     pub queue_url: Option<String>,
     /// Where deliveries go after their last attempt (`CATALOG_DEAD_LETTER_QUEUE_URL`).
     pub dead_letter_queue_url: Option<String>,
+    /// Where the change feed sets aside a record it cannot process
+    /// (`CATALOG_FEED_FAILURE_QUEUE_URL`, the template's alarmed ChangeFeedFailures).
+    pub feed_failure_queue_url: Option<String>,
     /// Changes to one entity within this window become one delivery
     /// (`CATALOG_WEBHOOK_COALESCE_SECONDS`, default 10, at most 900).
     pub coalesce_window: Duration,
@@ -53,6 +56,7 @@ impl Default for WebhookConfig {
         Self {
             queue_url: None,
             dead_letter_queue_url: None,
+            feed_failure_queue_url: None,
             coalesce_window: Duration::from_secs(10),
             retry_schedule: secs(DEFAULT_RETRY_SCHEDULE),
             timeout: Duration::from_secs(15),
@@ -92,6 +96,7 @@ impl WebhookConfig {
         Self {
             queue_url: text("CATALOG_DELIVERY_QUEUE_URL"),
             dead_letter_queue_url: text("CATALOG_DEAD_LETTER_QUEUE_URL"),
+            feed_failure_queue_url: text("CATALOG_FEED_FAILURE_QUEUE_URL"),
             coalesce_window: number("CATALOG_WEBHOOK_COALESCE_SECONDS")
                 .filter(|n| *n <= MAX_COALESCE_SECS)
                 .map(Duration::from_secs)

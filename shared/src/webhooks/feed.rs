@@ -125,6 +125,40 @@ struct Window<'a> {
     occurred_at: Timestamp,
 }
 
+/// Whether a failure may pass on a retry (storage throttled or unreachable); any other
+/// (a refused key, an undecodable item) would fail the same way every time.
+fn retryable(e: &StoreError) -> bool {
+    matches!(e, StoreError::Unavailable(_) | StoreError::ConditionFailed)
+}
+
+/// A record the feed gave up on, for the failure queue.
+struct SetAside {
+    /// Its position in the batch.
+    record: usize,
+    change: Change,
+    webhook_id: Option<String>,
+    reason: String,
+}
+
+impl SetAside {
+    /// The failure queue's message: the record's identity, the change and why.
+    fn body(&self, record: &EventRecord) -> String {
+        serde_json::json!({
+            "source": "change-feed",
+            "reason": self.reason,
+            "sequenceNumber": record.change.sequence_number,
+            "eventName": record.event_name,
+            "org": self.change.org,
+            "entityType": self.change.entity_type,
+            "identifier": self.change.identifier,
+            "action": self.change.action.as_str(),
+            "occurredAt": self.change.occurred_at.to_string(),
+            "webhookId": self.webhook_id,
+        })
+        .to_string()
+    }
+}
+
 /// The change-feed Lambda's handler.
 pub struct ChangeFeed {
     pub app: &'static App,
@@ -134,6 +168,11 @@ impl ChangeFeed {
     /// Handles one batch of stream records. Records that are not entity changes are
     /// skipped; when storage or the queue fails, the first record whose work failed is
     /// reported, so the event source retries from it (coalescing makes the retry safe).
+    ///
+    /// A record whose work fails for a reason retrying cannot cure (storage refuses its
+    /// window's key, a subscription cannot be decoded) never holds the shard: it goes to the
+    /// failure queue (`CATALOG_FEED_FAILURE_QUEUE_URL`, alarmed) with its identity, and the
+    /// rest of the batch goes on.
     pub async fn handle(&self, event: Event) -> DynamoDbEventResponse {
         let changes: Vec<(usize, Change)> = event
             .records
@@ -141,7 +180,31 @@ impl ChangeFeed {
             .enumerate()
             .filter_map(|(i, r)| change_of(r).map(|c| (i, c)))
             .collect();
-        let failed = self.process(&changes).await;
+        let (mut failed, dropped) = self.process(&changes).await;
+        for d in &dropped {
+            tracing::error!(
+                org = %d.change.org, entity_type = %d.change.entity_type,
+                identifier = %d.change.identifier, webhook = d.webhook_id.as_deref().unwrap_or_default(),
+                reason = %d.reason, "change-feed record set aside"
+            );
+        }
+        if !dropped.is_empty() {
+            let bodies: Vec<String> = dropped
+                .iter()
+                .map(|d| d.body(&event.records[d.record]))
+                .collect();
+            let sent = match self.app.queue.as_ref() {
+                Some(queue) => queue.set_aside(&bodies).await,
+                None => Ok(()),
+            };
+            if let Err(e) = sent {
+                // not set aside: the records are tried again rather than lost
+                tracing::warn!(error = %e, "change-feed failures not queued");
+                for d in &dropped {
+                    failed = Some(failed.map_or(d.record, |f| f.min(d.record)));
+                }
+            }
+        }
         let mut response = DynamoDbEventResponse::default();
         if let Some(i) = failed {
             let mut failure = DynamoDbBatchItemFailure::default();
@@ -151,9 +214,10 @@ impl ChangeFeed {
         response
     }
 
-    /// Coalesces the batch's changes and opens their windows; the index of the first record
-    /// whose work failed, if any.
-    async fn process(&self, changes: &[(usize, Change)]) -> Option<usize> {
+    /// Coalesces the batch's changes and opens their windows: the index of the first record
+    /// whose work failed and may succeed on a retry, if any, and the records set aside.
+    async fn process(&self, changes: &[(usize, Change)]) -> (Option<usize>, Vec<SetAside>) {
+        let mut dropped: Vec<SetAside> = Vec::new();
         let mut orgs: Vec<&str> = changes.iter().map(|(_, c)| c.org.as_str()).collect();
         orgs.sort_unstable();
         orgs.dedup();
@@ -170,9 +234,18 @@ impl ChangeFeed {
         for (i, change) in changes {
             let subs = match &subscriptions[change.org.as_str()] {
                 Ok(subs) => subs,
-                Err(e) => {
+                Err(e) if retryable(e) => {
                     tracing::warn!(error = %e, org = %change.org, "subscriptions unreadable");
                     failed = Some(failed.map_or(*i, |f| f.min(*i)));
+                    continue;
+                }
+                Err(e) => {
+                    dropped.push(SetAside {
+                        record: *i,
+                        change: change.clone(),
+                        webhook_id: None,
+                        reason: format!("subscriptions unreadable: {e}"),
+                    });
                     continue;
                 }
             };
@@ -201,16 +274,22 @@ impl ChangeFeed {
             match result {
                 Ok(Some(message)) => to_queue.push((w.first, message)),
                 Ok(None) => {}
-                Err(e) => {
+                Err(e) if retryable(&e) => {
                     tracing::warn!(error = %e, webhook = w.webhook_id, "window not opened");
                     failed = Some(failed.map_or(w.first, |f| f.min(w.first)));
                 }
+                Err(e) => dropped.push(SetAside {
+                    record: w.first,
+                    change: w.change.clone(),
+                    webhook_id: Some(w.webhook_id.to_string()),
+                    reason: format!("window not opened: {e}"),
+                }),
             }
         }
         for first in self.queue_all(&to_queue).await {
             failed = Some(failed.map_or(first, |f| f.min(first)));
         }
-        failed
+        (failed, dropped)
     }
 
     /// Queues the new windows' deliveries, ten per SendMessageBatch (requests in parallel),
@@ -271,7 +350,7 @@ impl ChangeFeed {
 
     /// Records the change in its window: the delivery to queue when the window is new (or an
     /// earlier try opened it but could not queue it).
-    async fn open(&self, w: &Window<'_>) -> Result<Option<QueueMessage>, String> {
+    async fn open(&self, w: &Window<'_>) -> Result<Option<QueueMessage>, StoreError> {
         let c = w.change;
         let sk = pending_sk(&c.entity_type, c.action.as_str(), &c.identifier);
         let key = PendingKey {
@@ -283,8 +362,7 @@ impl ChangeFeed {
             .app
             .store
             .open_pending(&key, w.occurred_at, &new_delivery_id())
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if pending.queued {
             return Ok(None);
         }

@@ -42,6 +42,7 @@ pub struct DeliveryQueue {
     client: Client,
     url: String,
     dead_letter_url: Option<String>,
+    feed_failure_url: Option<String>,
 }
 
 impl DeliveryQueue {
@@ -51,6 +52,7 @@ impl DeliveryQueue {
             client,
             url: config.queue_url.clone()?,
             dead_letter_url: config.dead_letter_queue_url.clone(),
+            feed_failure_url: config.feed_failure_queue_url.clone(),
         })
     }
 
@@ -146,6 +148,21 @@ impl DeliveryQueue {
             .await
             .map_err(failed("ChangeMessageVisibility"))?;
         Ok(())
+    }
+
+    /// Sends the change feed's set-aside records to its failure queue (when one is
+    /// configured), ten per SendMessageBatch.
+    pub async fn set_aside(&self, bodies: &[String]) -> Result<(), QueueError> {
+        let Some(url) = &self.feed_failure_url else {
+            return Ok(());
+        };
+        let to = Self {
+            client: self.client.clone(),
+            url: url.clone(),
+            dead_letter_url: None,
+            feed_failure_url: None,
+        };
+        to.send_bodies(bodies).await
     }
 
     /// Moves a message body to the dead-letter queue (when one is configured).

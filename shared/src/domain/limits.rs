@@ -1,0 +1,156 @@
+//! Every limit a request meets, in one place: the numbers the code checks and the table the
+//! README and the OpenAPI document show (a test keeps the README's copy equal to it).
+
+/// Variants one product holds.
+pub const MAX_VARIANTS_PER_PRODUCT: usize = 100;
+/// SKUs one product holds, over all its variants.
+pub const MAX_SKUS_PER_PRODUCT: usize = 500;
+/// Attribute keys in one entity's `values` object.
+pub const MAX_VALUES_PER_ENTITY: usize = 300;
+/// Distinct attribute keys one write names over all its entities (each is one definition
+/// read: at most five BatchGetItem requests).
+pub const MAX_ATTRIBUTE_KEYS_PER_WRITE: usize = 500;
+/// Variants and SKUs one bulk request (or one import batch) writes in all.
+pub const MAX_BULK_ENTITIES: usize = 5_000;
+/// Filters (keys) in one `search`.
+pub const MAX_SEARCH_KEYS: usize = 20;
+/// Conditions of one filter key.
+pub const MAX_SEARCH_CONDITIONS: usize = 10;
+/// Values of one `IN` / `NOT_IN` condition.
+pub const MAX_IN_VALUES: usize = 100;
+/// Variants and SKUs one list page embeds with `include`.
+pub const MAX_EMBEDDED_PER_PAGE: usize = 5_000;
+
+/// One row of the limits table: what is limited, the limit, and the answer beyond it.
+pub struct Limit {
+    pub what: &'static str,
+    pub limit: &'static str,
+    pub answer: &'static str,
+}
+
+const fn row(what: &'static str, limit: &'static str, answer: &'static str) -> Limit {
+    Limit {
+        what,
+        limit,
+        answer,
+    }
+}
+
+/// The limits table (README "Limits", OpenAPI `info.description`). The numbers in the
+/// texts are the constants above (a unit test checks them).
+pub const LIMITS: &[Limit] = &[
+    row(
+        "Identifier (any entity or resource)",
+        "1 to 255 characters and at most 300 bytes of UTF-8",
+        "400",
+    ),
+    row(
+        "Name of a product, variant or SKU (and every display name)",
+        "1 to 255 characters, not blank, no control characters",
+        "400",
+    ),
+    row(
+        "Request body",
+        "1 MiB (bulk `PATCH /products`: 6 MiB)",
+        "413",
+    ),
+    row("Items of one bulk `PATCH /products`", "1,000", "413"),
+    row(
+        "Variants and SKUs of one bulk `PATCH /products` (or import batch), in all",
+        "5,000",
+        "413",
+    ),
+    row("Variants of one product", "100", "400"),
+    row("SKUs of one product (over all its variants)", "500", "400"),
+    row("Attribute keys in one `values` object", "300", "400"),
+    row("Distinct attribute keys one write names", "500", "400"),
+    row(
+        "Assets linked to one product; categories of one product",
+        "100 each",
+        "400",
+    ),
+    row(
+        "Stored size of one entity (its values, names and keys)",
+        "400 KB, as DynamoDB counts it",
+        "400",
+    ),
+    row(
+        "`search`: filter keys / conditions per key / `IN` values",
+        "20 / 10 / 100",
+        "400",
+    ),
+    row(
+        "Variants and SKUs embedded in one list page (`include`)",
+        "5,000",
+        "400",
+    ),
+    row("`limit` on lists", "1 to 200 (default 100)", "400"),
+];
+
+/// The table as Markdown (README "Limits" and the OpenAPI description).
+pub fn markdown() -> String {
+    let mut out = String::from("| What | Limit | Beyond it |\n|---|---|---|\n");
+    for l in LIMITS {
+        out.push_str(&format!("| {} | {} | {} |\n", l.what, l.limit, l.answer));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grouped(n: usize) -> String {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    #[test]
+    fn the_table_shows_the_numbers_the_code_checks() {
+        let limit = |what: &str| {
+            LIMITS
+                .iter()
+                .find(|l| l.what.starts_with(what))
+                .map(|l| l.limit)
+                .unwrap_or_else(|| panic!("no row for {what}"))
+        };
+        assert_eq!(
+            limit("Variants of one product"),
+            grouped(MAX_VARIANTS_PER_PRODUCT)
+        );
+        assert_eq!(limit("SKUs of one product"), grouped(MAX_SKUS_PER_PRODUCT));
+        assert_eq!(
+            limit("Attribute keys in one"),
+            grouped(MAX_VALUES_PER_ENTITY)
+        );
+        assert_eq!(
+            limit("Distinct attribute keys"),
+            grouped(MAX_ATTRIBUTE_KEYS_PER_WRITE)
+        );
+        assert_eq!(
+            limit("Variants and SKUs of one bulk"),
+            grouped(MAX_BULK_ENTITIES)
+        );
+        assert_eq!(
+            limit("Variants and SKUs embedded"),
+            grouped(MAX_EMBEDDED_PER_PAGE)
+        );
+        assert_eq!(
+            limit("`search`"),
+            format!("{MAX_SEARCH_KEYS} / {MAX_SEARCH_CONDITIONS} / {MAX_IN_VALUES}")
+        );
+    }
+
+    /// The table as Markdown, as README.md carries it.
+    #[test]
+    fn renders_as_markdown() {
+        assert!(markdown().starts_with("| What | Limit | Beyond it |\n|---|---|---|\n| Identifier"));
+    }
+}
