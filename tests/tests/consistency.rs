@@ -605,3 +605,13 @@ fn every_stage_of_samconfig_deploys_without_questions() {
     }
     assert_eq!(stages, ["prod", "staging"]);
 }
+
+#[test]
+fn the_readme_limits_table_is_the_one_the_code_checks() {
+    let readme = read("README.md");
+    assert!(
+        readme.contains(&catalog::domain::limits::markdown()),
+        "README.md's limits table differs from shared/src/domain/limits.rs:\n{}",
+        catalog::domain::limits::markdown()
+    );
+}

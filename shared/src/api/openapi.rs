@@ -422,9 +422,11 @@ fn responses() -> Value {
     let mut unauthorized =
         error_response("Authorization missing, not Bearer, or the key unknown or revoked.");
     unauthorized["headers"] = json!({"WWW-Authenticate": {"schema": {"const": "Bearer"}}});
-    let mut unavailable = error_response("Storage throttled or unavailable after retries.");
-    unavailable["headers"] =
-        json!({"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"}});
+    let mut unavailable = error_response("Storage throttled or unavailable after retries; nothing was written. With `Catalog-Partially-Applied: true`, a write of several storage transactions stopped after committing some of them (storage failed, or concurrent writers won every retry): part of it is stored, and repeating the same request completes it.");
+    unavailable["headers"] = json!({
+        "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"},
+        "Catalog-Partially-Applied": {"schema": {"const": "true"}, "description": "Only on the answer of a partially applied write"}
+    });
     let mut not_allowed = error_response("Known path, wrong method.");
     not_allowed["headers"] = json!({"Allow": {"schema": string()}});
     json!({
@@ -436,7 +438,7 @@ fn responses() -> Value {
         "Conflict": error_response("The identifier exists, the resource is still in use, or concurrent writers won."),
         "TooManyRequests": {"description": "Rate limited by API Gateway's stage throttling (infra/template.yaml: burst 500, 1,000 requests per second), before any function runs; the body is API Gateway's own. Back off and retry.",
             "content": {"application/json": {"schema": object(&[("message", string(), true)]), "example": {"message": "Too Many Requests"}}}},
-        "PayloadTooLarge": error_response("Body over 1 MiB."),
+        "PayloadTooLarge": error_response("Body over 1 MiB, or a bulk request over one of its limits (see the limits table); nothing was written."),
         "PreconditionFailed": error_response("If-Match named no current tag of the entity, or the entity does not exist; nothing was written."),
         "KeyReused": error_response("The Idempotency-Key was used before with another method, path or body."),
         "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
@@ -645,7 +647,7 @@ pub fn document() -> Value {
         "info": {
             "title": "Catalog API",
             "version": "1.0.0",
-            "description": "Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` except this document.",
+            "description": format!("Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` except this document.\n\n## Limits\n\nEvery limit is checked before anything is read or written; beyond it the answer names the limit.\n\n{}", crate::domain::limits::markdown()),
         },
         "servers": [{"url": "/v1", "description": "The API's base URL ends in /v1"}],
         "security": [{"bearer": []}],
