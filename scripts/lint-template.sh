@@ -19,12 +19,14 @@ echo "[lint] checkov (CloudFormation checks)"
 #   CKV_AWS_115 reserved concurrency: limits scaling; set per deployment when wanted
 #   CKV_AWS_116 function DLQ: only for async invokes; none is invoked asynchronously
 #   CKV_AWS_117 VPC: nothing private to reach; deliveries need the internet (NAT cost)
-#   CKV_AWS_173 env var KMS: the variables hold names and URLs, no secrets
+#   CKV_AWS_173 env var KMS: the variables hold names and URLs, and the cursor key (Lambda
+#     encrypts variables at rest with its AWS-managed key)
+#   CKV_AWS_149 secret CMK: the cursor key secret uses Secrets Manager's AWS-managed key
 #   CKV_AWS_119 table CMK, CKV_AWS_158 log group CMK, CKV_AWS_27 queue KMS: encrypted at
 #     rest with AWS-managed keys (SSE, SSE-SQS); a customer key is an opt-in cost
 #   CKV_AWS_18 bucket access logs, CKV_AWS_21 bucket versioning: the import bucket holds
 #     write-once files that expire after 7 days; the import record is their audit trail
-SKIPS="CKV_AWS_115,CKV_AWS_116,CKV_AWS_117,CKV_AWS_173,CKV_AWS_119,CKV_AWS_158,CKV_AWS_27,CKV_AWS_18,CKV_AWS_21"
+SKIPS="CKV_AWS_149,CKV_AWS_115,CKV_AWS_116,CKV_AWS_117,CKV_AWS_173,CKV_AWS_119,CKV_AWS_158,CKV_AWS_27,CKV_AWS_18,CKV_AWS_21"
 "$LINT/bin/checkov" --quiet --compact --skip-download --framework cloudformation \
   --skip-check "$SKIPS" -f "$OUT"
 echo "[lint] no wildcard actions or resources"

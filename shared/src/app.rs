@@ -121,6 +121,11 @@ impl App {
     /// Builds the app from the environment and keeps it for the process's lifetime.
     pub async fn from_env() -> &'static App {
         let config = Config::from_env();
+        if let Some(why) = config.refusal() {
+            // Lambda reports the init error; no request is served with a forgeable key.
+            tracing::error!(%why, "refusing to start");
+            panic!("refusing to start: {why}");
+        }
         let shared = aws_config::load_from_env().await;
         let store = Store::new(
             Store::client_from_config(&shared),
@@ -241,13 +246,16 @@ impl App {
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
         use crate::store::idempotency::{guarded, Claimed, Guard};
-        let fingerprint = crate::http::idempotency::fingerprint(&request);
+        // Bound to the API key that sent it: the same Idempotency-Key from another key of
+        // the organization is another request (422), never a replay of this one's answer.
+        let fingerprint = crate::http::idempotency::fingerprint(&principal.key_id, &request);
+        let secret = crate::http::idempotency::secret_field(&route.route);
         let token = crate::auth::apikey::prefixed_ulid("ik_");
         let guard = Guard::new(&principal.org, &key, &token);
         let reused = || {
             ApiError::new(
                 422,
-                "Idempotency-Key: already used with another method, path or body",
+                "Idempotency-Key: already used with another method, path, body or API key",
             )
         };
         match self.store.claim_idempotency_key(&guard, &fingerprint).await? {
@@ -299,9 +307,15 @@ impl App {
                 .iter()
                 .find(|(n, _)| *n == "etag")
                 .map(|(_, v)| v.as_str());
-            let body = response.body.to_string();
+            // No secret is kept at rest: the stored answer has the secret field null.
+            let mut stored = response.body.clone();
+            if let Some(field) = secret {
+                if let Some(v) = stored.get_mut("result").and_then(|r| r.get_mut(field)) {
+                    *v = serde_json::Value::Null;
+                }
+            }
             self.store
-                .finish_idempotency_key(&guard, response.status, &body, etag)
+                .finish_idempotency_key(&guard, response.status, &stored.to_string(), etag)
                 .await
         };
         if let Err(e) = saved {

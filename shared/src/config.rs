@@ -38,6 +38,9 @@ pub struct Config {
     pub webhooks: crate::webhooks::WebhookConfig,
     /// What list cursors are sealed with (`CATALOG_CURSOR_KEY`, else derived from the table).
     pub cursor_key: crate::http::cursor::CursorKey,
+    /// Whether `CATALOG_CURSOR_KEY` holds a deployment secret (outside local mode a process
+    /// refuses to start without one).
+    pub cursor_secret_set: bool,
 }
 
 impl Default for Config {
@@ -54,11 +57,23 @@ impl Default for Config {
             imports: Default::default(),
             webhooks: Default::default(),
             cursor_key: crate::http::cursor::CursorKey::new(None, "catalog"),
+            cursor_secret_set: false,
         }
     }
 }
 
 impl Config {
+    /// What keeps a process from starting: outside local mode, list cursors must be sealed
+    /// with a deployment secret, or anyone who knows the table name could forge them.
+    pub fn refusal(&self) -> Option<String> {
+        (!self.local_mode && !self.cursor_secret_set).then(|| {
+            format!(
+                "CATALOG_CURSOR_KEY must be set to a secret of at least {} bytes outside local mode (infra/template.yaml generates one)",
+                crate::http::cursor::CursorKey::MIN_SECRET_BYTES
+            )
+        })
+    }
+
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -111,6 +126,9 @@ impl Config {
                 lookup("CATALOG_CURSOR_KEY").as_deref(),
                 &lookup("CATALOG_TABLE").unwrap_or_default(),
             ),
+            cursor_secret_set: crate::http::cursor::CursorKey::is_secret(
+                lookup("CATALOG_CURSOR_KEY").as_deref(),
+            ),
         }
     }
 }
@@ -133,5 +151,19 @@ mod tests {
         assert!(!cfg.debug_headers);
         assert_eq!(cfg.auth_cache_ttl, Duration::from_secs(5));
         assert_eq!(cfg.max_body_bytes, 1024 * 1024);
+        assert_eq!(cfg.refusal(), None, "local mode needs no cursor secret");
+    }
+
+    #[test]
+    fn outside_local_mode_a_cursor_secret_is_required() {
+        let strict = Config::from_lookup(|_| None);
+        assert!(strict
+            .refusal()
+            .unwrap()
+            .starts_with("CATALOG_CURSOR_KEY must be set"));
+        let short = Config::from_lookup(|n| (n == "CATALOG_CURSOR_KEY").then(|| "x".repeat(31)));
+        assert!(short.refusal().is_some());
+        let set = Config::from_lookup(|n| (n == "CATALOG_CURSOR_KEY").then(|| "x".repeat(32)));
+        assert_eq!(set.refusal(), None);
     }
 }

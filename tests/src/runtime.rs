@@ -51,6 +51,9 @@ fn instances(binary: &str) -> usize {
     }
 }
 
+/// The cursor secret of `@strict` processes (a deployment secret on AWS).
+pub const STRICT_CURSOR_KEY: &str = "strict-cursor-secret-0123456789abcdef0123456789";
+
 pub struct Emulator {
     pub(crate) handle: tokio::runtime::Handle,
     env: Mutex<Vec<(&'static str, String)>>,
@@ -116,7 +119,7 @@ impl Emulator {
 
     /// Starts the Runtime API for `function` and one process of its binary. A name
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
-    /// mode, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
+    /// mode (with a cursor secret; `@nokey` without one, which refuses to start), `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
     /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
     /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
@@ -148,7 +151,12 @@ impl Emulator {
             .with_state(instance.clone());
         let mut env = self.env.lock().expect("lock").clone();
         match variant {
-            "strict" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
+            "strict" => env.extend([
+                ("CATALOG_LOCAL_MODE", "0".into()),
+                ("CATALOG_CURSOR_KEY", STRICT_CURSOR_KEY.into()),
+            ]),
+            // outside local mode without a cursor secret: refuses to start
+            "nokey" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
             "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),

@@ -22,6 +22,11 @@ fn keyed(org: &Org, method: &str, path: &str, key: &str, body: Value) -> Request
         .json(body)
 }
 
+/// The id of an API key `cat_<id>_<secret>`.
+fn key_id(key: &str) -> &str {
+    key.split('_').nth(1).expect("cat_<id>_<secret>")
+}
+
 fn same_answer(first: &Response, again: &Response) {
     assert_eq!((again.status, &again.body), (first.status, &first.body));
     assert_eq!(first.header("idempotent-replayed"), None);
@@ -79,8 +84,7 @@ async fn a_repeated_request_gets_the_first_answer_and_writes_nothing() {
     same_answer(&first, &again);
 
     // the same key with another body, path or method
-    let reused =
-        json!({"error": "Idempotency-Key: already used with another method, path or body"});
+    let reused = json!({"error": "Idempotency-Key: already used with another method, path, body or API key"});
     for r in [
         keyed(
             &org,
@@ -144,7 +148,7 @@ async fn a_key_held_by_a_running_request_is_409() {
     let store = stack().await.store();
     assert_eq!(
         store
-            .claim_idempotency_key(&guard, &fingerprint(&request))
+            .claim_idempotency_key(&guard, &fingerprint(key_id(&org.key), &request))
             .await
             .unwrap(),
         Claimed::Mine
@@ -196,4 +200,81 @@ async fn a_key_held_by_a_running_request_is_409() {
         )
     );
     assert_eq!(org.get("/v1/products/lamp").await.status, 200);
+}
+
+/// A stored answer is replayed only to the key that made the request, and a secret it
+/// carried is not kept: before, a `settings:manage` key repeating an administrator's
+/// `POST /api-keys` got the new full-scope key in plaintext.
+#[tokio::test]
+async fn a_replay_is_bound_to_its_api_key_and_keeps_no_secret() {
+    use catalog::auth::Scope;
+    let org = Org::new().await;
+    let settings_only = org.key_with(&[Scope::SettingsManage]).await;
+    let body =
+        json!({"name": "ci", "scopes": ["catalog:read", "catalog:write", "settings:manage"]});
+    let first = keyed(&org, "POST", "/v1/api-keys", "k-key", body.clone())
+        .send()
+        .await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    let secret = first.body["result"]["key"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("cat_"));
+    let other = Request::new("POST", "/v1/api-keys")
+        .bearer(&settings_only)
+        .header("idempotency-key", "k-key")
+        .json(body.clone())
+        .send()
+        .await;
+    assert_eq!(
+        (
+            other.status,
+            other.body,
+            other.header("idempotent-replayed")
+        ),
+        (
+            422,
+            json!({"error": "Idempotency-Key: already used with another method, path, body or API key"}),
+            None
+        )
+    );
+    let again = keyed(&org, "POST", "/v1/api-keys", "k-key", body)
+        .send()
+        .await;
+    let mut expected = first.body.clone();
+    expected["result"]["key"] = Value::Null;
+    assert_eq!((again.status, &again.body), (201, &expected));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+
+    let hook = json!({"url": "http://127.0.0.1:9/h", "topics": ["product.created"]});
+    let first = keyed(&org, "POST", "/v1/webhooks", "k-hook", hook.clone())
+        .send()
+        .await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    let hook_secret = first.body["result"]["secret"].as_str().unwrap().to_string();
+    let again = keyed(&org, "POST", "/v1/webhooks", "k-hook", hook)
+        .send()
+        .await;
+    assert_eq!(again.body["result"]["secret"], Value::Null);
+    assert_eq!(again.body["result"]["id"], first.body["result"]["id"]);
+
+    // nothing at rest holds either secret
+    let items = stack()
+        .await
+        .store()
+        .client()
+        .query()
+        .table_name(catalog_e2e::TABLE)
+        .key_condition_expression("PK = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("O#{}#IK", org.id)),
+        )
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 2);
+    let stored = format!("{items:?}");
+    assert!(!stored.contains(&secret[secret.len() - 20..]));
+    assert!(!stored.contains(&hook_secret[hook_secret.len() - 20..]));
 }

@@ -1145,3 +1145,68 @@ async fn a_record_the_feed_cannot_process_is_set_aside_and_the_batch_goes_on() {
     )
     .await;
 }
+
+/// Subscribing to catalog events, and reading or replaying their deliveries, needs
+/// `catalog:read`: before, a key without it got 403 on `GET /products` but could read every
+/// identifier and change time through a subscription.
+#[tokio::test]
+async fn catalog_topics_need_the_catalog_read_scope() {
+    use catalog::auth::Scope;
+    webhooks().await;
+    let org = Org::new().await;
+    let settings_only = org.key_with(&[Scope::SettingsManage]).await;
+    let as_settings = |method: &str, path: &str| Request::new(method, path).bearer(&settings_only);
+    let r = as_settings("POST", "/v1/webhooks")
+        .json(json!({"url": "http://127.0.0.1:9/h", "topics": ["*"]}))
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            403,
+            json!({"error": "subscribing to catalog topics needs the 'catalog:read' scope as well; this API key lacks it"})
+        )
+    );
+    assert!(org.get("/v1/webhooks").await.body["result"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let (hook, _) = subscribe(&org, "http://127.0.0.1:9/h", &["product.created"]).await;
+    let r = as_settings("GET", &format!("/v1/webhooks/{hook}/deliveries"))
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            403,
+            json!({"error": "reading the delivery log of a subscription to catalog topics needs the 'catalog:read' scope as well; this API key lacks it"})
+        )
+    );
+    let r = as_settings("PATCH", &format!("/v1/webhooks/{hook}"))
+        .json(json!({"topics": ["*"]}))
+        .send()
+        .await;
+    assert_eq!(r.status, 403);
+    let r = as_settings(
+        "POST",
+        &format!("/v1/webhooks/{hook}/deliveries/dlv_x/replay"),
+    )
+    .json(json!({}))
+    .send()
+    .await;
+    assert_eq!(r.status, 403);
+    // what needs no catalog data still works with the settings scope alone
+    let r = as_settings("PATCH", &format!("/v1/webhooks/{hook}"))
+        .json(json!({"description": "ERP"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let reader = org
+        .key_with(&[Scope::CatalogRead, Scope::SettingsManage])
+        .await;
+    let r = Request::new("GET", &format!("/v1/webhooks/{hook}/deliveries"))
+        .bearer(&reader)
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+}

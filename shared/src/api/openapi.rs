@@ -376,7 +376,7 @@ fn parameters() -> Value {
         "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
         "If-Match": {"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."},
-        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request within 24 h: the first answer is replayed and nothing is written; with another request: 422; while the first runs: 409."},
+        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request by the same API key within 24 h: the first answer is replayed (a secret it carried, null) and nothing is written; with another request or from another key: 422; while the first runs: 409."},
     });
     for (name, example) in samples::query_examples() {
         all[name]["example"] = example;
@@ -440,7 +440,7 @@ fn responses() -> Value {
             "content": {"application/json": {"schema": object(&[("message", string(), true)]), "example": {"message": "Too Many Requests"}}}},
         "PayloadTooLarge": error_response("Body over 1 MiB, or a bulk request over one of its limits (see the limits table); nothing was written."),
         "PreconditionFailed": error_response("If-Match named no current tag of the entity, or the entity does not exist; nothing was written."),
-        "KeyReused": error_response("The Idempotency-Key was used before with another method, path or body."),
+        "KeyReused": error_response("The Idempotency-Key was used before with another method, path, body or API key."),
         "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
         "InternalError": {"description": "A failure of the service; details only in its logs.",
             "content": {"application/json": {"schema": r("Error"), "example": {"error": "Internal server error"}}}},

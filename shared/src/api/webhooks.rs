@@ -222,6 +222,18 @@ async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
     Ok(url.to_string())
 }
 
+/// Every topic is a catalog topic (products, variants, SKUs, assets, categories, bundles,
+/// metaobjects): its events carry catalog identifiers and times, so subscribing to one, and
+/// reading or replaying its deliveries, needs `catalog:read` beside `settings:manage`.
+fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
+    if call.principal.has(Scope::CatalogRead) {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "{what} needs the 'catalog:read' scope as well; this API key lacks it"
+    )))
+}
+
 /// The `topics` field: a non-empty array of distinct valid topics, order kept.
 fn topics_field(body: &JsonBody) -> Result<Option<Vec<String>>, ApiError> {
     let Some(items) = body.opt_array("topics")? else {
@@ -284,6 +296,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let raw_url = body.req_str("url")?;
     let topics =
         topics_field(&body)?.ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
+    reads_catalog(call, "subscribing to catalog topics")?;
     let description = description_field(&body)?.flatten();
     let enabled = body.opt_bool("enabled")?.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
@@ -345,6 +358,9 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(FIELDS)?;
     let topics = topics_field(&body)?;
+    if topics.is_some() {
+        reads_catalog(call, "subscribing to catalog topics")?;
+    }
     let description = description_field(&body)?;
     let enabled = body.opt_bool("enabled")?;
     let url = match body.opt_str("url")? {
@@ -451,6 +467,10 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["limit", "page"])?;
     let paging = Paging::from_query(&query)?;
+    reads_catalog(
+        call,
+        "reading the delivery log of a subscription to catalog topics",
+    )?;
     let sub = load(app, call).await?;
     let log = app.store.list_deliveries(call.org(), &sub.id).await?;
     Ok(paging.envelope(&log, render_delivery))
@@ -459,6 +479,10 @@ async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// POST /webhooks/{id}/deliveries/{deliveryId}/replay: the same payload under a new
 /// delivery id, queued at once. 202: it is delivered asynchronously.
 async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    reads_catalog(
+        call,
+        "replaying a delivery of a subscription to catalog topics",
+    )?;
     let sub = load(app, call).await?;
     let original_id = call.route.identifier(1, "delivery id")?;
     let original = app

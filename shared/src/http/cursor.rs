@@ -1,9 +1,9 @@
 //! Opaque list cursors: where the next page starts, tied to the organization and to the
 //! list's selection (its filters), sealed with an HMAC so that an edited or transplanted
-//! cursor is a 400, not another page. The key is `CATALOG_CURSOR_KEY` (a deployment secret);
-//! without it, one derived from the table name, which detects edits but not forgeries by
-//! someone who knows the table name (a forged cursor still reaches only the caller's own
-//! organization).
+//! cursor is a 400, not another page. The key is `CATALOG_CURSOR_KEY`, a deployment secret
+//! the template generates (Secrets Manager); a process outside local mode refuses to start
+//! without one (`App::from_env`). Only local mode falls back to a key derived from the table
+//! name, which detects edits but not forgeries by someone who knows the table name.
 
 use crate::error::ApiError;
 use hmac::{KeyInit, Mac};
@@ -25,7 +25,15 @@ impl std::fmt::Debug for CursorKey {
 }
 
 impl CursorKey {
-    /// `secret` when set, else a key derived from `table`.
+    /// The shortest `CATALOG_CURSOR_KEY` accepted outside local mode.
+    pub const MIN_SECRET_BYTES: usize = 32;
+
+    /// Whether `secret` is a deployment secret long enough to seal cursors with.
+    pub fn is_secret(secret: Option<&str>) -> bool {
+        secret.is_some_and(|s| s.len() >= Self::MIN_SECRET_BYTES)
+    }
+
+    /// `secret` when set, else a key derived from `table` (local mode only).
     pub fn new(secret: Option<&str>, table: &str) -> Self {
         match secret.filter(|s| !s.is_empty()) {
             Some(s) => Self(s.as_bytes().to_vec()),

@@ -24,9 +24,12 @@ pub fn key(request: &ApiRequest) -> Result<Option<&str>, ApiError> {
     }
 }
 
-/// The request's method, path, query and body, digested.
-pub fn fingerprint(request: &ApiRequest) -> String {
+/// The API key (its id) that sent the request, and the request's method, path, query and
+/// body, digested: a stored answer is replayed only to the key that made it.
+pub fn fingerprint(key_id: &str, request: &ApiRequest) -> String {
     let mut h = Sha256::new();
+    h.update(key_id.as_bytes());
+    h.update(b"\n");
     h.update(request.method.as_bytes());
     h.update(b"\n");
     h.update(request.path.as_bytes());
@@ -36,4 +39,14 @@ pub fn fingerprint(request: &ApiRequest) -> String {
     h.update(b"\n\n");
     h.update(&request.body);
     crate::auth::apikey::to_hex(&h.finalize())
+}
+
+/// The field of `route`'s answer that carries a secret shown once (a new API key, a webhook
+/// signing secret): an answer kept for replay has it set to `null`.
+pub fn secret_field(route: &super::Route) -> Option<&'static str> {
+    match (route.method, route.path) {
+        ("POST", "/api-keys") => Some("key"),
+        ("POST", "/webhooks") | ("POST", "/webhooks/{id}/rotate-secret") => Some("secret"),
+        _ => None,
+    }
 }
