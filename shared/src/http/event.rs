@@ -90,20 +90,26 @@ fn sanitize(value: &mut Value, depth: usize) -> bool {
                 .collect();
             true
         }
-        Value::Array(items) if depth < 2 => items
-            .iter_mut()
-            .fold(false, |changed, v| sanitize(v, depth + 1) || changed),
+        Value::Array(items) if depth < 2 => all_sanitized(items.iter_mut(), depth + 1),
         Value::Object(map) if depth == 0 => {
             let before = map.len();
             map.retain(|name, _| {
                 lambda_http::http::HeaderName::from_bytes(name.as_bytes()).is_ok()
             });
             let dropped = map.len() != before;
-            map.values_mut()
-                .fold(dropped, |changed, v| sanitize(v, depth + 1) || changed)
+            all_sanitized(map.values_mut(), depth + 1) || dropped
         }
         _ => false,
     }
+}
+
+/// [`sanitize`] on every value (none skipped); whether any changed.
+fn all_sanitized<'a>(values: impl Iterator<Item = &'a mut Value>, depth: usize) -> bool {
+    let mut changed = false;
+    for v in values {
+        changed |= sanitize(v, depth);
+    }
+    changed
 }
 
 fn unfit(c: char) -> bool {
