@@ -144,6 +144,19 @@ impl App {
         Box::leak(Box::new(app))
     }
 
+    /// Runs a function that serves `api` until the Lambda runtime stops: lambda_http's
+    /// runtime, with each event first made decodable (`http::event`), so that a request
+    /// lambda_http could not decode is answered by the pipeline, never by API Gateway's 500.
+    pub async fn run(&'static self, api: &'static Api) -> Result<(), lambda_http::Error> {
+        lambda_http::runtime(lambda_http::service_fn(move |req| self.serve(api, req)))
+            .layer(lambda_runtime::tower::layer::layer_fn(
+                crate::http::event::Readable,
+            ))
+            .layer(lambda_runtime::layers::TracingLayer::new())
+            .run()
+            .await
+    }
+
     /// The lambda_http entry point.
     pub async fn serve(
         &'static self,
@@ -219,6 +232,7 @@ impl App {
             )));
         }
         let handler = api.endpoints[route.index].handler;
+        crate::http::etag::readable(request.if_match.as_deref())?;
         let Some(key) = crate::http::idempotency::key(&request)? else {
             return handler(
                 self,

@@ -16,10 +16,10 @@ async fn forward(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> i
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| uri.path().to_string());
     let mut req = Request::new(method.as_str(), &path);
+    // As API Gateway, a value that is not visible ASCII is passed on, not dropped (bytes
+    // that are not UTF-8 as U+FFFD: a header here is text).
     for (name, value) in &headers {
-        if let Ok(v) = value.to_str() {
-            req = req.header(name.as_str(), v);
-        }
+        req = req.header(name.as_str(), &String::from_utf8_lossy(value.as_bytes()));
     }
     if !body.is_empty() {
         req.body = Some(String::from_utf8_lossy(&body).into_owned());

@@ -282,6 +282,15 @@ impl Request {
         let s = stack().await;
         s.runtime.http(self).await
     }
+
+    /// Sends the request as its v2 event's text after `edit`; `Err` when the function
+    /// cannot answer it (API Gateway then answers its own 500, not the API's JSON).
+    pub async fn try_send_edited(
+        self,
+        edit: impl FnOnce(String) -> String,
+    ) -> Result<Response, String> {
+        stack().await.runtime.try_http_edited(self, edit).await
+    }
 }
 
 /// An organization with an all-scopes key, made directly through the library.

@@ -22,7 +22,9 @@ type Reply = oneshot::Sender<Result<Value, String>>;
 
 struct Invocation {
     id: String,
-    event: Value,
+    /// The event as Lambda hands it over: JSON text, or what API Gateway makes of bytes
+    /// that are not UTF-8 (`\\xNN` escapes, which no JSON parser takes).
+    event: String,
     reply: Reply,
 }
 
@@ -238,6 +240,16 @@ impl Emulator {
         id: String,
         event: Value,
     ) -> Result<Value, String> {
+        self.try_invoke_text(function, id, event.to_string()).await
+    }
+
+    /// Invokes `function` with an event given as text, exactly as sent.
+    async fn try_invoke_text(
+        &self,
+        function: &str,
+        id: String,
+        event: String,
+    ) -> Result<Value, String> {
         let queue = self.queue(function);
         let (reply, answer) = oneshot::channel();
         queue
@@ -261,55 +273,81 @@ impl Emulator {
 
     /// Sends `req` to the function process named `function` (e.g. `webhooks@strict`).
     pub async fn http_on(&self, function: &str, req: Request) -> Response {
-        let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
         let id = self.next_request_id();
-        let headers: serde_json::Map<String, Value> = req
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        let now = chrono::Utc::now();
-        let event = json!({
-            "version": "2.0",
+        let event = v2_event(&req, &id);
+        response_of(self.invoke_as(function, id, event).await)
+    }
+
+    /// Sends `req` to the function serving it, as the v2 event's text after `edit` (to send
+    /// what API Gateway sends for bytes that JSON cannot hold); `Err` when the function
+    /// cannot answer (an invocation error, which API Gateway turns into its own 500).
+    pub async fn try_http_edited(
+        &self,
+        req: Request,
+        edit: impl FnOnce(String) -> String,
+    ) -> Result<Response, String> {
+        let (path, _) = req.path.split_once('?').unwrap_or((&req.path, ""));
+        let function = Self::function_for(&req.method, path);
+        let id = self.next_request_id();
+        let event = edit(v2_event(&req, &id).to_string());
+        self.try_invoke_text(function, id, event)
+            .await
+            .map(response_of)
+    }
+}
+
+/// The API Gateway HTTP API (v2) event of `req`.
+fn v2_event(req: &Request, id: &str) -> Value {
+    let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
+    let headers: serde_json::Map<String, Value> = req
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let now = chrono::Utc::now();
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": "localhost",
+            "domainPrefix": "local",
+            "http": {"method": req.method, "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": "catalog-e2e"},
+            "requestId": id,
             "routeKey": "$default",
-            "rawPath": path,
-            "rawQueryString": query,
-            "headers": headers,
-            "requestContext": {
-                "accountId": "123456789012",
-                "apiId": "local",
-                "domainName": "localhost",
-                "domainPrefix": "local",
-                "http": {"method": req.method, "path": path, "protocol": "HTTP/1.1",
-                         "sourceIp": "127.0.0.1", "userAgent": "catalog-e2e"},
-                "requestId": id,
-                "routeKey": "$default",
-                "stage": "$default",
-                "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
-                "timeEpoch": now.timestamp_millis()
-            },
-            "body": req.body,
-            "isBase64Encoded": false
-        });
-        let out = self.invoke_as(function, id, event).await;
-        let body = out["body"].as_str().unwrap_or_default();
-        Response {
-            status: out["statusCode"].as_u64().expect("statusCode") as u16,
-            headers: out["headers"]
-                .as_object()
-                .map(|h| {
-                    h.iter()
-                        .map(|(k, v)| {
-                            (
-                                k.to_ascii_lowercase(),
-                                v.as_str().unwrap_or_default().to_string(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            body: serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string())),
-        }
+            "stage": "$default",
+            "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
+            "timeEpoch": now.timestamp_millis()
+        },
+        "body": req.body,
+        "isBase64Encoded": false
+    })
+}
+
+/// A function's v2 response, decoded.
+fn response_of(out: Value) -> Response {
+    let body = out["body"].as_str().unwrap_or_default();
+    Response {
+        status: out["statusCode"].as_u64().expect("statusCode") as u16,
+        headers: out["headers"]
+            .as_object()
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.to_ascii_lowercase(),
+                            v.as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        body: serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string())),
     }
 }
 
@@ -339,7 +377,7 @@ async fn next(State(q): State<Arc<Instance>>) -> impl IntoResponse {
             .expect("ascii"),
     );
     headers.insert("content-type", "application/json".parse().expect("ascii"));
-    (headers, inv.event.to_string())
+    (headers, inv.event)
 }
 
 async fn respond(

@@ -295,3 +295,65 @@ fn assert_unavailable(r: &Response) {
         )
     );
 }
+
+/// Client input that would become part of a DynamoDB key is checked before any read: a
+/// `search` key, a `completeness_profile`, a `values` key and a cursor's position too long
+/// for a key are 400 naming the parameter (or field) and the limit, never a 500.
+#[tokio::test]
+async fn values_too_long_for_a_storage_key_are_400_naming_the_parameter_and_limit() {
+    let org = Org::new().await;
+    let long = "x".repeat(1100);
+    let shown = format!("{}…", "x".repeat(32));
+    let filters = json!({ format!("product.{long}"): [{"operator": "EQUALS", "value": "x"}] });
+    let search = format!(
+        "/v1/products?search={}",
+        catalog_e2e::encode(&filters.to_string())
+    );
+    let cursor = catalog::http::cursor::CursorKey::new(None, catalog_e2e::TABLE).seal(
+        &org.id,
+        "deletions?entity_type=product&updated_after=",
+        &format!("2026-01-01T00:00:00.000Z#{long}"),
+    );
+    let rule = "at most 64 characters matching [a-z][a-z0-9_]{0,63}";
+    let cases = [
+        (
+            org.get(&search).await,
+            format!("query parameter 'search': filter 'product.{}…': an attribute key is {rule}", "x".repeat(24)),
+        ),
+        (
+            org.get(&format!("/v1/products?completeness_profile={long}")).await,
+            "query parameter 'completeness_profile': completeness profile identifier must be at most 255 characters".to_string(),
+        ),
+        (
+            org.put(
+                "/v1/bundles/b1",
+                json!({"name": "B", "items": [{"sku": "s1", "quantity": 1}], "values": {&long: "x"}}),
+            )
+            .await,
+            format!("values: '{shown}' is not an attribute key: keys are {rule}"),
+        ),
+        (
+            org.patch("/v1/products/p1", json!({"values": {&long: "x"}}))
+                .await,
+            format!("values: '{shown}' is not an attribute key: keys are {rule}"),
+        ),
+        (
+            org.get(&format!("/v1/deletions?entity_type=product&cursor={cursor}"))
+                .await,
+            "query parameter 'cursor': a cursor's position is at most 400 bytes; this is not a cursor of this list".to_string(),
+        ),
+    ];
+    for (r, error) in cases {
+        assert_eq!((r.status, r.body), (400, json!({ "error": error })));
+    }
+    assert_eq!(
+        org.get("/v1/bundles/b1").await.status,
+        404,
+        "nothing written"
+    );
+    assert_eq!(
+        org.get("/v1/products/p1").await.status,
+        404,
+        "nothing written"
+    );
+}

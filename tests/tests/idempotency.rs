@@ -227,12 +227,12 @@ async fn a_replay_is_bound_to_its_api_key_and_keeps_no_secret() {
     assert_eq!(
         (
             other.status,
-            other.body,
+            &other.body,
             other.header("idempotent-replayed")
         ),
         (
             422,
-            json!({"error": "Idempotency-Key: already used with another method, path, body or API key"}),
+            &json!({"error": "Idempotency-Key: already used with another method, path, body or API key"}),
             None
         )
     );
@@ -277,4 +277,51 @@ async fn a_replay_is_bound_to_its_api_key_and_keeps_no_secret() {
     let stored = format!("{items:?}");
     assert!(!stored.contains(&secret[secret.len() - 20..]));
     assert!(!stored.contains(&hook_secret[hook_secret.len() - 20..]));
+}
+
+/// decisions.md: a precondition header the server cannot read as printable ASCII is 400,
+/// never ignored. UTF-8 text that is not ASCII, a control character (which no HTTP header
+/// value may hold, so lambda_http cannot even build the request) and a byte that is not
+/// UTF-8 (API Gateway writes it as a `\xNN` escape, which is not JSON) all answer our 400,
+/// and nothing is written.
+#[tokio::test]
+async fn unreadable_precondition_headers_are_400_and_nothing_is_written() {
+    let org = Org::new().await;
+    let key_error =
+        json!({"error": "header 'Idempotency-Key' must be 1 to 255 printable ASCII characters"});
+    let match_error = json!({"error": "header 'If-Match' must be printable ASCII characters"});
+    let patch = |header: &str, value: &str| {
+        Request::new("PATCH", "/v1/products/u1")
+            .bearer(&org.key)
+            .header(header, value)
+            .json(json!({"name": "U"}))
+    };
+    for (header, value, error) in [
+        ("idempotency-key", "ключ-1", &key_error),
+        ("if-match", "\"é\"", &match_error),
+        ("idempotency-key", "k\u{1}", &key_error),
+        ("if-match", "\"a\u{7f}\"", &match_error),
+        ("idempotency-key", "k-NOT-UTF8", &key_error),
+        ("if-match", "\"NOT-UTF8\"", &match_error),
+    ] {
+        let r = patch(header, value)
+            .try_send_edited(|event| event.replace("NOT-UTF8", "\\xEEt"))
+            .await
+            .unwrap_or_else(|e| panic!("{header}: {value:?}: no answer of ours: {e}"));
+        assert_eq!((r.status, &r.body), (400, error), "{header}: {value:?}");
+    }
+    assert_eq!(
+        org.get("/v1/products/u1").await.status,
+        404,
+        "nothing written"
+    );
+    // on a DELETE too
+    assert_eq!(org.patch("/v1/products/u2", json!({})).await.status, 201);
+    let r = Request::new("DELETE", "/v1/products/u2")
+        .bearer(&org.key)
+        .header("if-match", "\"ü\"")
+        .send()
+        .await;
+    assert_eq!((r.status, &r.body), (400, &match_error));
+    assert_eq!(org.get("/v1/products/u2").await.status, 200, "not deleted");
 }

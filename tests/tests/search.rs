@@ -659,10 +659,11 @@ async fn completeness_follows_profile_locales_and_channels() {
             json!({"name": "C3", "values": {"title": full, "desc": desc_all},
             "variants": [{"identifier": "c3-v", "skus": [{"identifier": "c3-s1", "values": {"price": "1 EUR"}}, {"identifier": "c3-s2"}]}]}),
         ),
-        // an empty name
+        // a SKU without a price (an empty name, the case this once was, is now a 400)
         (
             "c4",
-            json!({"name": "", "values": {"title": full, "desc": desc_all}}),
+            json!({"name": "C4", "values": {"title": full, "desc": desc_all},
+            "variants": [{"identifier": "c4-v", "skus": [{"identifier": "c4-s"}]}]}),
         ),
     ];
     for (id, body) in products {

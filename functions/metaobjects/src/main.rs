@@ -1,13 +1,10 @@
 //! Lambda for the `/v1/metaobject-definitions` and `/v1/metaobjects` routes: builds the app once, then serves requests.
 
-use lambda_http::{run, service_fn, Error};
+use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let app = catalog::App::from_env().await;
-    run(service_fn(|req| {
-        app.serve(&catalog::api::metaobjects::API, req)
-    }))
-    .await
+    app.run(&catalog::api::metaobjects::API).await
 }

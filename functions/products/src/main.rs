@@ -1,13 +1,10 @@
 //! Lambda for the `/v1/products` routes: builds the app once, then serves requests.
 
-use lambda_http::{run, service_fn, Error};
+use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let app = catalog::App::from_env().await;
-    run(service_fn(|req| {
-        app.serve(&catalog::api::products::API, req)
-    }))
-    .await
+    app.run(&catalog::api::products::API).await
 }

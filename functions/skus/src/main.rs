@@ -1,10 +1,10 @@
 //! Lambda for the `/v1/skus` routes: builds the app once, then serves requests.
 
-use lambda_http::{run, service_fn, Error};
+use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let app = catalog::App::from_env().await;
-    run(service_fn(|req| app.serve(&catalog::api::skus::API, req))).await
+    app.run(&catalog::api::skus::API).await
 }

@@ -122,11 +122,16 @@ fn completeness_query(query: &Query) -> Result<Option<CompletenessQuery>, ApiErr
     };
     let channel = query.get("channel").map(str::to_string);
     match query.get("completeness_profile") {
-        Some(p) if !p.trim().is_empty() => Ok(Some(CompletenessQuery {
-            profile: p.to_string(),
-            complete,
-            channel,
-        })),
+        Some(p) if !p.trim().is_empty() => {
+            // read by key: an identifier no profile can have is refused before any read
+            crate::domain::identifier::validate("completeness profile", p)
+                .map_err(|e| bad_param("completeness_profile", e.message))?;
+            Ok(Some(CompletenessQuery {
+                profile: p.to_string(),
+                complete,
+                channel,
+            }))
+        }
         Some(_) => Err(bad_param("completeness_profile", "must not be empty")),
         None if complete.is_some() => {
             Err(bad_param("completeness", "requires 'completeness_profile'"))

@@ -162,6 +162,9 @@ impl AttributeDefinition {
     }
 }
 
+/// The attribute key rule with its limit, as error messages state it.
+pub const KEY_RULE: &str = "at most 64 characters matching [a-z][a-z0-9_]{0,63}";
+
 /// Attribute keys: `[a-z][a-z0-9_]{0,63}`.
 pub fn is_valid_key(key: &str) -> bool {
     let mut chars = key.chars();

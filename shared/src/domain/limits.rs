@@ -85,6 +85,16 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row("`limit` on lists", "1 to 200 (default 100)", "400"),
+    row(
+        "Attribute keys (`values`, `search`, definitions)",
+        "`[a-z][a-z0-9_]{0,63}`",
+        "400",
+    ),
+    row(
+        "`cursor`",
+        "only as handed out (sealed; its position at most 400 bytes)",
+        "400",
+    ),
 ];
 
 /// The table as Markdown (README "Limits" and the OpenAPI description).

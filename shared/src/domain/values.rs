@@ -91,6 +91,13 @@ pub fn parse_values(
 ) -> Result<Vec<ValueChange>, Invalid> {
     let mut changes = Vec::new();
     for (key, value) in input {
+        if !super::attributes::is_valid_key(key) {
+            return Err(Invalid::new(format!(
+                "values: '{}' is not an attribute key: keys are {}",
+                super::invalid::excerpt(key),
+                super::attributes::KEY_RULE
+            )));
+        }
         let def = defs
             .get(key)
             .ok_or_else(|| Invalid::new(format!("values: unknown attribute '{entity}.{key}'")))?;

@@ -14,6 +14,10 @@ type HmacSha256 = hmac::Hmac<Sha256>;
 /// The MAC bytes a cursor carries.
 const MAC_LEN: usize = 16;
 
+/// The longest position a cursor holds: a deletion of a metaobject,
+/// `<time>#<definition>/<identifier>` (24 + 1 + 64 + 1 + 300 bytes), rounded up.
+pub const MAX_POSITION_BYTES: usize = 400;
+
 /// The key cursors are sealed with.
 #[derive(Clone)]
 pub struct CursorKey(Vec<u8>);
@@ -83,6 +87,15 @@ impl CursorKey {
         };
         if o != org || s != scope_hash(scope) {
             return Err(invalid());
+        }
+        // A position can become part of a storage key (`/deletions` starts its Query after
+        // it): one longer than any this API hands out is refused before any read, even
+        // sealed with a key someone guessed.
+        if position.len() > MAX_POSITION_BYTES {
+            return Err(ApiError::bad_request(format!(
+                "query parameter 'cursor': a cursor's position is at most {MAX_POSITION_BYTES} \
+                 bytes; this is not a cursor of this list"
+            )));
         }
         Ok(position.to_string())
     }
@@ -213,6 +226,13 @@ mod tests {
                 );
             }
         }
+        let long = key.seal("org1", "products", &"p".repeat(MAX_POSITION_BYTES + 1));
+        assert_eq!(
+            key.open("org1", "products", &long).unwrap_err().message,
+            "query parameter 'cursor': a cursor's position is at most 400 bytes; this is not a cursor of this list"
+        );
+        let longest = key.seal("org1", "products", &"p".repeat(MAX_POSITION_BYTES));
+        assert!(key.open("org1", "products", &longest).is_ok());
         for junk in ["", ".", "zz.zz", "abc", &"0".repeat(5000)] {
             assert!(key.open("org1", "products?search=x", junk).is_err());
         }

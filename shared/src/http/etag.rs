@@ -20,6 +20,17 @@ pub fn tag_of<T: Serialize>(item: &T, bookkeeping: &[&str]) -> String {
     format!("\"{}\"", crate::auth::apikey::to_hex(&digest[..12]))
 }
 
+/// Refuses an `If-Match` that is not printable ASCII (decisions.md: a header the server
+/// cannot read is 400, never ignored); every method, before any handler reads it.
+pub fn readable(if_match: Option<&str>) -> Result<(), ApiError> {
+    match if_match {
+        Some(v) if !v.bytes().all(|b| (0x20..=0x7e).contains(&b)) => Err(ApiError::bad_request(
+            "header 'If-Match' must be printable ASCII characters",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Checks `If-Match` (when sent) against the entity's current tag (`None`: it does not
 /// exist): 412 when no listed tag matches. `*` matches any existing entity; weak tags never
 /// match (writes need a strong comparison).
@@ -64,6 +75,19 @@ mod tests {
             tag_of(&json!({"id": "p", "name": "B", "ver": 1}), &["ver"])
         );
         assert!(a.starts_with('"') && a.ends_with('"') && a.len() == 26);
+    }
+
+    #[test]
+    fn an_unreadable_if_match_is_400() {
+        assert!(readable(None).is_ok());
+        assert!(readable(Some("\"abc\", *")).is_ok());
+        for sent in ["\"é\"", "\"a\u{1}\"", "\"\u{fffd}\"", "\"a\tb\""] {
+            let e = readable(Some(sent)).unwrap_err();
+            assert_eq!(
+                (e.status, e.message.as_str()),
+                (400, "header 'If-Match' must be printable ASCII characters")
+            );
+        }
     }
 
     #[test]

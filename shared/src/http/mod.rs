@@ -5,6 +5,7 @@ pub mod body;
 pub mod cursor;
 pub mod doc;
 pub mod etag;
+pub mod event;
 pub mod idempotency;
 pub mod query;
 pub mod request;

@@ -20,20 +20,22 @@ pub struct ApiRequest {
     pub query: Vec<(String, String)>,
     pub authorization: Option<String>,
     pub content_type: Option<String>,
-    /// `If-Match`, as sent.
+    /// `If-Match`, as sent (see [`crate::http::etag::readable`]).
     pub if_match: Option<String>,
-    /// `Idempotency-Key`, as sent.
+    /// `Idempotency-Key`, as sent (see [`crate::http::idempotency::key`]).
     pub idempotency_key: Option<String>,
     pub body: Vec<u8>,
 }
 
 impl ApiRequest {
     pub fn from_lambda(req: lambda_http::Request) -> Self {
+        // A value that is not visible ASCII is kept (as text, bytes that are not UTF-8 as
+        // U+FFFD), never dropped: each header's check then refuses it by name, instead of
+        // the request running as if the header had not been sent.
         let header = |name: &str| {
             req.headers()
                 .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         };
         let authorization = header("authorization");
         let content_type = header("content-type");

@@ -4,7 +4,10 @@
 //! the problem.
 
 use super::operators::{parse_duration, Category, Operator, Shape};
-use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::attributes::{
+    is_valid_key, AttributeDefinition, AttributeType, TargetEntity, KEY_RULE,
+};
+use crate::domain::invalid::excerpt;
 use crate::domain::limits::{MAX_IN_VALUES, MAX_SEARCH_CONDITIONS, MAX_SEARCH_KEYS};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{parse_price, parse_weight};
@@ -79,7 +82,7 @@ type RawCondition = (String, Option<Value>);
 pub struct RawSearch(Vec<(String, Vec<RawCondition>)>);
 
 fn bad(key: &str, problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("filter '{key}': {problem}"))
+    ApiError::bad_request(format!("filter '{}': {problem}", excerpt(key)))
 }
 
 /// Checks the JSON shape of `search` (already URL-decoded).
@@ -100,6 +103,13 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
     }
     let mut out = Vec::new();
     for (key, conds) in map {
+        // checked before anything is read: the key becomes part of a storage key
+        if split_key(&key).is_some_and(|(_, k)| !is_valid_key(k)) {
+            return Err(ApiError::bad_request(format!(
+                "query parameter 'search': filter '{}': an attribute key is {KEY_RULE}",
+                excerpt(&key)
+            )));
+        }
         let Value::Array(list) = conds else {
             return Err(bad(&key, "expected an array of {operator, value} objects"));
         };
@@ -157,6 +167,7 @@ impl RawSearch {
         self.0
             .iter()
             .filter_map(|(k, _)| split_key(k))
+            .filter(|(_, k)| is_valid_key(k))
             .map(|(e, k)| (e, k.to_string()))
             .collect()
     }

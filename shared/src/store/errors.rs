@@ -26,6 +26,10 @@ pub enum StoreError {
         total: usize,
         cause: Box<StoreError>,
     },
+    /// A key built from the request is over DynamoDB's key size limits. The handlers
+    /// check every identifier and key before any read, so this is only the last guard.
+    #[error("key too long: {0}")]
+    KeyTooLong(String),
     /// A unique identifier is already used elsewhere (the message names it).
     #[error("taken: {0}")]
     Taken(String),
@@ -40,6 +44,16 @@ pub enum StoreError {
     #[error("storage error: {0}")]
     Other(String),
 }
+
+/// How DynamoDB (and DynamoDB Local) word a key over its size limit (partition keys 2,048
+/// bytes, sort keys 1,024), in a request's keys, key conditions or start key.
+const KEY_SIZE_MESSAGES: &[&str] = &[
+    "key values must be under",
+    "exceeded the size limit",
+    "exceeded the maximum size limit",
+    "Size of hashkey",
+    "Size of rangekey",
+];
 
 const UNAVAILABLE_CODES: &[&str] = &[
     "ThrottlingException",
@@ -70,6 +84,11 @@ impl StoreError {
                         "an item of the write would exceed the storage limit of 400 KB; store less data in its values".into(),
                     );
                 }
+                if code == "ValidationException"
+                    && KEY_SIZE_MESSAGES.iter().any(|m| msg.contains(m))
+                {
+                    return Self::KeyTooLong(format!("{op}: {msg}"));
+                }
                 if code == "TransactionCanceledException" {
                     let msg = e.message().unwrap_or_default();
                     if msg.contains("ConditionalCheckFailed") || msg.contains("TransactionConflict")
@@ -95,6 +114,12 @@ impl StoreError {
     }
 }
 
+/// The answer when a key built from the request is too long: the limits of what keys are
+/// built from, no storage names.
+pub const KEY_TOO_LONG_MESSAGE: &str = "a value in the request is too long to look up: \
+     identifiers are at most 255 characters and 300 bytes of UTF-8, attribute keys at most 64 \
+     characters";
+
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
@@ -113,6 +138,10 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(committed, total, cause = %cause, "write partially applied");
                 ApiError::partially_applied(&ApiError::from(*cause).message)
             }
+            StoreError::KeyTooLong(detail) => {
+                tracing::warn!(%detail, "a key built from the request is too long");
+                ApiError::bad_request(KEY_TOO_LONG_MESSAGE)
+            }
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "storage unavailable");
                 ApiError::unavailable()
@@ -130,5 +159,47 @@ impl From<StoreError> for ApiError {
                 ApiError::internal()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
+
+    fn classify(code: &str, message: &str) -> StoreError {
+        let meta = ErrorMetadata::builder().code(code).message(message).build();
+        StoreError::from_sdk(
+            "BatchGetItem",
+            SdkError::<_, ()>::service_error(BatchGetItemError::generic(meta), ()),
+        )
+    }
+
+    /// The last guard: a key over DynamoDB's size limits is the client's 400, in words that
+    /// name no AWS error; any other validation error stays a 500.
+    #[test]
+    fn a_key_too_long_is_a_400_without_aws_names() {
+        for message in [
+            "Hash primary key values must be under 2048 bytes, and range primary key values must be under 1024 bytes",
+            "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes",
+            "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes",
+        ] {
+            let err = ApiError::from(classify("ValidationException", message));
+            assert_eq!((err.status, err.message.as_str()), (400, KEY_TOO_LONG_MESSAGE));
+            assert!(!err.message.contains("Exception") && !err.message.contains("Dynamo"));
+        }
+        let other = ApiError::from(classify(
+            "ValidationException",
+            "The provided key element does not match the schema",
+        ));
+        assert_eq!(other.status, 500);
+        assert!(matches!(
+            classify(
+                "ValidationException",
+                "Item size has exceeded the maximum allowed size"
+            ),
+            StoreError::TooLarge(_)
+        ));
     }
 }

@@ -8,7 +8,8 @@ use super::keys::{
 };
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
-use crate::domain::attributes::{AttributeDefinition, TargetEntity};
+use crate::domain::attributes::{is_valid_key, AttributeDefinition, TargetEntity};
+use crate::domain::identifier;
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde::{Deserialize, Serialize};
@@ -193,8 +194,11 @@ impl Store {
         families: &[i64],
         profile: Option<&str>,
     ) -> Result<WriteContext, StoreError> {
+        // Only what can exist is read: a key or identifier that breaks its rule (too long
+        // for a storage key, say) names nothing, so callers then report it as unknown.
         let mut keys: Vec<Item> = wanted
             .iter()
+            .filter(|(_, k)| is_valid_key(k))
             .map(|(e, k)| item_key(attributes_pk(org), attribute_sk(e.as_str(), k)))
             .collect();
         keys.push(item_key(org_pk(org), SCOPES_SK));
@@ -203,7 +207,7 @@ impl Store {
                 .iter()
                 .map(|id| item_key(families_pk(org), family_sk(*id))),
         );
-        if let Some(p) = profile {
+        if let Some(p) = profile.filter(|p| identifier::validate("profile", p).is_ok()) {
             keys.push(item_key(profiles_pk(org), p));
         }
         let mut ctx = WriteContext::default();
