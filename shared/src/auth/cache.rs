@@ -4,16 +4,24 @@
 //! process that revoked it, which forgets the key). A key's `lastUsedAt` is written, off the
 //! request's path, when a lookup finds it unset or more than an hour old: at most one write
 //! per key, process and hour.
+//!
+//! Two bounded LRU caches, never emptied whole: keys that exist (only a holder of a real key
+//! id can add one) and ids that do not. A stream of random key ids churns only the second,
+//! so it cannot evict the organizations' real keys and turn every request into a read.
 
 use super::apikey::{self, ParsedKey};
 use super::{Principal, Scope};
 use crate::error::ApiError;
 use crate::store::Store;
-use std::collections::HashMap;
+use lru::LruCache;
+use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const MAX_ENTRIES: usize = 10_000;
+/// Keys that exist, per process.
+const MAX_KEYS: usize = 10_000;
+/// Key ids that do not (negative answers), per process.
+const MAX_UNKNOWN: usize = 1_000;
 
 /// How stale a key's `lastUsedAt` may get before a lookup writes it again.
 const LAST_USED_GRANULARITY_MS: i64 = 3_600_000;
@@ -30,16 +38,27 @@ enum Resolved {
     },
 }
 
+type Entries = LruCache<String, (Instant, Resolved)>;
+
 pub struct Authenticator {
     ttl: Duration,
-    cache: Mutex<HashMap<String, (Instant, Resolved)>>,
+    /// (keys that exist, ids that do not)
+    cache: Mutex<(Entries, Entries)>,
+}
+
+fn lru(n: usize) -> Entries {
+    LruCache::new(NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN))
 }
 
 impl Authenticator {
     pub fn new(ttl: Duration) -> Self {
+        Self::with_capacity(ttl, MAX_KEYS, MAX_UNKNOWN)
+    }
+
+    fn with_capacity(ttl: Duration, keys: usize, unknown: usize) -> Self {
         Self {
             ttl,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new((lru(keys), lru(unknown))),
         }
     }
 
@@ -86,26 +105,33 @@ impl Authenticator {
     /// Forgets what this process knows of a key (after revoking it here).
     pub fn forget(&self, key_id: &str) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.remove(key_id);
+        cache.0.pop(key_id);
+        cache.1.pop(key_id);
     }
 
     fn cached(&self, key_id: &str) -> Option<Resolved> {
-        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache
-            .get(key_id)
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let (keys, unknown) = &mut *cache;
+        keys.get(key_id)
+            .or_else(|| unknown.get(key_id))
             .filter(|(at, _)| at.elapsed() < self.ttl)
             .map(|(_, r)| r.clone())
     }
 
     fn remember(&self, key_id: &str, resolved: Resolved) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= MAX_ENTRIES {
-            cache.retain(|_, (at, _)| at.elapsed() < self.ttl);
-            if cache.len() >= MAX_ENTRIES {
-                cache.clear();
+        let (keys, unknown) = &mut *cache;
+        let entry = (Instant::now(), resolved);
+        match entry.1 {
+            Resolved::Unknown => {
+                keys.pop(key_id);
+                unknown.put(key_id.to_string(), entry);
+            }
+            Resolved::Key { .. } => {
+                unknown.pop(key_id);
+                keys.put(key_id.to_string(), entry);
             }
         }
-        cache.insert(key_id.to_string(), (Instant::now(), resolved));
     }
 }
 
@@ -138,5 +164,54 @@ fn resolved(key: crate::store::items::KeyItem, api_enabled: bool) -> Resolved {
         scopes: key.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
         revoked: key.revoked,
         api_enabled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> Resolved {
+        Resolved::Key {
+            secret_hash: String::new(),
+            scopes: Vec::new(),
+            revoked: false,
+            api_enabled: true,
+        }
+    }
+
+    #[test]
+    fn unknown_ids_never_evict_real_keys() {
+        let auth = Authenticator::with_capacity(Duration::from_secs(60), 3, 2);
+        for id in ["k1", "k2", "k3"] {
+            auth.remember(id, key());
+        }
+        for i in 0..1_000 {
+            auth.remember(&format!("random{i}"), Resolved::Unknown);
+        }
+        for id in ["k1", "k2", "k3"] {
+            assert!(
+                matches!(auth.cached(id), Some(Resolved::Key { .. })),
+                "{id}"
+            );
+        }
+        assert!(matches!(auth.cached("random999"), Some(Resolved::Unknown)));
+        assert!(
+            auth.cached("random0").is_none(),
+            "the oldest unknown ids go first"
+        );
+    }
+
+    #[test]
+    fn a_full_cache_drops_the_least_recently_used_key_only() {
+        let auth = Authenticator::with_capacity(Duration::from_secs(60), 2, 2);
+        auth.remember("a", key());
+        auth.remember("b", key());
+        assert!(auth.cached("a").is_some()); // a is now the most recent
+        auth.remember("c", key());
+        assert!(auth.cached("b").is_none());
+        assert!(auth.cached("a").is_some() && auth.cached("c").is_some());
+        auth.forget("a");
+        assert!(auth.cached("a").is_none());
     }
 }
