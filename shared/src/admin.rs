@@ -103,6 +103,33 @@ pub fn parse_scopes(list: &str) -> Result<Vec<Scope>, String> {
         .collect()
 }
 
+/// Sets (`rate` > 0, `burst` default twice the rate) or removes (`rate` 0) an
+/// organization's own rate limit: the CLI's and the admin function's `set-limits`. Takes
+/// effect as the functions' auth caches renew (60 s as deployed).
+pub async fn set_limits(
+    store: &Store,
+    org: &str,
+    rate: u32,
+    burst: Option<u32>,
+) -> Result<Option<crate::store::items::RateLimit>, String> {
+    let limit = match (rate, burst) {
+        (0, _) => None,
+        (rate, Some(0)) => return Err(format!("--burst must be at least 1 (rate {rate})")),
+        (rate, burst) => Some(crate::store::items::RateLimit {
+            rate,
+            burst: burst.unwrap_or(rate.saturating_mul(2)),
+        }),
+    };
+    store
+        .set_rate_limit(org, limit)
+        .await
+        .map_err(|e| match e {
+            crate::store::StoreError::ConditionFailed => format!("organization '{org}' not found"),
+            other => other.to_string(),
+        })?;
+    Ok(limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,13 @@ pub enum Op {
     DisableApi {
         org: String,
     },
+    /// The organization's own rate limit (`rate` 0 removes it).
+    SetLimits {
+        org: String,
+        rate: u32,
+        #[serde(default)]
+        burst: Option<u32>,
+    },
 }
 
 /// Runs the operation `event` names against `store`; never fails outward.
@@ -124,6 +131,10 @@ async fn run(store: &Store, op: Op) -> Result<Value, String> {
         }
         Op::EnableApi { org } => api_access(store, &org, true).await?,
         Op::DisableApi { org } => api_access(store, &org, false).await?,
+        Op::SetLimits { org, rate, burst } => {
+            let limit = crate::admin::set_limits(store, &org, rate, burst).await?;
+            json!({ "org": org, "rateLimit": limit.map(|l| json!({"rate": l.rate, "burst": l.burst})) })
+        }
     })
 }
 

@@ -21,6 +21,8 @@ pub struct App {
     pub queue: Option<DeliveryQueue>,
     /// S3, for imports' upload URLs, when an import bucket is configured.
     pub s3: Option<aws_sdk_s3::Client>,
+    /// This process's leases of the organizations' rate-limit buckets.
+    pub limiter: crate::auth::rate::Limiter,
 }
 
 /// One authenticated, routed request.
@@ -115,6 +117,7 @@ impl App {
             auth,
             queue: None,
             s3: None,
+            limiter: Default::default(),
         }
     }
 
@@ -224,6 +227,60 @@ impl App {
             .auth
             .authenticate(&self.store, request.authorization.as_deref())
             .await?;
+        // Every authenticated call takes a token of its organization's bucket first (a call
+        // beyond it does no work: 429), and every answer carries the bucket's fields.
+        let rate = self
+            .limiter
+            .admit(&self.store, &principal.org, self.rate_policy(&principal), 1)
+            .await?;
+        let outcome = self.authorized(api, principal, request).await;
+        let with_fields = |mut headers: Vec<(&'static str, String)>| {
+            if let Some(rate) = rate.filter(|_| !headers.iter().any(|(n, _)| *n == "ratelimit")) {
+                headers.extend(rate.headers());
+            }
+            headers
+        };
+        match outcome {
+            Ok(mut r) => {
+                r.headers = with_fields(r.headers);
+                Ok(r)
+            }
+            Err(mut e) => {
+                e.headers = with_fields(e.headers);
+                Err(e)
+            }
+        }
+    }
+
+    /// The organization's rate-limit policy: its own, else the deployment's.
+    pub fn rate_policy(&self, principal: &Principal) -> crate::domain::rate::Policy {
+        principal.limit.unwrap_or(self.config.rate_limit)
+    }
+
+    /// Charges a call that costs `cost` tokens in all (a bulk write's lines) the tokens
+    /// beyond the one it paid on arrival: 429 naming the limit when the bucket does not
+    /// hold them.
+    pub async fn charge(&self, call: &Call, cost: u32) -> Result<(), ApiError> {
+        if cost <= 1 {
+            return Ok(());
+        }
+        let policy = self.rate_policy(&call.principal);
+        if policy.rate > 0 && cost > policy.burst {
+            return Err(crate::auth::rate::over_burst(policy, cost));
+        }
+        self.limiter
+            .admit(&self.store, &call.principal.org, policy, cost - 1)
+            .await
+            .map(|_| ())
+    }
+
+    /// Routes, checks the scope and dispatches an authenticated call.
+    async fn authorized(
+        &'static self,
+        api: &'static Api,
+        principal: Principal,
+        request: ApiRequest,
+    ) -> Result<ApiResponse, ApiError> {
         let route = routes::find(api.endpoints, &request.method, &request.path)?;
         if let Some(scope) = route.route.scope.filter(|s| !principal.has(*s)) {
             return Err(ApiError::forbidden(format!(

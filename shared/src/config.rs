@@ -41,6 +41,9 @@ pub struct Config {
     /// Whether `CATALOG_CURSOR_KEY` holds a deployment secret (outside local mode a process
     /// refuses to start without one).
     pub cursor_secret_set: bool,
+    /// Every organization's rate limit unless it has its own (`CATALOG_RATE_LIMIT_RATE`
+    /// tokens per second, default 100, 0 for none; `CATALOG_RATE_LIMIT_BURST`, default 200).
+    pub rate_limit: crate::domain::rate::Policy,
 }
 
 impl Default for Config {
@@ -58,6 +61,10 @@ impl Default for Config {
             webhooks: Default::default(),
             cursor_key: crate::http::cursor::CursorKey::new(None, "catalog"),
             cursor_secret_set: false,
+            rate_limit: crate::domain::rate::Policy {
+                rate: 100,
+                burst: 200,
+            },
         }
     }
 }
@@ -129,6 +136,15 @@ impl Config {
             cursor_secret_set: crate::http::cursor::CursorKey::is_secret(
                 lookup("CATALOG_CURSOR_KEY").as_deref(),
             ),
+            rate_limit: crate::domain::rate::Policy {
+                // 0: no limit (the test stack and benchmarks; the template admits 1 and up)
+                rate: number("CATALOG_RATE_LIMIT_RATE")
+                    .filter(|n| *n <= 1_000_000)
+                    .map_or(defaults.rate_limit.rate, |n| n as u32),
+                burst: number("CATALOG_RATE_LIMIT_BURST")
+                    .filter(|n| (1..=10_000_000).contains(n))
+                    .map_or(defaults.rate_limit.burst, |n| n as u32),
+            },
         }
     }
 }

@@ -121,7 +121,8 @@ impl Emulator {
 
     /// Starts the Runtime API for `function` and one process of its binary. A name
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
-    /// mode (with a cursor secret; `@nokey` without one, which refuses to start), `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
+    /// mode (with a cursor secret; `@nokey` without one, which refuses to start), `@limited` with a
+    /// rate limit of 1 call per second and bursts of 5, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
     /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
     /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
@@ -159,6 +160,11 @@ impl Emulator {
             ]),
             // outside local mode without a cursor secret: refuses to start
             "nokey" => env.push(("CATALOG_LOCAL_MODE", "0".into())),
+            // a deployment's default rate limit of 1 call per second, bursts of 5
+            "limited" => env.extend([
+                ("CATALOG_RATE_LIMIT_RATE", "1".into()),
+                ("CATALOG_RATE_LIMIT_BURST", "5".into()),
+            ]),
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
             "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),

@@ -82,3 +82,161 @@ fn a_function_outside_local_mode_without_a_cursor_secret_refuses_to_start() {
         "{stderr}"
     );
 }
+
+/// The first refusal of a series of calls on `functions` (in turn) for `key`: how many were
+/// admitted before it, the refusal, and the seconds it all took.
+async fn until_refused(
+    key: &str,
+    functions: &[(&str, &str)],
+) -> (usize, catalog_e2e::Response, f64) {
+    let started = std::time::Instant::now();
+    for n in 0..100 {
+        let (function, path) = functions[n % functions.len()];
+        let r = send_to(function, Request::new("GET", path).bearer(key)).await;
+        if r.status == 429 {
+            return (n, r, started.elapsed().as_secs_f64());
+        }
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert_eq!(
+            r.header("ratelimit-policy"),
+            Some("\"org\";q=5;w=5"),
+            "every answer carries the policy"
+        );
+        assert!(r.header("ratelimit").unwrap().starts_with("\"org\";r="));
+    }
+    panic!("never refused");
+}
+
+/// The refusal's answer: 429, the body naming the limit, `Retry-After`, both fields.
+fn assert_refused(r: &catalog_e2e::Response) {
+    assert_eq!(
+        (
+            r.status,
+            &r.body,
+            r.header("retry-after"),
+            r.header("ratelimit-policy")
+        ),
+        (
+            429,
+            &json!({"error": "rate limit exceeded: the organization's limit is 1 requests per second with bursts of 5; retry after 1 s"}),
+            Some("1"),
+            Some("\"org\";q=5;w=5")
+        )
+    );
+    let fields = r.header("ratelimit").unwrap();
+    let reset = fields.strip_prefix("\"org\";r=0;t=");
+    assert!(matches!(reset, Some("4" | "5")), "{fields}");
+}
+
+/// Before, the only throttle was the stage's, shared by every organization. Now each
+/// organization has a bucket in the table that every function instance takes from: two
+/// processes (two functions) share it, and another organization is not touched by it.
+#[tokio::test]
+async fn each_organization_has_one_bucket_across_every_function_instance() {
+    let noisy = Org::new().await;
+    let quiet = Org::new().await;
+    let (admitted, refused, secs) = until_refused(
+        &noisy.key,
+        &[
+            ("products@limited", "/v1/products"),
+            ("variants@limited", "/v1/variants"),
+        ],
+    )
+    .await;
+    assert_refused(&refused);
+    // the burst, plus what refilled meanwhile (1 per second): never two buckets' worth
+    let most = 5 + secs.ceil() as usize;
+    assert!(
+        (5..=most).contains(&admitted),
+        "{admitted} admitted in {secs:.1} s"
+    );
+    // the other organization has its whole burst
+    let (admitted, _, _) = until_refused(&quiet.key, &[("products@limited", "/v1/products")]).await;
+    assert!(admitted >= 5, "{admitted}");
+    // a refused write does no work
+    let r = send_to(
+        "products@limited",
+        Request::new("PATCH", "/v1/products/nope")
+            .bearer(&noisy.key)
+            .json(json!({})),
+    )
+    .await;
+    if r.status == 429 {
+        assert_eq!(noisy.get("/v1/products/nope").await.status, 404);
+    }
+}
+
+/// A bulk write costs a token per started group of 10 lines; one that costs more than the
+/// whole burst is refused before anything is written.
+#[tokio::test]
+async fn a_bulk_write_costs_its_lines() {
+    let org = Org::new().await;
+    let lines: Vec<_> = (0..60)
+        .map(|i| json!({"identifier": format!("bulk{i}")}))
+        .collect();
+    let r = send_to(
+        "products@limited",
+        Request::new("PATCH", "/v1/products")
+            .bearer(&org.key)
+            .json(json!(lines)),
+    )
+    .await;
+    assert_eq!(
+        (r.status, &r.body, r.header("ratelimit-policy")),
+        (
+            429,
+            &json!({"error": "rate limit exceeded: this call costs 6 tokens (one per 10 lines), more than the organization's burst of 5; send fewer lines per request"}),
+            Some("\"org\";q=5;w=5")
+        )
+    );
+    assert_eq!(
+        org.get("/v1/products/bulk0").await.status,
+        404,
+        "nothing written"
+    );
+    // 40 lines cost 4 of the 5: one call's token is left, then the bucket is empty
+    let r = send_to(
+        "products@limited",
+        Request::new("PATCH", "/v1/products")
+            .bearer(&org.key)
+            .json(json!(lines[..40])),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(org.get("/v1/products/bulk39").await.status, 200);
+}
+
+/// `catalog-admin set-limits` gives one organization its own limit (and `--rate 0` takes it
+/// away); the deployment's defaults stay for every other.
+#[tokio::test]
+async fn an_organization_can_have_its_own_limit() {
+    let org = Org::new().await;
+    let store = catalog_e2e::stack().await.store();
+    let set = catalog::admin::set_limits(&store, &org.id, 1, Some(2))
+        .await
+        .unwrap();
+    assert_eq!(set.map(|l| (l.rate, l.burst)), Some((1, 2)));
+    let mut admitted = 0;
+    let refused = loop {
+        let r = org.get("/v1/products").await;
+        if r.status == 429 {
+            break r;
+        }
+        assert_eq!(r.header("ratelimit-policy"), Some("\"org\";q=2;w=2"));
+        admitted += 1;
+        assert!(admitted < 10, "never refused");
+    };
+    assert!((2..=4).contains(&admitted), "{admitted}");
+    assert_eq!(
+        refused.body,
+        json!({"error": "rate limit exceeded: the organization's limit is 1 requests per second with bursts of 2; retry after 1 s"})
+    );
+    assert_eq!(
+        catalog::admin::set_limits(&store, "nosuch", 1, None).await,
+        Err("organization 'nosuch' not found".to_string())
+    );
+    assert_eq!(
+        catalog::admin::set_limits(&store, &org.id, 0, None).await,
+        Ok(None)
+    );
+}

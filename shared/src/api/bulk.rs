@@ -112,6 +112,9 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
             ),
         ));
     }
+    // A bulk write costs a token per started group of 10 lines; the call paid one already.
+    app.charge(call, items.len().div_ceil(10).max(1) as u32)
+        .await?;
     let outcomes = write_items(app, call.org(), items, None).await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
     Ok(ApiResponse::json(200, json!({ "result": lines })))

@@ -418,6 +418,14 @@ fn error_response(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": r("Error")}}})
 }
 
+/// The IETF rate-limit fields every answer to an authenticated call carries.
+fn rate_limit_headers() -> Map<String, Value> {
+    let mut h = Map::new();
+    h.insert("RateLimit-Policy".into(), json!({"schema": {"type": "string", "pattern": "^\"org\";q=\\d+;w=\\d+$"}, "description": "The organization's bucket: q tokens (the burst), refilled in w seconds (draft-ietf-httpapi-ratelimit-headers). A call costs 1 token, a bulk write 1 per started group of 10 lines."}));
+    h.insert("RateLimit".into(), json!({"schema": {"type": "string", "pattern": "^\"org\";r=\\d+;t=\\d+$"}, "description": "r tokens left, t seconds until the bucket is full again."}));
+    h
+}
+
 fn responses() -> Value {
     let mut unauthorized =
         error_response("Authorization missing, not Bearer, or the key unknown or revoked.");
@@ -436,8 +444,14 @@ fn responses() -> Value {
         "NotFound": error_response("No such entity or route."),
         "MethodNotAllowed": not_allowed,
         "Conflict": error_response("The identifier exists, the resource is still in use, or concurrent writers won."),
-        "TooManyRequests": {"description": "Rate limited by API Gateway's stage throttling (infra/template.yaml: burst 500, 1,000 requests per second), before any function runs; the body is API Gateway's own. Back off and retry.",
-            "content": {"application/json": {"schema": object(&[("message", string(), true)]), "example": {"message": "Too Many Requests"}}}},
+        "TooManyRequests": {"description": "The organization's rate limit is exceeded (the error names it; Retry-After says when to retry; nothing was done). As a last guard, API Gateway's stage throttling (far above any organization's limit) answers with its own body, {\"message\": \"Too Many Requests\"}.",
+            "headers": {
+                "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"},
+                "RateLimit-Policy": rate_limit_headers()["RateLimit-Policy"],
+                "RateLimit": rate_limit_headers()["RateLimit"]
+            },
+            "content": {"application/json": {"schema": {"anyOf": [r("Error"), object(&[("message", string(), true)])]},
+                "example": {"error": "rate limit exceeded: the organization's limit is 100 requests per second with bursts of 200; retry after 1 s"}}}},
         "PayloadTooLarge": error_response("Body over 1 MiB, or a bulk request over one of its limits (see the limits table); nothing was written."),
         "PreconditionFailed": error_response("If-Match named no current tag of the entity, or the entity does not exist; nothing was written."),
         "KeyReused": error_response("The Idempotency-Key was used before with another method, path, body or API key."),
@@ -530,6 +544,9 @@ fn operation(route: &Route, tag: &str) -> Value {
         }
         if idempotent {
             headers.insert("Idempotent-Replayed".into(), json!({"schema": {"const": "true"}, "description": "Present on the replay of a request sent before with the same Idempotency-Key"}));
+        }
+        if route.scope.is_some() {
+            headers.extend(rate_limit_headers());
         }
         if !headers.is_empty() {
             r["headers"] = headers.into();

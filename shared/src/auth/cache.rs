@@ -35,6 +35,7 @@ enum Resolved {
         scopes: Vec<Scope>,
         revoked: bool,
         api_enabled: bool,
+        limit: Option<crate::domain::rate::Policy>,
     },
 }
 
@@ -86,6 +87,7 @@ impl Authenticator {
                 scopes,
                 revoked,
                 api_enabled,
+                limit,
             } if !revoked && apikey::verify(&parsed.secret, &secret_hash) => {
                 if !api_enabled {
                     return Err(ApiError::forbidden(
@@ -96,6 +98,7 @@ impl Authenticator {
                     org: parsed.org,
                     key_id: parsed.key_id,
                     scopes,
+                    limit,
                 })
             }
             _ => Err(ApiError::unauthorized()),
@@ -152,18 +155,23 @@ async fn resolve(store: &Store, parsed: &ParsedKey) -> Result<Resolved, ApiError
                     }
                 });
             }
-            resolved(key, org.api_enabled)
+            resolved(key, org.api_enabled, org.rate_limit.map(Into::into))
         }
         _ => Resolved::Unknown,
     })
 }
 
-fn resolved(key: crate::store::items::KeyItem, api_enabled: bool) -> Resolved {
+fn resolved(
+    key: crate::store::items::KeyItem,
+    api_enabled: bool,
+    limit: Option<crate::domain::rate::Policy>,
+) -> Resolved {
     Resolved::Key {
         secret_hash: key.secret_hash,
         scopes: key.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
         revoked: key.revoked,
         api_enabled,
+        limit,
     }
 }
 
@@ -177,6 +185,7 @@ mod tests {
             scopes: Vec::new(),
             revoked: false,
             api_enabled: true,
+            limit: None,
         }
     }
 

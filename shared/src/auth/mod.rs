@@ -4,6 +4,7 @@
 
 pub mod apikey;
 pub mod cache;
+pub mod rate;
 pub mod scope;
 
 pub use apikey::{ApiKey, ParsedKey};
@@ -16,6 +17,8 @@ pub struct Principal {
     pub org: String,
     pub key_id: String,
     pub scopes: Vec<Scope>,
+    /// The organization's own rate limit, when it has one (else the deployment's).
+    pub limit: Option<crate::domain::rate::Policy>,
 }
 
 impl Principal {
@@ -25,6 +28,7 @@ impl Principal {
             org: String::new(),
             key_id: String::new(),
             scopes: Vec::new(),
+            limit: None,
         }
     }
 

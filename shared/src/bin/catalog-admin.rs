@@ -22,6 +22,9 @@ Commands:
   revoke-key --org ID --key KEY_ID     revoke a key
   enable-api --org ID                  enable API access for an organization
   disable-api --org ID                 disable API access for an organization
+  set-limits --org ID --rate N [--burst N]
+                                       the organization's own rate limit (requests per second,
+                                       burst default 2 x rate); --rate 0 removes it
   import --file PATH [--url URL] [--key KEY]
                                        create an import, upload the NDJSON file to it and show
                                        its progress until it finishes (URL and KEY default to
@@ -189,6 +192,28 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
                 "API access {}",
                 if enabled { "enabled" } else { "disabled" }
             );
+        }
+        "set-limits" => {
+            let number = |name: &str| -> Result<Option<u32>, String> {
+                flags
+                    .get(name)
+                    .map(|v| {
+                        v.parse()
+                            .map_err(|_| format!("--{name} must be a whole number"))
+                    })
+                    .transpose()
+            };
+            let rate = number("rate")?.ok_or("--rate is required")?;
+            let limit =
+                admin::set_limits(&store().await, need(flags, "org")?, rate, number("burst")?)
+                    .await?;
+            match limit {
+                Some(l) => println!(
+                    "rate limit set: {} requests per second, bursts of {} (within the auth cache TTL)",
+                    l.rate, l.burst
+                ),
+                None => println!("rate limit removed: the deployment's defaults apply"),
+            }
         }
         "dev-setup" => dev_setup(flags).await?,
         other => return Err(format!("unknown command '{other}'\n\n{HELP}")),

@@ -85,6 +85,7 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row("`limit` on lists", "1 to 200 (default 100)", "400"),
+    row("Calls per organization (every key and function together; a bulk write costs 1 per 10 lines)", "100 per second, bursts of 200 (deployment defaults; `catalog-admin set-limits` per organization)", "429 with `Retry-After`"),
     row(
         "Attribute keys (`values`, `search`, definitions)",
         "`[a-z][a-z0-9_]{0,63}`",

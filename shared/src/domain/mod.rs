@@ -5,6 +5,7 @@ pub mod identifier;
 pub mod invalid;
 pub mod limits;
 pub mod names;
+pub mod rate;
 pub mod selection;
 pub mod time;
 pub mod values;

@@ -83,6 +83,25 @@ pub struct OrgItem {
     pub api_enabled: bool,
     #[serde(rename = "createdAt")]
     pub created_at: Timestamp,
+    /// The organization's own rate limit, overriding the deployment's defaults.
+    #[serde(rename = "rateLimit", default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+}
+
+/// A rate limit as stored: tokens per second and burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateLimit {
+    pub rate: u32,
+    pub burst: u32,
+}
+
+impl From<RateLimit> for crate::domain::rate::Policy {
+    fn from(l: RateLimit) -> Self {
+        Self {
+            rate: l.rate,
+            burst: l.burst,
+        }
+    }
 }
 
 /// An API key item: only the SHA-256 of the secret is kept.

@@ -17,6 +17,7 @@ impl Store {
             name: name.into(),
             api_enabled: true,
             created_at: Timestamp::now(),
+            rate_limit: None,
         };
         self.put_new(&org, "org").await?;
         Ok(org)
@@ -35,6 +36,41 @@ impl Store {
             .update_expression("SET apiEnabled = :e")
             .condition_expression("attribute_exists(PK)")
             .expression_attribute_values(":e", AttributeValue::Bool(enabled))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// Sets the organization's own rate limit (`None` removes it: the deployment's defaults
+    /// apply); `ConditionFailed` when the organization does not exist.
+    pub async fn set_rate_limit(
+        &self,
+        id: &str,
+        limit: Option<super::items::RateLimit>,
+    ) -> Result<(), StoreError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(org_pk(id), ORG_SK)))
+            .condition_expression("attribute_exists(PK)");
+        let update = match limit {
+            Some(l) => update
+                .update_expression("SET rateLimit = :l")
+                .expression_attribute_values(
+                    ":l",
+                    AttributeValue::M(
+                        [
+                            ("rate".to_string(), AttributeValue::N(l.rate.to_string())),
+                            ("burst".to_string(), AttributeValue::N(l.burst.to_string())),
+                        ]
+                        .into(),
+                    ),
+                ),
+            None => update.update_expression("REMOVE rateLimit"),
+        };
+        update
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;

@@ -1,0 +1,267 @@
+//! Per-organization rate limits at the edge: each process takes tokens from the
+//! organization's bucket in the table (`store/rate.rs`) in small chunks (a lease, valid one
+//! second), so a request costs a DynamoDB write only once per chunk, and answers every
+//! authenticated call with the IETF `RateLimit-Policy` / `RateLimit` fields.
+//!
+//! Accuracy: every token a process hands out was taken from the shared bucket first, so the
+//! fleet never admits more than the bucket allows, give or take the one second a lease may
+//! be held (at most `burst + rate × (t + 1 s)` in any `t` seconds). It can admit less: a
+//! lease's unused tokens (at most one chunk per process) lapse after that second.
+
+use crate::domain::rate::{ceil_secs, Policy};
+use crate::error::ApiError;
+use crate::store::rate::Taken;
+use crate::store::Store;
+use lru::LruCache;
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long leased tokens may be handed out.
+const LEASE: Duration = Duration::from_secs(1);
+/// Organizations a process keeps leases for.
+const MAX_ORGS: usize = 10_000;
+
+/// What this process holds of one organization's bucket.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    policy: Policy,
+    tokens: u32,
+    until: Instant,
+    /// The bucket's `tat` as last seen (µs).
+    tat: i64,
+}
+
+/// The state a response reports in its rate-limit fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateState {
+    pub policy: Policy,
+    pub remaining: i64,
+    /// Seconds until the bucket is full.
+    pub reset: i64,
+}
+
+impl RateState {
+    /// The `RateLimit-Policy` and `RateLimit` fields.
+    pub fn headers(&self) -> [(&'static str, String); 2] {
+        [
+            (
+                "ratelimit-policy",
+                format!(
+                    "\"org\";q={};w={}",
+                    self.policy.burst,
+                    self.policy.window_secs()
+                ),
+            ),
+            (
+                "ratelimit",
+                format!("\"org\";r={};t={}", self.remaining, self.reset),
+            ),
+        ]
+    }
+}
+
+pub struct Limiter {
+    leases: Mutex<LruCache<String, Lease>>,
+}
+
+impl Default for Limiter {
+    fn default() -> Self {
+        Self {
+            leases: Mutex::new(LruCache::new(
+                NonZeroUsize::new(MAX_ORGS).unwrap_or(NonZeroUsize::MIN),
+            )),
+        }
+    }
+}
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Tokens a process leases at once: a twentieth of the burst, 1 to 20.
+fn chunk(policy: Policy) -> u32 {
+    (policy.burst / 20).clamp(1, 20)
+}
+
+impl Limiter {
+    /// Admits a call costing `cost` tokens for `org` under `policy`, or refuses it: 429 with
+    /// `Retry-After` and the rate-limit fields, naming the limit. Storage failing is not
+    /// the caller's fault: the call is admitted (and logged).
+    pub async fn admit(
+        &self,
+        store: &Store,
+        org: &str,
+        policy: Policy,
+        cost: u32,
+    ) -> Result<Option<RateState>, ApiError> {
+        if policy.rate == 0 {
+            return Ok(None); // no limit: no bucket, no fields
+        }
+        self.take(store, org, policy, cost).await.map(Some)
+    }
+
+    async fn take(
+        &self,
+        store: &Store,
+        org: &str,
+        policy: Policy,
+        cost: u32,
+    ) -> Result<RateState, ApiError> {
+        let now = now_us();
+        let hint = {
+            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            match leases.get_mut(org) {
+                Some(l) if l.policy == policy && l.until > Instant::now() && l.tokens >= cost => {
+                    l.tokens -= cost;
+                    return Ok(state(policy, l.tat, now, l.tokens));
+                }
+                Some(l) => Some(l.tat),
+                None => None,
+            }
+        };
+        // a chunk when the bucket has it, else just what this call costs
+        let want = cost.max(chunk(policy));
+        let mut granted = want;
+        let mut taken = store.take_tokens(org, policy, want, now, hint).await;
+        if want > cost && matches!(taken, Ok(Taken::Refused { .. })) {
+            granted = cost;
+            taken = store.take_tokens(org, policy, cost, now, hint).await;
+        }
+        let tat = match taken {
+            Ok(Taken::Granted { tat }) => tat,
+            Ok(Taken::Refused { wait_us, tat }) => {
+                return Err(refused(policy, cost, wait_us, tat, now));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, org, "rate bucket unreachable; call admitted");
+                return Ok(state(policy, now, now, 0));
+            }
+        };
+        let left = granted - cost;
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        leases.put(
+            org.to_string(),
+            Lease {
+                policy,
+                tokens: left,
+                until: Instant::now() + LEASE,
+                tat,
+            },
+        );
+        Ok(state(policy, tat, now, left))
+    }
+}
+
+fn state(policy: Policy, tat: i64, now: i64, leased: u32) -> RateState {
+    RateState {
+        policy,
+        remaining: policy.remaining(tat, now) + i64::from(leased),
+        reset: ceil_secs(tat - now),
+    }
+}
+
+fn refused(policy: Policy, cost: u32, wait_us: i64, tat: i64, now: i64) -> ApiError {
+    if cost > policy.burst {
+        return over_burst(policy, cost);
+    }
+    let wait = ceil_secs(wait_us).max(1);
+    let detail = format!(
+        "the organization's limit is {} requests per second with bursts of {}; retry after {wait} s",
+        policy.rate, policy.burst
+    );
+    with_fields(
+        ApiError::new(429, format!("rate limit exceeded: {detail}")),
+        policy,
+        wait,
+        ceil_secs(tat - now),
+    )
+}
+
+/// A call that costs more than the whole burst: it can never pass as it is.
+pub fn over_burst(policy: Policy, cost: u32) -> ApiError {
+    let detail = format!(
+        "this call costs {cost} tokens (one per 10 lines), more than the organization's burst of {}; send fewer lines per request",
+        policy.burst
+    );
+    with_fields(
+        ApiError::new(429, format!("rate limit exceeded: {detail}")),
+        policy,
+        policy.window_secs(),
+        0,
+    )
+}
+
+fn with_fields(mut e: ApiError, policy: Policy, retry_after: i64, reset: i64) -> ApiError {
+    e = e.with_header("retry-after", retry_after.to_string());
+    let state = RateState {
+        policy,
+        remaining: 0,
+        reset,
+    };
+    for (name, value) in state.headers() {
+        e = e.with_header(name, value);
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_follow_the_ietf_draft() {
+        let s = RateState {
+            policy: Policy { rate: 2, burst: 5 },
+            remaining: 3,
+            reset: 1,
+        };
+        assert_eq!(
+            s.headers(),
+            [
+                ("ratelimit-policy", "\"org\";q=5;w=3".to_string()),
+                ("ratelimit", "\"org\";r=3;t=1".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_the_limit_and_says_when_to_retry() {
+        let p = Policy { rate: 2, burst: 5 };
+        let e = refused(p, 1, 400_000, 2_500_000, 0);
+        assert_eq!(e.status, 429);
+        assert_eq!(
+            e.message,
+            "rate limit exceeded: the organization's limit is 2 requests per second with bursts of 5; retry after 1 s"
+        );
+        assert!(e.headers.contains(&("retry-after", "1".to_string())));
+        assert!(e
+            .headers
+            .contains(&("ratelimit", "\"org\";r=0;t=3".to_string())));
+        let e = refused(p, 6, 500_000, 0, 0);
+        assert!(e.message.contains(
+            "costs 6 tokens (one per 10 lines), more than the organization's burst of 5"
+        ));
+    }
+
+    #[test]
+    fn chunks_are_a_twentieth_of_the_burst() {
+        assert_eq!(chunk(Policy { rate: 2, burst: 5 }), 1);
+        assert_eq!(
+            chunk(Policy {
+                rate: 100,
+                burst: 200
+            }),
+            10
+        );
+        assert_eq!(
+            chunk(Policy {
+                rate: 1000,
+                burst: 5000
+            }),
+            20
+        );
+    }
+}
