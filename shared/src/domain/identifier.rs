@@ -40,7 +40,13 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_identifiers() {
-        for ok in ["p1", "SKU#12 blue", "ä-ü", &"x".repeat(255), &"ä".repeat(150)] {
+        for ok in [
+            "p1",
+            "SKU#12 blue",
+            "ä-ü",
+            &"x".repeat(255),
+            &"ä".repeat(150),
+        ] {
             assert!(validate("product", ok).is_ok(), "{ok}");
         }
     }
