@@ -102,7 +102,11 @@ async fn create_get_patch_list_and_409_on_an_existing_identifier() {
         all.body["pagination"],
         json!({"limit": 100, "page": 1, "totalPages": 1, "totalResults": 3, "nextCursor": null})
     );
-    assert_eq!(all.ddb_requests(), 1, "one Query of the assets partition");
+    assert_eq!(
+        all.ddb_requests(),
+        catalog_e2e::shards() + 1,
+        "the assets index's delta Query per shard, then the page's BatchGetItem"
+    );
     let found = org.get("/v1/assets?search=LOGO").await;
     assert_eq!(ids(&found), ["logo"]);
     let found = org.get("/v1/assets?search=N").await;

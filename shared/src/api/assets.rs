@@ -6,6 +6,7 @@ use super::etags;
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
+use super::shelf_pages;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
@@ -15,6 +16,8 @@ use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
+use crate::store::warm::{PageQuery, Seek};
+use crate::store::warm_sources::Mark;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
 use serde_json::{json, Value};
@@ -279,29 +282,42 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::single(200, super::render::deleted(id)))
 }
 
-/// GET /assets: one Query of the assets partition; `search` matches names, ignoring case.
+/// GET /assets: the assets index brought up to date (a delta Query per shard), the page
+/// selected in memory (`search` matches names, ignoring case), then its items read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["search", "limit", "page", "cursor"])?;
     let needle = query.get("search").map(str::to_lowercase);
     let scope = format!("assets&search={}", needle.as_deref().unwrap_or_default());
     let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
-    let mut assets = app.store.list_resources(call.org(), Shelf::ASSETS).await?;
-    if let Some(n) = needle.filter(|n| !n.is_empty()) {
-        assets.retain(|a| a.name.to_lowercase().contains(&n));
-    }
-    // identifier order, as stored
-    let start = match &paging.start {
-        Start::Page(_) => paging.offset().min(assets.len()),
-        Start::After(id) => assets.partition_point(|a| a.id.as_str() <= id.as_str()),
+    let org = call.org();
+    app.store
+        .refresh_warm(&shelf_pages::followed(org, Shelf::ASSETS))
+        .await?;
+    let needle = needle.filter(|n| !n.is_empty());
+    let named = |m: &Mark| {
+        let needle = needle.as_deref().unwrap_or_default();
+        m.folded.as_deref().is_some_and(|n| n.contains(needle))
     };
-    let end = start
-        .saturating_add(paging.limit as usize)
-        .min(assets.len());
-    let page = &assets[start..end];
-    let next = (end < assets.len())
-        .then(|| page.last().map(|a| a.id.as_str()))
-        .flatten();
-    Ok(paging.respond(page.iter().map(render).collect(), assets.len(), next))
+    let from = match &paging.start {
+        Start::Page(_) => Seek::Offset(paging.offset()),
+        Start::After(id) => Seek::After(id),
+    };
+    let selection = PageQuery {
+        floor: None,
+        from,
+        limit: paging.limit as usize,
+        descending: false,
+        filter: needle
+            .is_some()
+            .then_some(&named as &(dyn Fn(&Mark) -> bool + Sync)),
+    };
+    let (assets, page) = shelf_pages::read(app, org, Shelf::ASSETS, &selection).await?;
+    let next = page.more.then(|| page.keys.last()).flatten();
+    Ok(paging.respond(
+        assets.iter().map(render).collect(),
+        page.total,
+        next.map(String::as_str),
+    ))
 }
 
 /// The assets named by `ids`, in that order (one BatchGetItem); missing ones left out.

@@ -93,10 +93,17 @@ pub fn render(b: &ResourceItem) -> Value {
     })
 }
 
+/// GET /bundles: the bundles index brought up to date, then the page's items.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
-    let all = app.store.list_resources(call.org(), Shelf::BUNDLES).await?;
-    Ok(paging.envelope(&all, render))
+    let org = call.org();
+    let shelf = Shelf::BUNDLES;
+    app.store
+        .refresh_warm(&super::shelf_pages::followed(org, shelf))
+        .await?;
+    let (all, page) =
+        super::shelf_pages::read(app, org, shelf, &super::shelf_pages::by_page(paging)).await?;
+    Ok(paging.page_response(all.iter().map(render).collect(), page.total))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -8,6 +8,8 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::store::warm::{PageQuery, Seek};
+use crate::store::warm_sources::Followed;
 use crate::store::writes::DELETION_RETENTION_SECS;
 use serde_json::json;
 
@@ -38,8 +40,9 @@ pub const ENTITY_TYPES: &[&str] = &[
     "metaobject",
 ];
 
-/// GET /deletions?entity_type=&updated_after=: one Query for the page, one COUNT Query for
-/// the total.
+/// GET /deletions?entity_type=&updated_after=: the type's deletions index brought up to
+/// date (one Query of what was deleted since the previous call), then the page and the
+/// total from memory; a position holds all a deletion shows, so nothing more is read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(
         &call.request.query,
@@ -72,32 +75,39 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             Some(t)
         }
     };
-    // Positions are `<deletedAt>#<identifier>`: everything of a time sorts below `<time>$`,
-    // and every time above a space (a key condition takes no empty string).
-    let floor = since.map_or_else(|| " ".to_string(), |t| format!("{t}$"));
+    // Positions are `<deletedAt>#<identifier>`: everything of a time sorts below `<time>$`.
+    let floor = since.map(|t| format!("{t}$"));
     let scope = format!(
         "deletions?entity_type={entity_type}&updated_after={}",
         query.get("updated_after").unwrap_or_default()
     );
     let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
-    let after = match &paging.start {
-        Start::After(position) => position.as_str(),
-        Start::Page(_) => floor.as_str(),
+    let list = Followed::Deletions {
+        org: call.org(),
+        entity_type,
     };
-    let org = call.org();
-    let limit = paging.limit as usize;
-    let page = app
-        .store
-        .deletions_after(org, entity_type, after, paging.offset(), limit);
-    let total = app.store.count_deletions_after(org, entity_type, &floor);
-    let ((page, more), total) =
-        crate::store::metrics::in_parallel(async { futures_util::try_join!(page, total) }).await?;
-    let next = more
-        .then(|| page.last().map(|d| d.position.clone()))
-        .flatten();
+    app.store.refresh_warm(&list).await?;
+    let from = match &paging.start {
+        Start::After(position) => Seek::After(position),
+        Start::Page(_) => Seek::Offset(paging.offset()),
+    };
+    let page = app.store.with_warm(&list, |keys| {
+        keys.page(&PageQuery {
+            floor: floor.as_deref(),
+            from,
+            limit: paging.limit as usize,
+            descending: false,
+            filter: None,
+        })
+    });
+    let next = page.more.then(|| page.keys.last()).flatten();
     let result = page
+        .keys
         .iter()
-        .map(|d| json!({"entity_type": d.entity_type, "identifier": d.identifier, "deletedAt": d.deleted_at}))
+        .filter_map(|position| {
+            let (deleted_at, identifier) = position.split_once('#')?;
+            Some(json!({"entity_type": entity_type, "identifier": identifier, "deletedAt": deleted_at}))
+        })
         .collect();
-    Ok(paging.respond(result, total, next.as_deref()))
+    Ok(paging.respond(result, page.total, next.map(String::as_str)))
 }

@@ -287,21 +287,25 @@ async fn list_definitions(app: &App, call: &Call) -> Result<ApiResponse, ApiErro
     Ok(paging.envelope(&defs, render_definition))
 }
 
-/// GET /metaobjects/{definition}: the definition (404 when unknown) and its metaobjects, in
-/// identifier order, read in parallel.
+/// GET /metaobjects/{definition}: the definition (404 when unknown) and the definition's
+/// index brought up to date, in parallel, then the page's metaobjects, in identifier order.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
     let name = definition_name(call)?;
     let org = call.org();
-    let (def, all) = in_parallel(async {
+    let shelf = Shelf::metaobjects(name);
+    let list = super::shelf_pages::followed(org, shelf);
+    let (def, ()) = in_parallel(async {
         futures_util::try_join!(
             app.store.get_metaobject_definition(org, name),
-            app.store.list_resources(org, Shelf::metaobjects(name))
+            app.store.refresh_warm(&list)
         )
     })
     .await?;
     def.ok_or_else(|| definition_not_found(name))?;
-    Ok(paging.envelope(&all, render_metaobject))
+    let (all, page) =
+        super::shelf_pages::read(app, org, shelf, &super::shelf_pages::by_page(paging)).await?;
+    Ok(paging.page_response(all.iter().map(render_metaobject).collect(), page.total))
 }
 
 fn not_found(def: &str, id: &str) -> ApiError {

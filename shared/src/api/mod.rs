@@ -23,6 +23,7 @@ pub mod render;
 pub mod retry;
 pub mod samples;
 pub mod settings;
+pub mod shelf_pages;
 pub mod skus;
 pub mod tree_patch;
 pub mod variants;

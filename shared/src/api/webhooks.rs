@@ -10,6 +10,9 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::store::metrics::in_parallel;
+use crate::store::warm::{PageQuery, Seek};
+use crate::store::warm_sources::Followed;
 use crate::store::webhooks::{Delivery, Subscription};
 use crate::webhooks::deliver::new_delivery;
 use crate::webhooks::feed::new_delivery_id;
@@ -463,7 +466,8 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     ))
 }
 
-/// GET /webhooks/{id}/deliveries: the delivery log, newest first.
+/// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
+/// log's warm index (a delta Query) in parallel, then the page's entries (BatchGetItem).
 async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["limit", "page"])?;
     let paging = Paging::from_query(&query)?;
@@ -471,9 +475,34 @@ async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         call,
         "reading the delivery log of a subscription to catalog topics",
     )?;
-    let sub = load(app, call).await?;
-    let log = app.store.list_deliveries(call.org(), &sub.id).await?;
-    Ok(paging.envelope(&log, render_delivery))
+    let org = call.org();
+    let webhook = call.route.identifier(0, "webhook id")?;
+    let list = Followed::Deliveries { org, webhook };
+    let refresh = async { Ok(app.store.refresh_warm(&list).await?) };
+    let (sub, ()) =
+        in_parallel(async { futures_util::try_join!(load(app, call), refresh) }).await?;
+    let mut page = app.store.with_warm(&list, |keys| {
+        keys.page(&PageQuery {
+            floor: None,
+            from: Seek::Offset(paging.range(usize::MAX).start),
+            limit: paging.limit as usize,
+            descending: true,
+            filter: None,
+        })
+    });
+    let log = app.store.get_deliveries(org, &sub.id, &page.keys).await?;
+    if log.len() < page.keys.len() {
+        // entries removed since (a replay that could not be queued): gone from the index too
+        let gone: Vec<&String> = page
+            .keys
+            .iter()
+            .filter(|id| !log.iter().any(|d| &d.id == *id))
+            .collect();
+        page.total -= gone.len();
+        app.store
+            .with_warm(&list, |keys| gone.iter().for_each(|id| keys.remove(id)));
+    }
+    Ok(paging.page_response(log.iter().map(render_delivery).collect(), page.total))
 }
 
 /// POST /webhooks/{id}/deliveries/{deliveryId}/replay: the same payload under a new
@@ -521,6 +550,11 @@ async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .store
             .delete_delivery(call.org(), &sub.id, &replay.id)
             .await;
+        let log = Followed::Deliveries {
+            org: call.org(),
+            webhook: &sub.id,
+        };
+        app.store.with_warm(&log, |keys| keys.remove(&replay.id));
         return Err(ApiError::unavailable());
     }
     Ok(ApiResponse::single(202, render_delivery(&replay)))

@@ -159,9 +159,9 @@ pub fn change_sk(updated_at: &str, identifier: &str) -> String {
     format!("{updated_at}#{identifier}")
 }
 
-/// A deleted entity's tombstone: it sits in the `byChange` partition of its type until its
-/// TTL, so that warm list snapshots learn of deletions from the same delta Query as of
-/// changes.
+/// A deleted entity's (or resource's) tombstone: it sits in the `byChange` partition of its
+/// type until its TTL, so that warm list snapshots and indexes learn of deletions from the
+/// same delta Query as of changes. A metaobject's `identifier` is `<definition>/<id>`.
 pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
     format!("O#{org}#X#{entity_type}#{identifier}")
 }
@@ -192,6 +192,17 @@ pub fn webhooks_pk(org: &str) -> String {
 /// One subscription's delivery log: sort key the delivery id (a ULID: time order).
 pub fn deliveries_pk(org: &str, webhook: &str) -> String {
     format!("O#{org}#W#{webhook}#D")
+}
+/// The `byChange` partition of one subscription's delivery log: every log entry carries it,
+/// with `delivery_log_sk`, so that a warm index of the log learns of new entries with one
+/// Query (`store/warm_sources.rs`).
+pub fn delivery_log_change_pk(org: &str, webhook: &str) -> String {
+    format!("O#{org}#W#{webhook}#L")
+}
+/// `<createdAt>#<expires>#<deliveryId>`: entries written since a time, with their expiry
+/// (epoch seconds) so that the index drops each at its TTL.
+pub fn delivery_log_sk(created_at: &str, expires: i64, delivery_id: &str) -> String {
+    format!("{created_at}#{expires}#{delivery_id}")
 }
 /// One subscription's open coalescing windows, one item per (entity, event).
 pub fn pending_pk(org: &str, webhook: &str) -> String {
@@ -245,6 +256,7 @@ mod tests {
             imports_pk("abc123"),
             webhooks_pk("abc123"),
             deliveries_pk("abc123", "wh_1"),
+            delivery_log_change_pk("abc123", "wh_1"),
             pending_pk("abc123", "wh_1"),
             resource_pk("abc123", "asset"),
             metaobjects_pk("abc123", "color"),

@@ -3,7 +3,6 @@
 //! definitions, the product tree).
 
 pub mod attributes;
-pub mod deletions;
 pub mod entities;
 pub mod errors;
 pub mod idempotency;
@@ -25,6 +24,8 @@ pub mod selections;
 pub mod settings;
 pub mod snapshot;
 pub mod table;
+pub mod warm;
+pub mod warm_sources;
 pub mod webhooks;
 pub mod writes;
 
@@ -40,6 +41,8 @@ pub struct Store {
     pub(crate) table: String,
     /// The warm process's list snapshots (`snapshot.rs`), shared by clones.
     pub(crate) snapshots: Arc<snapshot::Snapshots>,
+    /// The warm indexes of the flat lists (`warm.rs`), shared by clones.
+    pub(crate) warm: Arc<warm::WarmIndexes>,
 }
 
 impl Store {
@@ -48,12 +51,14 @@ impl Store {
             client,
             table: table.into(),
             snapshots: Arc::new(snapshot::Snapshots::new(Default::default())),
+            warm: Arc::new(warm::WarmIndexes::new(Default::default())),
         }
     }
 
-    /// The same table with list snapshots kept under `policy` (a fresh, empty set).
+    /// The same table with list snapshots and warm indexes kept under `policy` (fresh, empty).
     pub fn with_snapshot_policy(mut self, policy: snapshot::SnapshotPolicy) -> Self {
         self.snapshots = Arc::new(snapshot::Snapshots::new(policy));
+        self.warm = Arc::new(warm::WarmIndexes::new(policy));
         self
     }
 

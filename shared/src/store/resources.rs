@@ -70,6 +70,15 @@ impl<'a> Shelf<'a> {
     }
 }
 
+/// The identifier a resource's tombstone and deletion record name it by: a metaobject's
+/// is `<definition>/<identifier>`.
+pub fn resource_identifier(definition: Option<&str>, id: &str) -> String {
+    match definition {
+        Some(def) => format!("{def}/{id}"),
+        None => id.to_string(),
+    }
+}
+
 /// One line of a bundle: a SKU and how many of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleLine {

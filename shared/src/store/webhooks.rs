@@ -8,7 +8,8 @@
 //! closing delivery or in a new one, never in neither.
 
 use super::keys::{
-    deliveries_pk, health_pk, parked_pk, pending_pk, webhooks_pk, HEALTH_SK, PK, SK, TTL,
+    deliveries_pk, delivery_log_change_pk, delivery_log_sk, health_pk, parked_pk, pending_pk,
+    webhooks_pk, HEALTH_SK, PK, SK, TTL,
 };
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
@@ -162,12 +163,19 @@ pub struct Delivery {
     pub expires: i64,
 }
 
+/// A delivery log entry. Its `byChange` keys (`<createdAt>#<expires>#<id>`) never change
+/// after its first write, so that a warm index of the log learns of it once
+/// (`warm_sources.rs`) and drops it at its TTL.
 #[derive(Serialize, Deserialize)]
 struct DeliveryItem {
     #[serde(rename = "PK")]
     pk: String,
     #[serde(rename = "SK")]
     sk: String,
+    #[serde(rename = "GSI1PK", default, skip_deserializing)]
+    gsi1pk: String,
+    #[serde(rename = "GSI2SK", default, skip_deserializing)]
+    gsi2sk: String,
     #[serde(flatten)]
     delivery: Delivery,
 }
@@ -177,6 +185,12 @@ impl DeliveryItem {
         Self {
             pk: deliveries_pk(org, &delivery.webhook_id),
             sk: delivery.id.clone(),
+            gsi1pk: delivery_log_change_pk(org, &delivery.webhook_id),
+            gsi2sk: delivery_log_sk(
+                &delivery.created_at.to_string(),
+                delivery.expires,
+                &delivery.id,
+            ),
             delivery: delivery.clone(),
         }
     }
@@ -508,20 +522,27 @@ impl Store {
         Ok(item.map(|i| i.delivery))
     }
 
-    /// A subscription's delivery log, newest first: one Query per MB.
-    pub async fn list_deliveries(
+    /// The log entries `ids` of a subscription, in that order (one BatchGetItem per 100);
+    /// entries gone since are left out.
+    pub async fn get_deliveries(
         &self,
         org: &str,
         webhook: &str,
+        ids: &[String],
     ) -> Result<Vec<Delivery>, StoreError> {
-        let query = self
-            .partition_query(deliveries_pk(org, webhook), None)
-            .scan_index_forward(false);
-        self.query_all(query)
-            .await?
-            .into_iter()
-            .map(|i| decode::<DeliveryItem>(i, "delivery").map(|i| i.delivery))
-            .collect()
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = ids
+            .iter()
+            .map(|id| item_key(deliveries_pk(org, webhook), id.as_str()))
+            .collect();
+        let mut by_id = std::collections::HashMap::new();
+        for item in self.batch_get(keys).await? {
+            let d = decode::<DeliveryItem>(item, "delivery")?.delivery;
+            by_id.insert(d.id.clone(), d);
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
     /// Takes the endpoint's next attempt for one delivery (the probe), holding it until

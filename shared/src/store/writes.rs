@@ -10,7 +10,7 @@ use super::keys::{
 };
 use super::limits::{self, TRANSACTION_ACTIONS, TRANSACTION_BYTES};
 use super::ops::{item_key, Item};
-use super::resources::ResourceItem;
+use super::resources::{resource_identifier, ResourceItem};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::error::SdkError;
@@ -126,8 +126,9 @@ impl TreeWrite {
         Ok(())
     }
 
-    /// Deletes a resource in a new group, if it is still at the version read, and records
-    /// the deletion in its type's feed (a metaobject as `<definition>/<identifier>`).
+    /// Deletes a resource in a new group, if it is still at the version read, leaves its
+    /// tombstone (warm list indexes learn of the delete from it) and records the deletion in
+    /// its type's feed (a metaobject as `<definition>/<identifier>`).
     pub fn delete_resource(&mut self, org: &str, item: &ResourceItem) -> Result<(), StoreError> {
         let del = Delete::builder()
             .table_name("")
@@ -138,17 +139,20 @@ impl TreeWrite {
             .map_err(build_err)?;
         self.start_group();
         self.push(TransactWriteItem::builder().delete(del).build());
-        let identifier = match &item.def {
-            Some(def) => format!("{def}/{}", item.id),
-            None => item.id.clone(),
-        };
+        let identifier = resource_identifier(item.def.as_deref(), &item.id);
         let at = Timestamp::next_after([item.tu]);
-        let put = Put::builder()
-            .table_name("")
-            .set_item(Some(deletion_record(org, &item.kind, &identifier, at)))
-            .build()
-            .map_err(build_err)?;
-        self.push(TransactWriteItem::builder().put(put).build());
+        let change_pk = entity_change_pk(org, &item.kind, &item.id);
+        for record in [
+            tombstone_item(org, &item.kind, &identifier, &item.id, change_pk, at),
+            deletion_record(org, &item.kind, &identifier, at),
+        ] {
+            let put = Put::builder()
+                .table_name("")
+                .set_item(Some(record))
+                .build()
+                .map_err(build_err)?;
+            self.push(TransactWriteItem::builder().put(put).build());
+        }
         Ok(())
     }
 
@@ -400,11 +404,25 @@ fn deletion_record(org: &str, entity_type: &str, identifier: &str, at: Timestamp
 /// than the entity's last change.
 fn tombstone(org: &str, item: &EntityItem, at: Timestamp) -> Item {
     let kind = item.kind.as_str();
+    let change_pk = entity_change_pk(org, kind, &item.id);
+    tombstone_item(org, kind, &item.id, &item.id, change_pk, at)
+}
+
+/// The tombstone of `id` of type `kind` (`identifier` names it in its type: a metaobject's
+/// is `<definition>/<id>`), in the `byChange` partition `change_pk`.
+fn tombstone_item(
+    org: &str,
+    kind: &str,
+    identifier: &str,
+    id: &str,
+    change_pk: String,
+    at: Timestamp,
+) -> Item {
     let s = |v: &str| AttributeValue::S(v.to_string());
-    let mut t = item_key(tombstone_pk(org, kind, &item.id), TOMBSTONE_SK);
-    t.insert(GSI1PK.into(), s(&entity_change_pk(org, kind, &item.id)));
-    t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), &item.id)));
-    t.insert("id".into(), s(&item.id));
+    let mut t = item_key(tombstone_pk(org, kind, identifier), TOMBSTONE_SK);
+    t.insert(GSI1PK.into(), AttributeValue::S(change_pk));
+    t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), id)));
+    t.insert("id".into(), s(id));
     t.insert("su".into(), s(&at.to_string()));
     t.insert("tu".into(), s(&at.to_string()));
     t.insert("del".into(), AttributeValue::Bool(true));

@@ -1,0 +1,63 @@
+//! One page of a flat list (assets, categories, bundles, metaobjects of a definition): which
+//! resources it holds and how many the list has come from the shelf's warm index
+//! (`store/warm.rs`); only the page's items are read, so a page costs the same at any depth
+//! and whatever the shelf holds.
+
+use crate::app::App;
+use crate::error::ApiError;
+use crate::http::Paging;
+use crate::store::resources::{ResourceItem, Shelf};
+use crate::store::warm::{PageQuery, Seek, WarmPage};
+use crate::store::warm_sources::Followed;
+use std::collections::HashMap;
+
+/// The index of `shelf` in `org`.
+pub fn followed<'a>(org: &'a str, shelf: Shelf<'a>) -> Followed<'a> {
+    Followed::Shelf { org, shelf }
+}
+
+/// The page `paging` names, in identifier order, unfiltered.
+pub fn by_page(paging: Paging) -> PageQuery<'static> {
+    PageQuery {
+        floor: None,
+        from: Seek::Offset(paging.range(usize::MAX).start),
+        limit: paging.limit as usize,
+        descending: false,
+        filter: None,
+    }
+}
+
+/// The page `query` selects from the shelf's index (refreshed before), and its items read
+/// in one round trip (a BatchGetItem per 100), in index order. A resource deleted since
+/// the refresh is left out of the page and of the index.
+pub async fn read(
+    app: &App,
+    org: &str,
+    shelf: Shelf<'_>,
+    query: &PageQuery<'_>,
+) -> Result<(Vec<ResourceItem>, WarmPage), ApiError> {
+    let list = followed(org, shelf);
+    let mut page = app.store.with_warm(&list, |keys| keys.page(query));
+    let wanted = page.keys.iter().map(|id| shelf.key(org, id)).collect();
+    let mut by_id: HashMap<String, ResourceItem> = app
+        .store
+        .get_resources(wanted)
+        .await?
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
+    let mut items = Vec::with_capacity(page.keys.len());
+    let mut gone = Vec::new();
+    for id in &page.keys {
+        match by_id.remove(id) {
+            Some(item) => items.push(item),
+            None => gone.push(id),
+        }
+    }
+    if !gone.is_empty() {
+        page.total -= gone.len();
+        app.store
+            .with_warm(&list, |keys| gone.iter().for_each(|id| keys.remove(id)));
+    }
+    Ok((items, page))
+}
