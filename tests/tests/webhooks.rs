@@ -48,6 +48,26 @@ fn events_of(got: &[catalog_e2e::webhooks::Received]) -> BTreeSet<(String, Strin
         .collect()
 }
 
+/// The body of the first message on `queue_url` that contains `needle`, left on the queue.
+async fn queued(sqs: &aws_sdk_sqs::Client, queue_url: &str, needle: &str, what: &str) -> String {
+    eventually(what, DELIVERY, || async {
+        let out = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+        out.messages
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.body)
+            .find(|b| b.contains(needle))
+    })
+    .await
+}
+
 async fn put_product(org: &Org, id: &str, body: Value) {
     let r = org.patch(&format!("/v1/products/{id}"), body).await;
     assert!(r.status == 200 || r.status == 201, "{:?}", r.body);
@@ -507,21 +527,12 @@ async fn the_last_failed_attempt_goes_to_the_dead_letter_queue() {
     assert_eq!(log[0]["nextAttemptAt"], Value::Null);
     let id = log[0]["id"].as_str().unwrap().to_string();
     let sqs = sqs_client(&hooks.sqs_endpoint);
-    let body = eventually("the message in the dead-letter queue", DELIVERY, || async {
-        let out = sqs
-            .receive_message()
-            .queue_url(&hooks.dead_letter_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(0)
-            .send()
-            .await
-            .unwrap();
-        out.messages
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|m| m.body)
-            .find(|b| b.contains(&id))
-    })
+    let body = queued(
+        &sqs,
+        &hooks.dead_letter_url,
+        &id,
+        "the message in the dead-letter queue",
+    )
     .await;
     let message: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(message["deliveryId"], json!(id));
@@ -1092,21 +1103,12 @@ async fn a_record_the_feed_cannot_process_is_set_aside_and_the_batch_goes_on() {
     let answer = catalog_e2e::invoke("change-feed", event).await;
     assert_eq!(answer, json!({"batchItemFailures": []}));
     let sqs = sqs_client(&hooks.sqs_endpoint);
-    let body = eventually("the record in the failure queue", DELIVERY, || async {
-        let out = sqs
-            .receive_message()
-            .queue_url(&hooks.feed_failures_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(0)
-            .send()
-            .await
-            .unwrap();
-        out.messages
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|m| m.body)
-            .find(|b| b.contains(&org.id))
-    })
+    let body = queued(
+        &sqs,
+        &hooks.feed_failures_url,
+        &org.id,
+        "the record in the failure queue",
+    )
     .await;
     let message: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(

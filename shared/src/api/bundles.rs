@@ -16,7 +16,7 @@ use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::keys::{sku_ref_pk, REF_SK};
 use crate::store::ops::item_key;
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
@@ -95,15 +95,7 @@ pub fn render(b: &ResourceItem) -> Value {
 
 /// GET /bundles: the bundles index brought up to date, then the page's items.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
-    let org = call.org();
-    let shelf = Shelf::BUNDLES;
-    app.store
-        .refresh_warm(&super::shelf_pages::followed(org, shelf))
-        .await?;
-    let (all, page) =
-        super::shelf_pages::read(app, org, shelf, &super::shelf_pages::by_page(paging)).await?;
-    Ok(paging.page_response(all.iter().map(render).collect(), page.total))
+    super::shelf_pages::list(app, call, Shelf::BUNDLES, render).await
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -11,7 +11,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
 use serde_json::{json, Value};
@@ -83,15 +83,7 @@ pub fn render(c: &ResourceItem) -> Value {
 
 /// GET /categories: the categories index brought up to date, then the page's items.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
-    let org = call.org();
-    let shelf = Shelf::CATEGORIES;
-    app.store
-        .refresh_warm(&super::shelf_pages::followed(org, shelf))
-        .await?;
-    let (all, page) =
-        super::shelf_pages::read(app, org, shelf, &super::shelf_pages::by_page(paging)).await?;
-    Ok(paging.page_response(all.iter().map(render).collect(), page.total))
+    super::shelf_pages::list(app, call, Shelf::CATEGORIES, render).await
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -181,17 +181,22 @@ mod tests {
         assert_eq!((r.err().map(|e| e.status), calls.get()), (Some(400), 1));
     }
 
+    /// The first of two transactions committed, the second lost its condition.
+    fn lost_after_first() -> Retry {
+        Retry::from(StoreError::Partial {
+            committed: 1,
+            total: 2,
+            cause: Box::new(StoreError::ConditionFailed),
+        })
+    }
+
     #[tokio::test]
     async fn a_failure_after_a_partial_commit_is_never_a_plain_refusal() {
         let calls = Cell::new(0u32);
         let r: Result<(), ApiError> = with_retries("x", || async {
             calls.set(calls.get() + 1);
             if calls.get() == 1 {
-                Err(Retry::from(StoreError::Partial {
-                    committed: 1,
-                    total: 2,
-                    cause: Box::new(StoreError::ConditionFailed),
-                }))
+                Err(lost_after_first())
             } else {
                 Err(Retry::Fail(ApiError::conflict(
                     "sku 's' already exists under another variant",
@@ -213,11 +218,7 @@ mod tests {
         let r = with_retries("x", || async {
             calls.set(calls.get() + 1);
             if calls.get() == 1 {
-                Err(Retry::from(StoreError::Partial {
-                    committed: 1,
-                    total: 2,
-                    cause: Box::new(StoreError::ConditionFailed),
-                }))
+                Err(lost_after_first())
             } else {
                 Ok(1)
             }

@@ -61,3 +61,19 @@ pub async fn read(
     }
     Ok((items, page))
 }
+
+/// `GET` of a whole shelf (categories, bundles): the shelf's index brought up to date,
+/// then the page `limit`/`page` name, rendered with `render`.
+pub async fn list(
+    app: &App,
+    call: &crate::app::Call,
+    shelf: Shelf<'_>,
+    render: impl Fn(&ResourceItem) -> serde_json::Value,
+) -> Result<crate::http::ApiResponse, ApiError> {
+    let query = crate::http::Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let org = call.org();
+    app.store.refresh_warm(&followed(org, shelf)).await?;
+    let (all, page) = read(app, org, shelf, &by_page(paging)).await?;
+    Ok(paging.page_response(all.iter().map(render).collect(), page.total))
+}

@@ -90,8 +90,13 @@ struct ChangeRow {
 fn deletion_change(position: String) -> Option<Change> {
     let at = Timestamp::parse(position.split_once('#')?.0)?;
     let expires = at.millis() / 1000 + DELETION_RETENTION_SECS;
-    Some(Change {
-        key: position,
+    Some(expiring(position, at, expires))
+}
+
+/// An entry of a list whose entries expire by TTL (deletions, delivery logs).
+fn expiring(key: String, at: Timestamp, expires: i64) -> Change {
+    Change {
+        key,
         mark: Mark {
             at,
             ver: 0,
@@ -99,7 +104,7 @@ fn deletion_change(position: String) -> Option<Change> {
             expires: Some(expires),
         },
         del: false,
-    })
+    }
 }
 
 /// A delivery log entry from its `byChange` sort key `<createdAt>#<expires>#<id>`.
@@ -107,16 +112,7 @@ fn delivery_change(sk: &str) -> Option<Change> {
     let mut parts = sk.splitn(3, '#');
     let at = Timestamp::parse(parts.next()?)?;
     let expires = parts.next()?.parse().ok()?;
-    Some(Change {
-        key: parts.next()?.to_string(),
-        mark: Mark {
-            at,
-            ver: 0,
-            folded: None,
-            expires: Some(expires),
-        },
-        del: false,
-    })
+    Some(expiring(parts.next()?.to_string(), at, expires))
 }
 
 fn string(item: &Item, name: &str) -> Option<String> {
