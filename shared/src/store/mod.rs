@@ -3,6 +3,7 @@
 //! definitions, the product tree).
 
 pub mod attributes;
+pub mod counters;
 pub mod deletions;
 pub mod entities;
 pub mod errors;
