@@ -4,7 +4,9 @@
 //! It also measures round trips as they happen: with a hold set, every request waits there
 //! before it is forwarded, so requests a function sends together overlap, and requests it
 //! sends one after the other never do; the number of overlapping groups is the number of
-//! round trips, whatever the code labels them.
+//! round trips, whatever the code labels them. A gate holds the requests of one operation
+//! until the test releases them: it opens a window between a function's reads and its write
+//! at a chosen point, so that a race can be played in a fixed order instead of hoped for.
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -31,6 +33,16 @@ struct State {
     hold: Option<Duration>,
     /// While measuring: when each request arrived and when its answer was complete.
     spans: Vec<(Instant, Instant)>,
+    /// Requests of this operation wait here until released.
+    gate: Option<Gate>,
+}
+
+/// A closed gate: how many requests it holds, and whether it was opened.
+#[derive(Clone)]
+struct Gate {
+    operation: String,
+    held: Arc<tokio::sync::watch::Sender<u32>>,
+    open: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// The proxy: its endpoint, its rules and what it saw.
@@ -53,13 +65,42 @@ impl FaultyDb {
         s.seen.clear();
     }
 
-    /// No fault any more, no measuring; counts start again.
+    /// No fault any more, no measuring, no gate (what it held goes on); counts start again.
     pub fn reset(&self) {
         let mut s = self.state.lock().expect("lock");
         s.rules.clear();
         s.seen.clear();
         s.hold = None;
         s.spans.clear();
+        if let Some(g) = s.gate.take() {
+            g.open.send_replace(true);
+        }
+    }
+
+    /// From now on, every request of `operation` waits at the proxy until [`Self::release`].
+    pub fn close_gate(&self, operation: &str) {
+        let mut s = self.state.lock().expect("lock");
+        s.gate = Some(Gate {
+            operation: operation.to_string(),
+            held: Arc::new(tokio::sync::watch::channel(0).0),
+            open: Arc::new(tokio::sync::watch::channel(false).0),
+        });
+    }
+
+    /// Resolves once the gate holds `n` requests (at once when there is no gate).
+    pub async fn holding(&self, n: u32) {
+        let gate = self.state.lock().expect("lock").gate.clone();
+        if let Some(g) = gate {
+            let mut held = g.held.subscribe();
+            let _ = held.wait_for(|h| *h >= n).await;
+        }
+    }
+
+    /// Opens the gate: what it holds is forwarded, and later requests pass.
+    pub fn release(&self) {
+        if let Some(g) = self.state.lock().expect("lock").gate.take() {
+            g.open.send_replace(true);
+        }
     }
 
     /// From now on, holds every request for `hold` before forwarding it and records its
@@ -159,6 +200,12 @@ async fn proxy(
         .and_then(|t| t.split_once('.'))
         .map(|(_, op)| op.to_string())
         .unwrap_or_default();
+    let gate = state.lock().expect("lock").gate.clone();
+    if let Some(g) = gate.filter(|g| g.operation == operation) {
+        let mut open = g.open.subscribe();
+        g.held.send_modify(|n| *n += 1);
+        let _ = open.wait_for(|o| *o).await;
+    }
     let arrived = Instant::now();
     let hold = state.lock().expect("lock").hold;
     if let Some(hold) = hold {

@@ -2,7 +2,7 @@
 //! end to end: the real `metaobjects`, `attributes`, `products`, `variants` and `skus`
 //! binaries on DynamoDB Local.
 
-use catalog_e2e::Org;
+use catalog_e2e::{faults, send_to, Org, Request, Response};
 use serde_json::{json, Value};
 
 /// A workspace with definition `material` (label per language, hardness), metaobjects oak,
@@ -414,4 +414,253 @@ async fn a_referenced_metaobject_cannot_be_deleted() {
         org.delete("/v1/metaobjects/material/pine").await.status,
         404
     );
+}
+
+/// Definition `color` with metaobjects `ids`, and attributes `product.color` and `sku.shade`
+/// of type metaobject naming it.
+async fn colors(ids: &[&str]) -> Org {
+    let org = Org::new().await;
+    org.metaobjects("color", json!([{"key": "hex", "type": "text"}]), ids)
+        .await;
+    for (entity, key) in [("product", "color"), ("sku", "shade")] {
+        org.define(
+            json!({"displayName": key, "key": key, "targetEntity": entity,
+            "type": "metaobject", "metaobjectDefinition": "color"}),
+        )
+        .await;
+    }
+    org
+}
+
+fn status_and_body(r: &Response) -> (u16, Value) {
+    (r.status, r.body.clone())
+}
+
+fn does_not_exist(field: &str, id: &str) -> (u16, Value) {
+    (
+        400,
+        json!({"error": format!("{field}: metaobject '{id}' of definition 'color' does not exist")}),
+    )
+}
+
+fn still_referenced(id: &str) -> (u16, Value) {
+    (
+        409,
+        json!({"error": format!("metaobject '{id}' of definition 'color' is still referenced; remove the references first")}),
+    )
+}
+
+fn deleted(id: &str) -> (u16, Value) {
+    (200, json!({"result": {"identifier": id, "deleted": true}}))
+}
+
+/// The race played in both orders, each side held at its transaction by the fault proxy's
+/// gate after its reads: a write that found the metaobject, then the delete (which finds no
+/// reference yet); a delete that found no reference, then a write. Either way exactly one of
+/// them wins, and what is stored agrees with the answers.
+#[tokio::test]
+async fn a_delete_and_a_write_referencing_the_metaobject_exclude_each_other() {
+    let db = faults::faulty_db().await;
+    let _exclusive = db.exclusive.lock().await;
+    let org = colors(&["red", "blue"]).await;
+    let patch = |product: &str, color: &str| {
+        Request::new("PATCH", &format!("/v1/products/{product}"))
+            .bearer(&org.key)
+            .json(json!({"values": {"color": color}}))
+    };
+
+    // the write has checked that red exists and waits at its transaction
+    db.close_gate("TransactWriteItems");
+    let write = tokio::spawn(send_to("products@faultydb", patch("p1", "red")));
+    db.holding(1).await;
+    let delete = org.delete("/v1/metaobjects/color/red").await;
+    db.release();
+    let write = write.await.expect("write");
+    db.reset();
+    assert_eq!(status_and_body(&delete), deleted("red"));
+    assert_eq!(
+        status_and_body(&write),
+        does_not_exist("values.color", "red")
+    );
+    assert_eq!(
+        org.get("/v1/products/p1").await.status,
+        404,
+        "nothing written"
+    );
+
+    // the delete has found no reference to blue and waits at its transaction
+    db.close_gate("TransactWriteItems");
+    let delete = tokio::spawn(send_to(
+        "metaobjects@faultydb",
+        Request::new("DELETE", "/v1/metaobjects/color/blue").bearer(&org.key),
+    ));
+    db.holding(1).await;
+    let write = org
+        .patch("/v1/products/p2", json!({"values": {"color": "blue"}}))
+        .await;
+    db.release();
+    let delete = delete.await.expect("delete");
+    db.reset();
+    assert_eq!(write.status, 201, "{:?}", write.body);
+    assert_eq!(status_and_body(&delete), still_referenced("blue"));
+    assert_eq!(org.get("/v1/metaobjects/color/blue").await.status, 200);
+}
+
+/// Twenty writers reference a metaobject while it is deleted, three times over: whoever
+/// wins, no stored product references a deleted metaobject, every writer answers 201 or
+/// 400 (never a 5xx), and a refused writer stored nothing.
+#[tokio::test]
+async fn concurrent_writers_and_a_delete_leave_no_dangling_reference() {
+    let org = colors(&["hot0", "hot1", "hot2"]).await;
+    for round in 0..3 {
+        let color = format!("hot{round}");
+        let writers: Vec<_> = (0..20)
+            .map(|i| {
+                let (org, color) = (&org, color.clone());
+                async move {
+                    let id = format!("r{round}-{i}");
+                    let r = org
+                        .patch(
+                            &format!("/v1/products/{id}"),
+                            json!({"values": {"color": color}}),
+                        )
+                        .await;
+                    (id, r)
+                }
+            })
+            .collect();
+        let path = format!("/v1/metaobjects/color/{color}");
+        let (written, delete) =
+            tokio::join!(futures_util::future::join_all(writers), org.delete(&path));
+        let gone = match delete.status {
+            200 => true,
+            409 => false,
+            _ => panic!("delete: {:?}", delete.body),
+        };
+        assert_eq!(
+            org.get(&path).await.status,
+            if gone { 404 } else { 200 },
+            "round {round}"
+        );
+        for (id, r) in &written {
+            let stored = org.get(&format!("/v1/products/{id}")).await;
+            match r.status {
+                201 => {
+                    assert!(!gone, "round {round}: {id} references deleted {color}");
+                    assert_eq!(
+                        stored.body["result"]["attributes"]["product.color"][0]["data"],
+                        json!(color)
+                    );
+                }
+                400 => {
+                    assert_eq!(status_and_body(r), does_not_exist("values.color", &color));
+                    assert_eq!(
+                        stored.status, 404,
+                        "round {round}: {id} refused, not stored"
+                    );
+                }
+                _ => panic!("round {round}: {id}: {} {:?}", r.status, r.body),
+            }
+        }
+    }
+}
+
+/// Reference, delete refused; reference removed, delete done; a write naming the deleted
+/// metaobject refused with nothing written. Counting follows replaced values too.
+#[tokio::test]
+async fn references_are_counted_through_their_removal() {
+    let org = colors(&["red", "blue"]).await;
+    let r = org
+        .patch("/v1/products/p", json!({"values": {"color": "red"}}))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let r = org.delete("/v1/metaobjects/color/red").await;
+    assert_eq!(
+        status_and_body(&r),
+        (
+            409,
+            json!({"error": "metaobject 'red' of definition 'color' is still referenced by product 'p'; remove the references first"})
+        )
+    );
+    // red replaced by blue: red is free, blue is held
+    let r = org
+        .patch("/v1/products/p", json!({"values": {"color": "blue"}}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(reference_count(&org, "red").await, 0);
+    assert_eq!(reference_count(&org, "blue").await, 1);
+    let r = org.delete("/v1/metaobjects/color/red").await;
+    assert_eq!(status_and_body(&r), deleted("red"));
+    let r = org
+        .patch(
+            "/v1/products/q",
+            json!({"name": "Q", "values": {"color": "red"}}),
+        )
+        .await;
+    assert_eq!(status_and_body(&r), does_not_exist("values.color", "red"));
+    assert_eq!(org.get("/v1/products/q").await.status, 404);
+    // deleting the referrer frees blue
+    assert_eq!(org.delete("/v1/products/p").await.status, 200);
+    assert_eq!(reference_count(&org, "blue").await, 0);
+    let r = org.delete("/v1/metaobjects/color/blue").await;
+    assert_eq!(status_and_body(&r), deleted("blue"));
+    // created again, a metaobject can be referenced again
+    let r = org.put("/v1/metaobjects/color/red", json!({})).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let r = org
+        .patch("/v1/products/q", json!({"values": {"color": "red"}}))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(reference_count(&org, "red").await, 1);
+}
+
+/// What the counters of metaobject `color/<id>` hold, read from the table.
+async fn reference_count(org: &Org, id: &str) -> i64 {
+    catalog_e2e::stack()
+        .await
+        .store()
+        .reference_count(&org.id, "color", id)
+        .await
+        .expect("counters")
+}
+
+/// A product write of several transactions (150 SKUs) counts every SKU's reference: the
+/// metaobject stays while any SKU references it, and deleting the product frees it.
+#[tokio::test]
+async fn a_write_of_several_transactions_counts_every_reference() {
+    let org = colors(&["red"]).await;
+    let skus: Vec<Value> = (0..150)
+        .map(|i| json!({"identifier": format!("s{i:03}"), "values": {"shade": "red"}}))
+        .collect();
+    let r = org
+        .patch(
+            "/v1/products/big",
+            json!({"variants": [{"identifier": "v", "skus": skus}]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(reference_count(&org, "red").await, 150);
+    let cleared: Vec<Value> = (0..149)
+        .map(|i| json!({"identifier": format!("s{i:03}"), "values": {"shade": null}}))
+        .collect();
+    let r = org
+        .patch(
+            "/v1/products/big",
+            json!({"variants": [{"identifier": "v", "skus": cleared}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(reference_count(&org, "red").await, 1);
+    let r = org.delete("/v1/metaobjects/color/red").await;
+    assert_eq!(
+        status_and_body(&r),
+        (
+            409,
+            json!({"error": "metaobject 'red' of definition 'color' is still referenced by sku 's149'; remove the references first"})
+        )
+    );
+    assert_eq!(org.delete("/v1/products/big").await.status, 200);
+    assert_eq!(reference_count(&org, "red").await, 0);
+    let r = org.delete("/v1/metaobjects/color/red").await;
+    assert_eq!(status_and_body(&r), deleted("red"));
 }

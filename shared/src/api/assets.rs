@@ -226,12 +226,17 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let input = raw.validate(id, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
     let item = new_asset(call.org(), &input, Timestamp::now());
-    match app.store.put_resource(&item, Expect::Absent).await {
+    let mut write = TreeWrite::new();
+    write.put_resource(call.org(), &item, Expect::Absent)?;
+    match app.store.commit(&write).await {
         Ok(()) => Ok(ApiResponse::single(201, render(&item)).with_etag(etags::resource(&item))),
         Err(StoreError::ConditionFailed) => {
             Err(ApiError::conflict(format!("asset '{id}' already exists")))
         }
-        Err(e) => Err(e.into()),
+        Err(e) => {
+            Err(references::missing(&e, &[(String::new(), &input.values)])
+                .unwrap_or_else(|| e.into()))
+        }
     }
 }
 
@@ -264,9 +269,15 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .ok_or_else(|| ApiError::entity_not_found("asset", id));
         let mut asset = etags::checked(if_match, asset, etags::resource, "asset")?;
         let expect = Expect::Version(asset.ver);
+        let read = crate::store::counters::refs_of(&asset.vals);
         if apply(&mut asset, input) {
             asset.touch(Timestamp::next_after([asset.tu]));
-            app.store.put_resource(&asset, expect).await?;
+            let mut write = TreeWrite::new();
+            write.put_resource_read(org, &asset, expect, Some(&read))?;
+            app.store
+                .commit(&write)
+                .await
+                .map_err(|e| references::named(e, &[(String::new(), &input.values)]))?;
         }
         Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
     })

@@ -238,12 +238,13 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
                 ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle))
             );
         }
+        let read = crate::store::counters::refs_of(&bundle.vals);
         bundle.name = name.to_string();
         bundle.items = items.clone();
         bundle.vals = vals;
         bundle.touch(at);
         let mut write = TreeWrite::new();
-        write.put_resource(&bundle, expect)?;
+        write.put_resource_read(org, &bundle, expect, Some(&read))?;
         let has = |list: &[BundleLine], sku: &str| list.iter().any(|l| l.sku == sku);
         for l in items.iter().filter(|l| !has(&old_items, &l.sku)) {
             write.push(member(org, &l.sku, id, true)?);
@@ -251,7 +252,10 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         for l in old_items.iter().filter(|l| !has(items, &l.sku)) {
             write.push(member(org, &l.sku, id, false)?);
         }
-        app.store.commit(&write).await?;
+        app.store
+            .commit(&write)
+            .await
+            .map_err(|e| references::named(e, &[(String::new(), changes)]))?;
         Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
     })
     .await

@@ -184,7 +184,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         item.parent = parent.map(str::to_string);
         item.touch(at);
         let mut write = TreeWrite::new();
-        write.put_resource(&item, expect)?;
+        write.put_resource(org, &item, expect)?;
         for (n, a) in chain.iter().enumerate() {
             let key = a.key();
             write.push(if n == 0 {

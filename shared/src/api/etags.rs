@@ -1,5 +1,5 @@
 //! The entity tag of each entity kind: which stored fields are the entity's own (tagged)
-//! and which are bookkeeping (keys, versions, tree times, link back-references).
+//! and which are bookkeeping (keys, versions, tree times, link back-references, counted references).
 
 use crate::http::etag::tag_of;
 use crate::store::items::EntityItem;
@@ -10,14 +10,17 @@ const KEYS: [&str; 4] = ["PK", "SK", "GSI1PK", "GSI2SK"];
 
 /// A product's, variant's or SKU's tag: not moved by its descendants (`tu`, `ver`).
 pub fn entity(item: &EntityItem) -> String {
-    tag_of(item, &[&KEYS[..], &["tu", "ver", "ak", "src"]].concat())
+    tag_of(
+        item,
+        &[&KEYS[..], &["tu", "ver", "ak", "src", "mr"]].concat(),
+    )
 }
 
 /// An asset's, category's, bundle's or metaobject's tag: not moved by links to it.
 pub fn resource(item: &ResourceItem) -> String {
     tag_of(
         item,
-        &[&KEYS[..], &["tu", "ver", "cver", "ak", "linkedBy"]].concat(),
+        &[&KEYS[..], &["tu", "ver", "cver", "ak", "linkedBy", "mr"]].concat(),
     )
 }
 

@@ -216,6 +216,7 @@ pub fn product_link_writes(
                     ))))
                 }
             };
+            let read = crate::store::counters::refs_of(&item.vals);
             let changed = expect == Expect::Absent || apply(&mut item, input);
             if changed {
                 if !item.linked_by.iter().any(|p| p == pid) {
@@ -224,7 +225,8 @@ pub fn product_link_writes(
                 if expect != Expect::Absent {
                     item.touch(at);
                 }
-                write.put_resource(&item, expect)?;
+                let read = (expect != Expect::Absent).then_some(&read);
+                write.put_resource_read(org, &item, expect, read)?;
                 whole.insert(id.clone());
             }
         }

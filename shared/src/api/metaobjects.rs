@@ -383,14 +383,24 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         item.name = display.to_string();
         item.vals = vals;
         item.touch(at);
-        app.store.put_resource(&item, expect).await?;
+        if expect == Expect::Absent {
+            // a deleted metaobject of this identifier left its counters closed
+            let mut write = TreeWrite::new();
+            write.put_resource(org, &item, expect)?;
+            write.open_counters(org, &item)?;
+            app.store.commit(&write).await?;
+        } else {
+            app.store.put_resource(&item, expect).await?;
+        }
         Ok(ApiResponse::single(status, render_metaobject(&item)).with_etag(etags::resource(&item)))
     })
     .await
 }
 
 /// DELETE /metaobjects/{definition}/{identifier}: 409 while any product, variant, SKU,
-/// bundle or asset value references it.
+/// bundle or asset value references it. The reference counters decide, in the delete's
+/// transaction (`store/counters.rs`); the index check before it names a referrer when the
+/// index already shows one, and is the only guard of references stored before counting.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
     let name = definition_name(call)?;
@@ -411,7 +421,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .into());
         }
         let mut write = TreeWrite::new();
-        write.delete_resource(org, &m)?;
+        write.delete_metaobject(org, &m)?;
         app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, super::render::deleted(id)))
     })

@@ -4,6 +4,7 @@
 
 use super::etags;
 use super::links;
+use super::references;
 use super::retry::with_retries;
 use super::tree_patch::{self, ProductPatch};
 use crate::app::App;
@@ -71,7 +72,7 @@ pub async fn upsert_product(
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));
                 }
-                return Err(e.into());
+                return Err(references::named(e, &patch.value_changes()));
             }
         }
         Ok(tree_patch::written(&plan, &plan.product, plan.product.tu)

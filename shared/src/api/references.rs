@@ -1,8 +1,11 @@
 //! Metaobject references: a value that names a metaobject must name an existing one (checked
 //! on write), `include=metaobjects` sideloads the referenced metaobjects (one batched read per
-//! response), and a metaobject still referenced cannot be deleted.
+//! response), and a metaobject still referenced cannot be deleted: the reference counters
+//! (`store/counters.rs`) decide in the delete's transaction; the index check below names a
+//! referrer first, and is the only guard of references stored before counting existed.
 
 use super::render;
+use super::retry::Retry;
 use crate::domain::values::{identifiers_in, referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::ApiResponse;
@@ -10,7 +13,7 @@ use crate::store::items::EntityKind;
 use crate::store::packed::PackedValues;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -72,6 +75,31 @@ pub async fn check_exist(
     let wanted = wanted_refs(changes);
     let found = existing(store, org, wanted.iter().map(|(_, r)| r)).await?;
     first_missing(&wanted, &found)
+}
+
+/// A commit's failure as a write's answer: a reference to a metaobject deleted since
+/// [`check_exist`] (the counters refused it) is that check's 400, naming the field of
+/// `changes` that sets it; anything else as usual.
+pub fn named(e: StoreError, changes: &[(String, &[ValueChange])]) -> Retry {
+    match missing(&e, changes) {
+        Some(answer) => Retry::Fail(answer),
+        None => Retry::from(e),
+    }
+}
+
+/// The 400 of a reference to a deleted metaobject (`StoreError::NoMetaobject`), naming the
+/// field of `changes` that sets it; `None` for any other failure.
+pub fn missing(e: &StoreError, changes: &[(String, &[ValueChange])]) -> Option<ApiError> {
+    let StoreError::NoMetaobject(def, id) = e else {
+        return None;
+    };
+    let at = wanted_refs(changes)
+        .into_iter()
+        .find(|(_, (d, i))| d == def && i == id)
+        .map_or_else(|| "values".to_string(), |(at, _)| at);
+    Some(ApiError::bad_request(format!(
+        "{at}: metaobject '{id}' of definition '{def}' does not exist"
+    )))
 }
 
 /// [`check_exist`] for many independent writes at once (a bulk request): one BatchGetItem

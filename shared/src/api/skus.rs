@@ -144,7 +144,10 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
         let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
         if !plan.write.is_empty() {
-            app.store.commit(&plan.write).await?;
+            app.store
+                .commit(&plan.write)
+                .await
+                .map_err(|e| super::references::named(e, &[(String::new(), &sku_patch.values)]))?;
         }
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);

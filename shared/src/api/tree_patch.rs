@@ -15,12 +15,13 @@ use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::domain::{identifier, names};
 use crate::error::ApiError;
 use crate::http::{ApiResponse, JsonBody};
+use crate::store::counters::{refs_of, Ref};
 use crate::store::items::{EntityItem, EntityKind};
 use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Changes to one entity: `name` when given, validated value changes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -502,16 +503,21 @@ struct Planned {
     expect: Expect,
     changed_self: bool,
     changed_tree: bool,
+    /// The metaobjects its values referenced as read (none when new): a reference the plan
+    /// adds must still exist when it commits.
+    read: BTreeSet<Ref>,
 }
 
 impl Planned {
     fn existing(item: EntityItem) -> Self {
         let expect = Expect::Version(item.ver);
+        let read = refs_of(&item.vals);
         Self {
             item,
             expect,
             changed_self: false,
             changed_tree: false,
+            read,
         }
     }
 
@@ -530,6 +536,7 @@ impl Planned {
             expect: Expect::Absent,
             changed_self: true,
             changed_tree: true,
+            read: BTreeSet::new(),
         }
     }
 
@@ -667,12 +674,12 @@ pub fn plan(
     // written is still a valid tree, and the retry's plan touches the parents again.
     let mut items = Vec::new();
     product.stamp(at);
-    write.put(org, &product.item, product.expect)?;
+    write.put_read(org, &product.item, product.expect, Some(&product.read))?;
     items.push(product.item.clone());
     for (v, skus) in planned {
         for mut e in [v].into_iter().chain(skus).filter(Planned::changed) {
             e.stamp(at);
-            write.put(org, &e.item, e.expect)?;
+            write.put_read(org, &e.item, e.expect, Some(&e.read))?;
             items.push(e.item);
         }
     }

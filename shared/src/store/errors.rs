@@ -33,6 +33,11 @@ pub enum StoreError {
     /// A unique identifier is already used elsewhere (the message names it).
     #[error("taken: {0}")]
     Taken(String),
+    /// The write adds a reference to metaobject (definition, identifier), deleted since
+    /// the write checked that it exists (its reference counters are closed): a 400, which
+    /// callers word with the field that names it.
+    #[error("metaobject '{1}' of definition '{0}' does not exist")]
+    NoMetaobject(String, String),
     /// Throttled, unavailable or unreachable after the SDK's retries.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -127,6 +132,9 @@ impl From<StoreError> for ApiError {
                 ApiError::conflict("a concurrent write changed this resource; retry the request")
             }
             StoreError::Taken(message) => ApiError::conflict(message),
+            StoreError::NoMetaobject(def, id) => ApiError::bad_request(format!(
+                "metaobject '{id}' of definition '{def}' does not exist"
+            )),
             StoreError::TooLarge(message) | StoreError::Refused(message) => {
                 ApiError::bad_request(message)
             }

@@ -68,6 +68,10 @@ pub struct EntityItem {
     /// applied again after the import resumes reports the same 201.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src: Option<String>,
+    /// The metaobject references the counters hold for this item (`store/counters.rs`):
+    /// set by every write, absent when none (and on items written before counting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mr: Option<Vec<String>>,
 }
 
 /// An organization's settings item.

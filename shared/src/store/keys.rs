@@ -232,6 +232,12 @@ pub fn resource_pk(org: &str, kind: &str) -> String {
 pub fn metaobjects_pk(org: &str, definition: &str) -> String {
     format!("O#{org}#R#metaobject#{definition}")
 }
+/// Metaobject reference counters (`store/counters.rs`): one partition per definition and
+/// shard, sort key the metaobject's identifier, so one metaobject's shards are as many
+/// partitions.
+pub fn ref_counter_pk(org: &str, definition: &str, shard: u32) -> String {
+    format!("O#{org}#MR#{definition}#{shard}")
+}
 /// Metaobject definitions: one partition per organization, sort key the name.
 pub fn metaobject_defs_pk(org: &str) -> String {
     format!("O#{org}#MD")
@@ -260,6 +266,7 @@ mod tests {
             pending_pk("abc123", "wh_1"),
             resource_pk("abc123", "asset"),
             metaobjects_pk("abc123", "color"),
+            ref_counter_pk("abc123", "color", 15),
             metaobject_defs_pk("abc123"),
         ] {
             assert!(pk == "O#abc123" || pk.starts_with("O#abc123#"), "{pk}");

@@ -3,6 +3,7 @@
 //! definitions, the product tree).
 
 pub mod attributes;
+pub mod counters;
 pub mod entities;
 pub mod errors;
 pub mod idempotency;

@@ -71,6 +71,7 @@ impl EntityItem {
             assets: Vec::new(),
             categories: None,
             src: None,
+            mr: None,
         }
     }
 

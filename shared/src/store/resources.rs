@@ -134,6 +134,9 @@ pub struct ResourceItem {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub linked_by: Vec<String>,
+    /// The metaobject references the counters hold for this item, as on entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mr: Option<Vec<String>>,
 }
 
 impl ResourceItem {
@@ -159,6 +162,7 @@ impl ResourceItem {
             items: Vec::new(),
             ak: Vec::new(),
             linked_by: Vec::new(),
+            mr: None,
         }
     }
 

@@ -1,8 +1,10 @@
 //! Conditional writes to a product tree: every entity put or delete is conditioned on the
 //! version it was read at (or on not existing yet), variant and SKU identity items are
 //! created and removed with their entities, and the actions go out in as few
-//! TransactWriteItems calls as the 100-action limit allows.
+//! TransactWriteItems calls as the 100-action limit allows. Every item that holds values
+//! keeps the metaobject reference counters (`counters.rs`) in its own transaction.
 
+use super::counters::{self, Counts, Ref, COUNTED};
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
     change_sk, deletions_pk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK,
@@ -13,12 +15,13 @@ use super::ops::{item_key, Item};
 use super::resources::{resource_identifier, ResourceItem};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
+use crate::domain::values::StoredValues;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// TransactWriteItems takes at most 100 actions.
 pub const TRANSACTION_LIMIT: usize = TRANSACTION_ACTIONS;
@@ -39,13 +42,78 @@ enum Target {
     /// The identity item (its partition key) of a SKU being deleted: it fails while a
     /// bundle holds the SKU.
     InBundle(String, String),
+    /// A reference counter of metaobject (definition, identifier); when guarded (the write
+    /// adds a reference), it fails once the metaobject was deleted.
+    Counter(String, String, bool),
+    /// A reference counter of metaobject (definition, identifier) being deleted: it fails
+    /// while a count is not 0.
+    Referenced(String, String),
+}
+
+/// Actions that commit in one transaction, and the counter changes of the items they
+/// write (merged with the other groups' of the same transaction when it is sent).
+#[derive(Debug, Default)]
+struct Group {
+    actions: Vec<(TransactWriteItem, Target)>,
+    counts: Counts,
+}
+
+impl Group {
+    /// Its actions at most (merged counter changes may take fewer).
+    fn len(&self) -> usize {
+        self.actions.len() + self.counts.len()
+    }
+
+    fn put_bytes(&self) -> usize {
+        self.actions.iter().map(|(a, _)| put_bytes(a)).sum()
+    }
 }
 
 /// An ordered set of conditional writes to one organization's product trees. Actions come
-/// in groups (an entity with its identity item) that never straddle two transactions.
+/// in groups (an entity with its identity item and reference counters) that never straddle
+/// two transactions.
 #[derive(Debug, Default)]
 pub struct TreeWrite {
-    groups: Vec<Vec<(TransactWriteItem, Target)>>,
+    groups: Vec<Group>,
+}
+
+/// The counter changes of writing `item_id`'s values `vals`, whose counts held `counted`
+/// (its `mr`), and the `mr` to store. `read`: the references its values had as read (`None`:
+/// the values are as read, or the item is new when `new`).
+fn counted_write(
+    org: &str,
+    item_id: &str,
+    vals: &StoredValues,
+    counted: Option<&[String]>,
+    read: Option<&BTreeSet<Ref>>,
+    new: bool,
+) -> (Counts, Option<AttributeValue>) {
+    let after = counters::refs_of(vals);
+    let read = match read {
+        Some(r) => r.clone(),
+        None if new => BTreeSet::new(),
+        None => after.clone(),
+    };
+    let counts = Counts::of(org, item_id, &counters::decode(counted), &after, &read);
+    let mr = counters::encode(&after)
+        .into_iter()
+        .map(AttributeValue::S)
+        .collect::<Vec<_>>();
+    (counts, (!mr.is_empty()).then_some(AttributeValue::L(mr)))
+}
+
+/// Sets the item's `mr` to `mr` (absent when it holds no reference).
+fn set_counted(av: &mut Item, mr: Option<AttributeValue>) {
+    av.remove(COUNTED);
+    if let Some(mr) = mr {
+        av.insert(COUNTED.into(), mr);
+    }
+}
+
+/// The counter changes of deleting `item_id`, whose counts held `counted`.
+fn counted_delete(org: &str, item_id: &str, counted: Option<&[String]>) -> Counts {
+    let none = BTreeSet::new();
+    Counts::of(org, item_id, &counters::decode(counted), &none, &none)
 }
 
 fn identity_pk(org: &str, item: &EntityItem) -> Option<String> {
@@ -65,9 +133,9 @@ impl TreeWrite {
         Self::default()
     }
 
-    /// The number of actions.
+    /// The number of actions (counter changes counted per item: at most).
     pub fn len(&self) -> usize {
-        self.groups.iter().map(Vec::len).sum()
+        self.groups.iter().map(Group::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -76,11 +144,7 @@ impl TreeWrite {
 
     /// The bytes of the whole items this write puts, as DynamoDB counts them.
     pub fn put_bytes(&self) -> usize {
-        self.groups
-            .iter()
-            .flatten()
-            .map(|(a, _)| put_bytes(a))
-            .sum()
+        self.groups.iter().map(Group::put_bytes).sum()
     }
 
     /// Whether the write goes out as one transaction (all or nothing).
@@ -90,7 +154,7 @@ impl TreeWrite {
 
     /// Starts a new group: actions pushed until the next group commit in one transaction.
     pub fn start_group(&mut self) {
-        self.groups.push(Vec::new());
+        self.groups.push(Group::default());
     }
 
     /// Appends `action` to the current group (a group of its own when there is none).
@@ -99,7 +163,7 @@ impl TreeWrite {
             self.start_group();
         }
         let group = self.groups.last_mut().expect("a group exists");
-        group.push((action, Target::Entity));
+        group.actions.push((action, Target::Entity));
     }
 
     /// The items this write puts, whole, in order: what the same write would store without
@@ -107,7 +171,7 @@ impl TreeWrite {
     pub fn put_items(&self) -> Vec<Item> {
         self.groups
             .iter()
-            .flatten()
+            .flat_map(|g| &g.actions)
             .filter_map(|(action, _)| action.put().map(|p| p.item().clone()))
             .collect()
     }
@@ -117,18 +181,81 @@ impl TreeWrite {
         self.groups.extend(other.groups);
     }
 
-    /// Writes a resource as a whole in a new group: created when `expect` is `Absent`,
-    /// else only if its version is still the one read.
-    pub fn put_resource(&mut self, item: &ResourceItem, expect: Expect) -> Result<(), StoreError> {
-        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?;
+    /// Writes a resource of `org` as a whole in a new group: created when `expect` is
+    /// `Absent`, else only if its version is still the one read. Its values are new or as
+    /// read; [`Self::put_resource_read`] when they changed.
+    pub fn put_resource(
+        &mut self,
+        org: &str,
+        item: &ResourceItem,
+        expect: Expect,
+    ) -> Result<(), StoreError> {
+        self.put_resource_read(org, item, expect, None)
+    }
+
+    /// [`Self::put_resource`] of a resource whose values referenced `read` when read (the
+    /// references it adds must still exist when it commits).
+    pub fn put_resource_read(
+        &mut self,
+        org: &str,
+        item: &ResourceItem,
+        expect: Expect,
+        read: Option<&BTreeSet<Ref>>,
+    ) -> Result<(), StoreError> {
+        let mut av: Item =
+            serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?;
+        let (counts, mr) = counted_write(
+            org,
+            &item.id,
+            &item.vals,
+            item.mr.as_deref(),
+            read,
+            expect == Expect::Absent,
+        );
+        set_counted(&mut av, mr);
         self.start_group();
         self.push(put_action(av, expect)?);
+        self.counts_mut().merge(&counts);
+        Ok(())
+    }
+
+    /// The counter changes of the current group.
+    fn counts_mut(&mut self) -> &mut Counts {
+        if self.groups.is_empty() {
+            self.start_group();
+        }
+        &mut self.groups.last_mut().expect("a group exists").counts
+    }
+
+    /// Opens the reference counters of metaobject `item`, in its group: the creation of a
+    /// metaobject whose identifier a deleted one had.
+    pub fn open_counters(&mut self, org: &str, item: &ResourceItem) -> Result<(), StoreError> {
+        let def = item.def.as_deref().unwrap_or_default();
+        for action in counters::open_all(org, def, &item.id)? {
+            self.push(action);
+        }
+        Ok(())
+    }
+
+    /// Deletes metaobject `item` (as [`Self::delete_resource`]) and closes its reference
+    /// counters, each only while its count is 0, in the same transaction: refused while
+    /// anything counted references it, and no reference can be added after it.
+    pub fn delete_metaobject(&mut self, org: &str, item: &ResourceItem) -> Result<(), StoreError> {
+        self.delete_resource(org, item)?;
+        let def = item.def.clone().unwrap_or_default();
+        let group = self.groups.last_mut().expect("a group exists");
+        for action in counters::close_all(org, &def, &item.id)? {
+            group
+                .actions
+                .push((action, Target::Referenced(def.clone(), item.id.clone())));
+        }
         Ok(())
     }
 
     /// Deletes a resource in a new group, if it is still at the version read, leaves its
     /// tombstone (warm list indexes learn of the delete from it) and records the deletion in
-    /// its type's feed (a metaobject as `<definition>/<identifier>`).
+    /// its type's feed (a metaobject as `<definition>/<identifier>`). The references it held
+    /// are taken back from their counters.
     pub fn delete_resource(&mut self, org: &str, item: &ResourceItem) -> Result<(), StoreError> {
         let del = Delete::builder()
             .table_name("")
@@ -153,33 +280,62 @@ impl TreeWrite {
                 .map_err(build_err)?;
             self.push(TransactWriteItem::builder().put(put).build());
         }
+        let counts = counted_delete(org, &item.id, item.mr.as_deref());
+        self.counts_mut().merge(&counts);
         Ok(())
     }
 
     /// The groups packed into transactions of at most 100 actions and 3.5 MB of whole
-    /// items, in order.
-    fn transactions(&self) -> Vec<Vec<&(TransactWriteItem, Target)>> {
-        let mut out: Vec<(Vec<&(TransactWriteItem, Target)>, usize)> = Vec::new();
-        for group in self.groups.iter().filter(|g| !g.is_empty()) {
-            let bytes: usize = group.iter().map(|(a, _)| put_bytes(a)).sum();
+    /// items, in order, each with its groups' counter changes merged.
+    fn packed(&self) -> Vec<(Vec<&Group>, Counts)> {
+        let mut out: Vec<(Vec<&Group>, usize, usize)> = Vec::new();
+        for group in self.groups.iter().filter(|g| g.len() > 0) {
+            let bytes = group.put_bytes();
             match out.last_mut() {
-                Some((last, last_bytes))
-                    if last.len() + group.len() <= TRANSACTION_LIMIT
+                Some((last, last_len, last_bytes))
+                    if *last_len + group.len() <= TRANSACTION_LIMIT
                         && *last_bytes + bytes <= TRANSACTION_PUT_BYTES =>
                 {
-                    last.extend(group);
+                    last.push(group);
+                    *last_len += group.len();
                     *last_bytes += bytes;
                 }
-                _ => out.push((group.iter().collect(), bytes)),
+                _ => out.push((vec![group], group.len(), bytes)),
             }
         }
-        out.into_iter().map(|(t, _)| t).collect()
+        out.into_iter()
+            .map(|(groups, _, _)| {
+                let mut counts = Counts::default();
+                for g in &groups {
+                    counts.merge(&g.counts);
+                }
+                (groups, counts)
+            })
+            .collect()
+    }
+
+    /// The transactions of this write, in order: each group's actions, then one counter
+    /// change per counter item.
+    fn transactions(&self) -> Result<Vec<Vec<(TransactWriteItem, Target)>>, StoreError> {
+        self.packed()
+            .into_iter()
+            .map(|(groups, counts)| {
+                let mut actions: Vec<(TransactWriteItem, Target)> = groups
+                    .iter()
+                    .flat_map(|g| g.actions.iter().cloned())
+                    .collect();
+                for (action, (def, id), guarded) in counts.actions()? {
+                    actions.push((action, Target::Counter(def, id, guarded)));
+                }
+                Ok(actions)
+            })
+            .collect()
     }
 
     /// Everything storage would refuse in this write, found before its first request: an
     /// item over 400 KB, a key over DynamoDB's key limits. Names the entity.
     pub fn check_limits(&self) -> Result<(), StoreError> {
-        for (action, _) in self.groups.iter().flatten() {
+        for (action, _) in self.groups.iter().flat_map(|g| &g.actions) {
             let Some(item) = action.put().map(Put::item) else {
                 continue;
             };
@@ -204,7 +360,12 @@ impl TreeWrite {
     /// How many actions each transaction of this write holds, in order (groups are never
     /// split between two).
     pub fn transaction_sizes(&self) -> Vec<usize> {
-        self.transactions().iter().map(Vec::len).collect()
+        self.packed()
+            .iter()
+            .map(|(groups, counts)| {
+                groups.iter().map(|g| g.actions.len()).sum::<usize>() + counts.len()
+            })
+            .collect()
     }
 
     /// Identity items whose conditions this write depends on, by partition key: those it
@@ -212,17 +373,61 @@ impl TreeWrite {
     fn identity_conditions(&self) -> HashMap<&str, &Target> {
         self.groups
             .iter()
-            .flatten()
+            .flat_map(|g| &g.actions)
             .filter_map(|(_, t)| match t {
                 Target::Identity(_, _, pk) | Target::InBundle(_, pk) => Some((pk.as_str(), t)),
-                Target::Entity => None,
+                _ => None,
             })
             .collect()
     }
 
-    /// Writes `item` as a whole; a new variant or SKU also claims its identity item.
+    /// The counter items this write adds references to (they must not be closed), by
+    /// partition and sort key, with their metaobject.
+    fn guarded_counters(&self) -> HashMap<(String, String), Ref> {
+        let text = |k: &Item, name: &str| {
+            k.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default()
+        };
+        self.groups
+            .iter()
+            .flat_map(|g| g.counts.guarded())
+            .map(|(key, r)| {
+                (
+                    (text(&key, super::keys::PK), text(&key, super::keys::SK)),
+                    r,
+                )
+            })
+            .collect()
+    }
+
+    /// Writes `item` as a whole; a new variant or SKU also claims its identity item. Its
+    /// values are new or as read; [`Self::put_read`] when they changed.
     pub fn put(&mut self, org: &str, item: &EntityItem, expect: Expect) -> Result<(), StoreError> {
-        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?;
+        self.put_read(org, item, expect, None)
+    }
+
+    /// [`Self::put`] of an entity whose values referenced `read` when read (the references
+    /// it adds must still exist when it commits).
+    pub fn put_read(
+        &mut self,
+        org: &str,
+        item: &EntityItem,
+        expect: Expect,
+        read: Option<&BTreeSet<Ref>>,
+    ) -> Result<(), StoreError> {
+        let mut av: Item =
+            serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?;
+        let (counts, mr) = counted_write(
+            org,
+            &item.id,
+            &item.vals,
+            item.mr.as_deref(),
+            read,
+            expect == Expect::Absent,
+        );
+        set_counted(&mut av, mr);
         let mut group = vec![(put_action(av, expect)?, Target::Entity)];
         if expect == Expect::Absent {
             if let Some(pk) = identity_pk(org, item) {
@@ -244,7 +449,10 @@ impl TreeWrite {
                 group.push((action, Target::Identity(item.kind, item.id.clone(), pk)));
             }
         }
-        self.groups.push(group);
+        self.groups.push(Group {
+            actions: group,
+            counts,
+        });
         Ok(())
     }
 
@@ -295,7 +503,10 @@ impl TreeWrite {
                 Target::Entity,
             ));
         }
-        self.groups.push(group);
+        self.groups.push(Group {
+            actions: group,
+            counts: counted_delete(org, &item.id, item.mr.as_deref()),
+        });
         Ok(())
     }
 }
@@ -463,16 +674,33 @@ impl Store {
     /// (deletion), so every prefix is a valid tree, and repeating the request completes it.
     pub async fn commit(&self, write: &TreeWrite) -> Result<(), StoreError> {
         write.check_limits()?;
-        let transactions = write.transactions();
+        let transactions = write.transactions()?;
         if transactions.len() > 1 {
             // What a later transaction's conditions would refuse is refused before the first
-            // one: a taken identifier, a SKU held by a bundle.
+            // one: a taken identifier, a SKU held by a bundle, a reference to a metaobject
+            // deleted since the write checked it.
             let conditions = write.identity_conditions();
+            let counters = write.guarded_counters();
             let keys = conditions
                 .keys()
                 .map(|pk| item_key(pk.to_string(), REF_SK))
+                .chain(
+                    counters
+                        .keys()
+                        .map(|(pk, sk)| item_key(pk.clone(), sk.clone())),
+                )
                 .collect();
             for found in self.batch_get(keys).await? {
+                let text = |name: &str| found.get(name).and_then(|v| v.as_s().ok()).cloned();
+                let key = (text(super::keys::PK), text(super::keys::SK));
+                if let (Some(pk), Some(sk)) = key {
+                    if let Some((def, id)) = counters.get(&(pk, sk)) {
+                        if counters::is_closed(&found) {
+                            return Err(StoreError::NoMetaobject(def.clone(), id.clone()));
+                        }
+                        continue;
+                    }
+                }
                 let pk = found.get(super::keys::PK).and_then(|v| v.as_s().ok());
                 match pk.and_then(|pk| conditions.get(pk.as_str())) {
                     Some(Target::Identity(kind, id, _)) => return Err(taken(*kind, id)),
@@ -549,6 +777,12 @@ fn partial(n: usize, total: usize, cause: StoreError) -> StoreError {
     }
 }
 
+fn still_referenced(def: &str, id: &str) -> StoreError {
+    StoreError::Taken(format!(
+        "metaobject '{id}' of definition '{def}' is still referenced; remove the references first"
+    ))
+}
+
 fn in_bundle(id: &str) -> StoreError {
     StoreError::Taken(format!(
         "sku '{id}' is part of a bundle; remove it from its bundles before deleting it"
@@ -568,7 +802,7 @@ fn taken(kind: EntityKind, id: &str) -> StoreError {
 }
 
 fn explain<R: std::fmt::Debug>(
-    chunk: &[&(TransactWriteItem, Target)],
+    chunk: &[(TransactWriteItem, Target)],
     err: SdkError<TransactWriteItemsError, R>,
 ) -> StoreError {
     if let SdkError::ServiceError(service) = &err {
@@ -592,6 +826,18 @@ fn explain<R: std::fmt::Debug>(
                 failed.iter().find(|t| matches!(t, Target::InBundle(..)))
             {
                 return in_bundle(id);
+            }
+            // only counters failed (an entity's lost condition is re-read first)
+            if !failed.iter().any(|t| matches!(t, Target::Entity)) {
+                for t in &failed {
+                    match t {
+                        Target::Referenced(def, id) => return still_referenced(def, id),
+                        Target::Counter(def, id, true) => {
+                            return StoreError::NoMetaobject(def.clone(), id.clone())
+                        }
+                        _ => {}
+                    }
+                }
             }
             let taken = failed.iter().find_map(|t| match t {
                 Target::Identity(kind, id, _) => Some((*kind, id.clone())),
