@@ -240,3 +240,70 @@ async fn an_organization_can_have_its_own_limit() {
         Ok(None)
     );
 }
+
+/// What an organization creates through settings is bounded, each quota named in its 409:
+/// before, completeness profiles and subscriptions to one URL were unbounded.
+#[tokio::test]
+async fn settings_an_organization_creates_are_bounded() {
+    let org = Org::new().await;
+    org.define(json!({"displayName": "T", "key": "t", "targetEntity": "product", "type": "text"}))
+        .await;
+    for i in 0..100 {
+        let r = org
+            .post(
+                "/v1/completeness-profiles",
+                json!({"identifier": format!("p{i}"), "name": "P", "requiredAttributes": ["product.t"]}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+    }
+    let r = org
+        .post(
+            "/v1/completeness-profiles",
+            json!({"identifier": "p100", "name": "P", "requiredAttributes": ["product.t"]}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"error": "quota exceeded: an organization may have at most 100 completeness profiles"})
+        )
+    );
+    assert_eq!(org.get("/v1/completeness-profiles/p100").await.status, 404);
+
+    let url = "http://127.0.0.1:9/same";
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let r = org
+            .post("/v1/webhooks", json!({"url": url, "topics": ["*"]}))
+            .await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+        ids.push(r.body["result"]["id"].as_str().unwrap().to_string());
+    }
+    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one URL"});
+    let r = org
+        .post("/v1/webhooks", json!({"url": url, "topics": ["*"]}))
+        .await;
+    assert_eq!((r.status, &r.body), (409, &quota));
+    // moving another subscription onto the URL counts too; keeping its own URL does not
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://127.0.0.1:9/other", "topics": ["*"]}),
+        )
+        .await;
+    let other = r.body["result"]["id"].as_str().unwrap().to_string();
+    let r = org
+        .patch(&format!("/v1/webhooks/{other}"), json!({"url": url}))
+        .await;
+    assert_eq!((r.status, &r.body), (409, &quota));
+    let r = org
+        .patch(&format!("/v1/webhooks/{}", ids[0]), json!({"url": url}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(
+        org.get("/v1/webhooks").await.body["pagination"]["totalResults"],
+        json!(6)
+    );
+}

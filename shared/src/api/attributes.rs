@@ -226,6 +226,13 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             )));
         }
     }
+    super::quotas::below(
+        app,
+        crate::store::keys::attributes_pk(call.org()),
+        super::quotas::MAX_ATTRIBUTES,
+        "attribute definitions",
+    )
+    .await?;
     match app.store.put_definition(call.org(), &def).await {
         Ok(()) => Ok(ApiResponse::single(201, render(&def))),
         Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(

@@ -244,6 +244,13 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         display_name: display_name.to_string(),
         fields,
     };
+    super::quotas::below(
+        app,
+        crate::store::keys::metaobject_defs_pk(call.org()),
+        super::quotas::MAX_METAOBJECT_DEFINITIONS,
+        "metaobject definitions",
+    )
+    .await?;
     match app
         .store
         .create_metaobject_definition(call.org(), &def)

@@ -18,6 +18,7 @@ pub mod metaobjects;
 pub mod openapi;
 pub mod product_write;
 pub mod products;
+pub mod quotas;
 pub mod references;
 pub mod render;
 pub mod retry;

@@ -247,6 +247,13 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         }
     }
     let attributes = keys.into_iter().map(|(_, _, key)| key).collect();
+    super::quotas::below(
+        app,
+        crate::store::keys::families_pk(call.org()),
+        super::quotas::MAX_FAMILIES,
+        "families",
+    )
+    .await?;
     let family = app
         .store
         .create_family(call.org(), &name, attributes)
@@ -498,6 +505,13 @@ async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         channels: known_strings(&body, "channels", &ctx.scopes.channel_ids(), "channel")?,
         builtin_names,
     };
+    super::quotas::below(
+        app,
+        crate::store::keys::profiles_pk(call.org()),
+        super::quotas::MAX_PROFILES,
+        "completeness profiles",
+    )
+    .await?;
     app.store.create_profile(call.org(), &profile).await?;
     Ok(ApiResponse::single(201, render_profile(&profile)))
 }

@@ -2,6 +2,7 @@
 //! delivery log and replays; the function also serves `/api-keys` (`api/api_keys.rs`).
 
 use super::etags;
+use super::quotas::{MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use super::retry::{with_retries, Retry};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
@@ -225,6 +226,26 @@ async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
     Ok(url.to_string())
 }
 
+/// 409 when `url` already has [`MAX_WEBHOOKS_PER_URL`] subscriptions (other than `except`):
+/// one receiver does not need more, and each one multiplies the deliveries it gets.
+fn same_url_below_quota(
+    subs: &[Subscription],
+    url: &str,
+    except: Option<&str>,
+) -> Result<(), ApiError> {
+    let same = subs
+        .iter()
+        .filter(|s| s.url == url && Some(s.id.as_str()) != except)
+        .count();
+    if same >= MAX_WEBHOOKS_PER_URL {
+        return Err(super::quotas::over(
+            MAX_WEBHOOKS_PER_URL,
+            "webhook subscriptions to one URL",
+        ));
+    }
+    Ok(())
+}
+
 /// Every topic is a catalog topic (products, variants, SKUs, assets, categories, bundles,
 /// metaobjects): its events carry catalog identifiers and times, so subscribing to one, and
 /// reading or replaying its deliveries, needs `catalog:read` beside `settings:manage`.
@@ -303,11 +324,13 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let description = description_field(&body)?.flatten();
     let enabled = body.opt_bool("enabled")?.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
-    if app.store.list_subscriptions(call.org()).await?.len() >= MAX_WEBHOOKS {
+    let subs = app.store.list_subscriptions(call.org()).await?;
+    if subs.len() >= MAX_WEBHOOKS {
         return Err(ApiError::conflict(format!(
             "an organization may have at most {MAX_WEBHOOKS} webhooks; delete one first"
         )));
     }
+    same_url_below_quota(&subs, &url, None)?;
     let now = Timestamp::now();
     let sub = Subscription {
         id: prefixed_ulid("wh_"),
@@ -373,6 +396,11 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
         None => None,
     };
+    if let Some(u) = &url {
+        let subs = app.store.list_subscriptions(call.org()).await?;
+        let id = call.route.identifier(0, "webhook id")?;
+        same_url_below_quota(&subs, u, Some(id))?;
+    }
     let sub = modify(app, call, |sub| {
         if let Some(u) = &url {
             sub.url = u.clone();
@@ -526,6 +554,20 @@ async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         )));
     }
     let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
+    let now = Timestamp::now().millis() / 1000;
+    let hour = now / 3600;
+    if !app
+        .store
+        .count_in_hour(call.org(), "REPLAYS", hour, MAX_REPLAYS_PER_HOUR)
+        .await?
+    {
+        let wait = ((hour + 1) * 3600 - now).max(1);
+        return Err(ApiError::new(
+            429,
+            format!("quota exceeded: an organization may replay at most {MAX_REPLAYS_PER_HOUR} deliveries per hour; retry after {wait} s"),
+        )
+        .with_header("retry-after", wait.to_string()));
+    }
     let action = original
         .event
         .rsplit_once('.')

@@ -85,6 +85,10 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row("`limit` on lists", "1 to 200 (default 100)", "400"),
+    row("API keys / webhook subscriptions / subscriptions to one URL, per organization", "100 / 50 / 5", "409"),
+    row("Attribute definitions / families / completeness profiles / metaobject definitions, per organization", "2,000 / 1,000 / 100 / 100", "409"),
+    row("Languages / channels, per organization", "200 / 200", "400"),
+    row("Delivery replays, per organization and hour", "1,000", "429 with `Retry-After`"),
     row("Calls per organization (every key and function together; a bulk write costs 1 per 10 lines)", "100 per second, bursts of 200 (deployment defaults; `catalog-admin set-limits` per organization)", "429 with `Retry-After`"),
     row(
         "Attribute keys (`values`, `search`, definitions)",

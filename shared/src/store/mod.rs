@@ -19,6 +19,7 @@ pub mod orgs;
 pub mod packed;
 pub mod parallel;
 pub mod products;
+pub mod quotas;
 pub mod rate;
 pub mod resources;
 pub mod selections;
