@@ -223,10 +223,14 @@ impl App {
                 return handler(self, call).await;
             }
         }
-        let principal = self
+        let principal = match self
             .auth
             .authenticate(&self.store, request.authorization.as_deref())
-            .await?;
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return Err(self.failed_authentication(e, &request).await),
+        };
         // Every authenticated call takes a token of its organization's bucket first (a call
         // beyond it does no work: 429), and every answer carries the bucket's fields.
         let rate = self
@@ -249,6 +253,25 @@ impl App {
                 e.headers = with_fields(e.headers);
                 Err(e)
             }
+        }
+    }
+
+    /// A failed authentication with a key id of a real organization takes a token of that
+    /// organization's bucket, so guessing a key's secret is rate limited too (429 once the
+    /// bucket is empty); unknown key ids cost no write (their answers are cached).
+    async fn failed_authentication(&self, e: ApiError, request: &ApiRequest) -> ApiError {
+        let known = request
+            .authorization
+            .as_deref()
+            .and_then(crate::auth::apikey::from_authorization)
+            .and_then(|k| self.auth.known(&k.key_id).map(|limit| (k.org, limit)));
+        let Some((org, limit)) = known.filter(|_| e.status == 401) else {
+            return e;
+        };
+        let policy = limit.unwrap_or(self.config.rate_limit);
+        match self.limiter.admit(&self.store, &org, policy, 1).await {
+            Err(refused) => refused,
+            Ok(_) => e,
         }
     }
 

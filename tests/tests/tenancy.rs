@@ -307,3 +307,40 @@ async fn settings_an_organization_creates_are_bounded() {
         json!(6)
     );
 }
+
+/// Guessing the secret of a real key id is rate limited like any call of its organization.
+#[tokio::test]
+async fn failed_authentications_with_a_real_key_id_count_against_its_organization() {
+    let org = Org::new().await;
+    let (prefix, _) = org.key.rsplit_once('_').unwrap();
+    let wrong = format!("{prefix}_{}", "x".repeat(40));
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let r = send_to(
+            "products@limited",
+            Request::new("GET", "/v1/products").bearer(&wrong),
+        )
+        .await;
+        statuses.push(r.status);
+        if r.status == 429 {
+            assert_eq!(r.header("retry-after"), Some("1"));
+            break;
+        }
+        assert_eq!(
+            r.body,
+            json!({"error": "Unauthorized - missing or invalid authentication"})
+        );
+    }
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    assert!(statuses.len() >= 6, "the burst of 5 first: {statuses:?}");
+    // unknown key ids cost no token of anyone's: always 401
+    for _ in 0..8 {
+        let r = send_to(
+            "products@limited",
+            Request::new("GET", "/v1/products")
+                .bearer(&format!("cat_zzzzzzzzzzzz_{}", "y".repeat(40))),
+        )
+        .await;
+        assert_eq!(r.status, 401);
+    }
+}

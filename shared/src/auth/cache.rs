@@ -105,6 +105,17 @@ impl Authenticator {
         }
     }
 
+    /// Whether this process knows `key_id` to exist (from its cache, no request), and its
+    /// organization's own rate limit: a failed authentication with it counts against that
+    /// organization's rate limit.
+    pub fn known(&self, key_id: &str) -> Option<Option<crate::domain::rate::Policy>> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        match cache.0.get(key_id) {
+            Some((_, Resolved::Key { limit, .. })) => Some(*limit),
+            _ => None,
+        }
+    }
+
     /// Forgets what this process knows of a key (after revoking it here).
     pub fn forget(&self, key_id: &str) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
