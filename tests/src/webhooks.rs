@@ -214,6 +214,9 @@ struct ReceiverState {
 pub struct Receiver {
     pub port: u16,
     state: Arc<Mutex<ReceiverState>>,
+    /// The port, bound but not listening until `listen` (connections are refused, and no
+    /// other socket, not even an outgoing connection, can take the port meanwhile).
+    socket: Arc<Mutex<Option<tokio::net::TcpSocket>>>,
 }
 
 impl Receiver {
@@ -226,8 +229,14 @@ impl Receiver {
 
     /// A receiver whose port is chosen but not listening yet (connections are refused).
     pub fn reserve(fail_first: usize) -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("a loopback port");
+        let port = socket.local_addr().expect("its address").port();
         Self {
-            port: free_port(),
+            port,
+            socket: Arc::new(Mutex::new(Some(socket))),
             state: Arc::new(Mutex::new(ReceiverState {
                 fail_first,
                 fail_status: 500,
@@ -253,9 +262,14 @@ impl Receiver {
         let app = Router::new()
             .route("/hook", post(receive))
             .with_state(self.state.clone());
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
-            .await
-            .expect("receiver port");
+        let socket = self.socket.lock().expect("lock").take();
+        let listener = match socket {
+            Some(socket) => socket.listen(1024).expect("receiver port"),
+            // listening again after a stop: bind the same port anew
+            None => tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+                .await
+                .expect("receiver port"),
+        };
         tokio::spawn(async move { axum::serve(listener, app).await });
     }
 
