@@ -70,6 +70,17 @@ async fn queued(sqs: &aws_sdk_sqs::Client, queue_url: &str, needle: &str, what: 
     .await
 }
 
+/// A DynamoDB stream INSERT record of `image`, as the event source hands it to the feed.
+fn stream_insert(seq: &str, image: Value) -> Value {
+    json!({
+        "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+        "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
+                     "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
+    })
+}
+
 async fn put_product(org: &Org, id: &str, body: Value) {
     let r = org.patch(&format!("/v1/products/{id}"), body).await;
     assert!(r.status == 200 || r.status == 201, "{:?}", r.body);
@@ -581,15 +592,6 @@ async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
     webhooks().await;
     let org = Org::new().await;
     subscribe(&org, "http://127.0.0.1:9/hook", &["*"]).await;
-    let record = |seq: &str, image: Value| {
-        json!({
-            "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
-            "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
-                         "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-            "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
-        })
-    };
     let entity = |id: &str| {
         json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
                "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
@@ -597,10 +599,10 @@ async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
     };
     let event = |a: &str, b: &str| {
         json!({"Records": [
-            record("1", json!({"PK": {"S": "garbage"}})),
-            record("2", entity(a)),
-            record("3", json!({"kind": {"N": "5"}})),
-            record("4", entity(b)),
+            stream_insert("1", json!({"PK": {"S": "garbage"}})),
+            stream_insert("2", entity(a)),
+            stream_insert("3", json!({"kind": {"N": "5"}})),
+            stream_insert("4", entity(b)),
         ]})
     };
     // with its queue, the batch succeeds whole: bad records are skipped, not failed
@@ -1080,15 +1082,6 @@ async fn a_record_the_feed_cannot_process_is_set_aside_and_the_batch_goes_on() {
     let hooks = webhooks().await;
     let org = Org::new().await;
     let (hook, _) = subscribe(&org, "http://127.0.0.1:9/hook", &["*"]).await;
-    let record = |seq: &str, image: Value| {
-        json!({
-            "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
-            "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
-                         "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-            "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
-        })
-    };
     let long = "é".repeat(600);
     let metaobject = json!({
         "PK": {"S": format!("O#{}#R#metaobject#color", org.id)}, "SK": {"S": long},
@@ -1101,7 +1094,8 @@ async fn a_record_the_feed_cannot_process_is_set_aside_and_the_batch_goes_on() {
         "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
         "kind": {"S": "product"}, "id": {"S": "after-bad"}, "su": {"S": "2026-11-21T00:00:00.000Z"}
     });
-    let event = json!({"Records": [record("7001", metaobject), record("7002", product)]});
+    let event =
+        json!({"Records": [stream_insert("7001", metaobject), stream_insert("7002", product)]});
     let answer = catalog_e2e::invoke("change-feed", event).await;
     assert_eq!(answer, json!({"batchItemFailures": []}));
     let sqs = sqs_client(&hooks.sqs_endpoint);

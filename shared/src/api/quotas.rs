@@ -4,18 +4,10 @@
 use crate::app::App;
 use crate::error::ApiError;
 
-/// Attribute definitions per organization.
-pub const MAX_ATTRIBUTES: usize = 2_000;
-/// Families per organization.
-pub const MAX_FAMILIES: usize = 1_000;
-/// Completeness profiles per organization.
-pub const MAX_PROFILES: usize = 100;
-/// Metaobject definitions per organization.
-pub const MAX_METAOBJECT_DEFINITIONS: usize = 100;
-/// Webhook subscriptions to one URL.
-pub const MAX_WEBHOOKS_PER_URL: usize = 5;
-/// Delivery replays per organization and hour.
-pub const MAX_REPLAYS_PER_HOUR: usize = 1_000;
+pub use crate::domain::limits::{
+    MAX_ATTRIBUTES, MAX_FAMILIES, MAX_METAOBJECT_DEFINITIONS, MAX_PROFILES, MAX_REPLAYS_PER_HOUR,
+    MAX_WEBHOOKS_PER_URL,
+};
 
 /// 409 unless the organization holds fewer than `max` items in partition `pk`.
 pub async fn below(app: &App, pk: String, max: usize, what: &str) -> Result<(), ApiError> {

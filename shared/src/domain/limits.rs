@@ -21,6 +21,19 @@ pub const MAX_IN_VALUES: usize = 100;
 /// Variants and SKUs one list page embeds with `include`.
 pub const MAX_EMBEDDED_PER_PAGE: usize = 5_000;
 
+/// Attribute definitions per organization.
+pub const MAX_ATTRIBUTES: usize = 2_000;
+/// Families per organization.
+pub const MAX_FAMILIES: usize = 1_000;
+/// Completeness profiles per organization.
+pub const MAX_PROFILES: usize = 100;
+/// Metaobject definitions per organization.
+pub const MAX_METAOBJECT_DEFINITIONS: usize = 100;
+/// Webhook subscriptions to one URL.
+pub const MAX_WEBHOOKS_PER_URL: usize = 5;
+/// Delivery replays per organization and hour.
+pub const MAX_REPLAYS_PER_HOUR: usize = 1_000;
+
 /// One row of the limits table: what is limited, the limit, and the answer beyond it.
 pub struct Limit {
     pub what: &'static str,

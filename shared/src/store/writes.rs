@@ -78,16 +78,18 @@ pub struct TreeWrite {
 }
 
 /// The counter changes of writing `item_id`'s values `vals`, whose counts held `counted`
-/// (its `mr`), and the `mr` to store. `read`: the references its values had as read (`None`:
-/// the values are as read, or the item is new when `new`).
+/// (its `mr`); sets the `mr` of the item to put, `av` (absent when it holds no reference).
+/// `read`: the references its values had as read (`None`: the values are as read, or the
+/// item is new when `new`).
 fn counted_write(
+    av: &mut Item,
     org: &str,
     item_id: &str,
     vals: &StoredValues,
     counted: Option<&[String]>,
     read: Option<&BTreeSet<Ref>>,
     new: bool,
-) -> (Counts, Option<AttributeValue>) {
+) -> Counts {
     let after = counters::refs_of(vals);
     let read = match read {
         Some(r) => r.clone(),
@@ -95,19 +97,15 @@ fn counted_write(
         None => after.clone(),
     };
     let counts = Counts::of(org, item_id, &counters::decode(counted), &after, &read);
-    let mr = counters::encode(&after)
+    let mr: Vec<AttributeValue> = counters::encode(&after)
         .into_iter()
         .map(AttributeValue::S)
-        .collect::<Vec<_>>();
-    (counts, (!mr.is_empty()).then_some(AttributeValue::L(mr)))
-}
-
-/// Sets the item's `mr` to `mr` (absent when it holds no reference).
-fn set_counted(av: &mut Item, mr: Option<AttributeValue>) {
+        .collect();
     av.remove(COUNTED);
-    if let Some(mr) = mr {
-        av.insert(COUNTED.into(), mr);
+    if !mr.is_empty() {
+        av.insert(COUNTED.into(), AttributeValue::L(mr));
     }
+    counts
 }
 
 /// The counter changes of deleting `item_id`, whose counts held `counted`.
@@ -204,7 +202,8 @@ impl TreeWrite {
     ) -> Result<(), StoreError> {
         let mut av: Item =
             serde_dynamo::to_item(item).map_err(|e| StoreError::serde("resource", e))?;
-        let (counts, mr) = counted_write(
+        let counts = counted_write(
+            &mut av,
             org,
             &item.id,
             &item.vals,
@@ -212,7 +211,6 @@ impl TreeWrite {
             read,
             expect == Expect::Absent,
         );
-        set_counted(&mut av, mr);
         self.start_group();
         self.push(put_action(av, expect)?);
         self.counts_mut().merge(&counts);
@@ -419,7 +417,8 @@ impl TreeWrite {
     ) -> Result<(), StoreError> {
         let mut av: Item =
             serde_dynamo::to_item(item).map_err(|e| StoreError::serde("entity", e))?;
-        let (counts, mr) = counted_write(
+        let counts = counted_write(
+            &mut av,
             org,
             &item.id,
             &item.vals,
@@ -427,7 +426,6 @@ impl TreeWrite {
             read,
             expect == Expect::Absent,
         );
-        set_counted(&mut av, mr);
         let mut group = vec![(put_action(av, expect)?, Target::Entity)];
         if expect == Expect::Absent {
             if let Some(pk) = identity_pk(org, item) {
