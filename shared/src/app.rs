@@ -3,9 +3,11 @@
 
 use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
+use crate::domain::limits::MAX_CONCURRENT_BULK_WRITES;
 use crate::error::ApiError;
 use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
 use crate::store::{metrics, Store};
+use crate::usage::Tally;
 use crate::webhooks::queue::DeliveryQueue;
 use futures_util::FutureExt;
 use lambda_http::{Body, BoxFuture, Response};
@@ -23,6 +25,8 @@ pub struct App {
     pub s3: Option<aws_sdk_s3::Client>,
     /// This process's leases of the organizations' rate-limit buckets.
     pub limiter: crate::auth::rate::Limiter,
+    /// What this process counted of each organization's usage, not yet in the table.
+    pub meter: crate::usage::Meter,
 }
 
 /// One authenticated, routed request.
@@ -111,7 +115,9 @@ impl Api {
 impl App {
     pub fn new(config: Config, store: Store) -> Self {
         let auth = Authenticator::new(config.auth_cache_ttl);
+        let meter = crate::usage::Meter::new(config.usage_flush, config.metrics_namespace.clone());
         Self {
+            meter,
             config,
             store,
             auth,
@@ -169,7 +175,11 @@ impl App {
         let started = Instant::now();
         let request = ApiRequest::from_lambda(req);
         let (method, path) = (request.method.clone(), request.path.clone());
-        let (response, cost) = metrics::counted(self.handle(api, request)).await;
+        let ((response, org), cost) = metrics::counted(self.handle_for(api, request)).await;
+        if let Some(org) = &org {
+            self.meter
+                .record(org, Tally::request(response.status, cost.capacity_milli));
+        }
         tracing::info!(
             function = api.function,
             %method,
@@ -188,28 +198,43 @@ impl App {
         } else {
             Vec::new()
         };
+        // Outside the call's count: usage writes are the process's, not the call's.
+        self.meter.flush_due(&self.store).await;
         Ok(response.into_lambda(&extra))
     }
 
     /// Authenticates, routes and dispatches one request; never fails, never panics outward.
     pub async fn handle(&'static self, api: &'static Api, request: ApiRequest) -> ApiResponse {
-        let outcome = AssertUnwindSafe(self.route_and_dispatch(api, request))
+        self.handle_for(api, request).await.0
+    }
+
+    /// [`App::handle`], with the organization the call was counted against (none when no
+    /// key of a real organization was presented).
+    async fn handle_for(
+        &'static self,
+        api: &'static Api,
+        request: ApiRequest,
+    ) -> (ApiResponse, Option<String>) {
+        let mut org = None;
+        let outcome = AssertUnwindSafe(self.route_and_dispatch(api, request, &mut org))
             .catch_unwind()
             .await;
-        match outcome {
+        let response = match outcome {
             Ok(Ok(response)) => response,
             Ok(Err(err)) => ApiResponse::error(&err),
             Err(_) => {
                 tracing::error!(function = api.function, "handler panicked");
                 ApiResponse::error(&ApiError::internal())
             }
-        }
+        };
+        (response, org)
     }
 
     async fn route_and_dispatch(
         &'static self,
         api: &'static Api,
         request: ApiRequest,
+        org: &mut Option<String>,
     ) -> Result<ApiResponse, ApiError> {
         // A public route (the API's description) is dispatched without a key.
         if let Ok(route) = routes::find(api.endpoints, &request.method, &request.path) {
@@ -229,8 +254,9 @@ impl App {
             .await
         {
             Ok(p) => p,
-            Err(e) => return Err(self.failed_authentication(e, &request).await),
+            Err(e) => return Err(self.failed_authentication(e, &request, org).await),
         };
+        *org = Some(principal.org.clone());
         // Every authenticated call takes a token of its organization's bucket first (a call
         // beyond it does no work: 429), and every answer carries the bucket's fields.
         let rate = self
@@ -259,7 +285,12 @@ impl App {
     /// A failed authentication with a key id of a real organization takes a token of that
     /// organization's bucket, so guessing a key's secret is rate limited too (429 once the
     /// bucket is empty); unknown key ids cost no write (their answers are cached).
-    async fn failed_authentication(&self, e: ApiError, request: &ApiRequest) -> ApiError {
+    async fn failed_authentication(
+        &self,
+        e: ApiError,
+        request: &ApiRequest,
+        counted_to: &mut Option<String>,
+    ) -> ApiError {
         let known = request
             .authorization
             .as_deref()
@@ -269,6 +300,7 @@ impl App {
             return e;
         };
         let policy = limit.unwrap_or(self.config.rate_limit);
+        *counted_to = Some(org.clone());
         match self.limiter.admit(&self.store, &org, policy, 1).await {
             Err(refused) => refused,
             Ok(_) => e,
@@ -295,6 +327,34 @@ impl App {
             .admit(&self.store, &call.principal.org, policy, cost - 1)
             .await
             .map(|_| ())
+    }
+
+    /// Runs `work` in one of the organization's bulk-write slots (at most
+    /// [`MAX_CONCURRENT_BULK_WRITES`] at once over the fleet, so one organization's bulk
+    /// load cannot take every instance): 429 naming the limit when all are taken.
+    pub async fn in_bulk_slot<T>(
+        &self,
+        call: &Call,
+        work: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        // held at most as long as a call can run (the API functions' timeout, 10 s)
+        const HOLD: std::time::Duration = std::time::Duration::from_secs(15);
+        let slot = self
+            .store
+            .take_slot(call.org(), "bulk", MAX_CONCURRENT_BULK_WRITES, HOLD)
+            .await?
+            .ok_or_else(|| {
+                ApiError::new(
+                    429,
+                    format!(
+                        "too many concurrent bulk writes: at most {MAX_CONCURRENT_BULK_WRITES} run at once per organization; retry after 1 s"
+                    ),
+                )
+                .with_header("retry-after", "1".to_string())
+            })?;
+        let out = work.await;
+        self.store.give_back_slot(&slot).await;
+        out
     }
 
     /// Routes, checks the scope and dispatches an authenticated call.

@@ -44,6 +44,12 @@ pub struct Config {
     /// Every organization's rate limit unless it has its own (`CATALOG_RATE_LIMIT_RATE`
     /// tokens per second, default 100, 0 for none; `CATALOG_RATE_LIMIT_BURST`, default 200).
     pub rate_limit: crate::domain::rate::Policy,
+    /// How often a process adds what it counted to the organizations' usage
+    /// (`CATALOG_USAGE_FLUSH_SECONDS`, default 30; 0: after every call, as tests need).
+    pub usage_flush: Duration,
+    /// The CloudWatch namespace of the per-organization metrics (`CATALOG_METRICS_NAMESPACE`;
+    /// the template sets `Catalog/<stage>`). Unset: no metric lines (local stacks, tests).
+    pub metrics_namespace: Option<String>,
 }
 
 impl Default for Config {
@@ -65,6 +71,8 @@ impl Default for Config {
                 rate: 100,
                 burst: 200,
             },
+            usage_flush: Duration::from_secs(30),
+            metrics_namespace: None,
         }
     }
 }
@@ -145,6 +153,10 @@ impl Config {
                     .filter(|n| (1..=10_000_000).contains(n))
                     .map_or(defaults.rate_limit.burst, |n| n as u32),
             },
+            usage_flush: number("CATALOG_USAGE_FLUSH_SECONDS")
+                .map(|n| Duration::from_secs(n.min(3600)))
+                .unwrap_or(defaults.usage_flush),
+            metrics_namespace: lookup("CATALOG_METRICS_NAMESPACE").filter(|v| !v.trim().is_empty()),
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod imports;
 pub mod search;
 pub mod store;
 pub mod telemetry;
+pub mod usage;
 pub mod webhooks;
 
 pub use app::App;

@@ -27,6 +27,7 @@ pub async fn imports() -> &'static Imports {
                 ("CATALOG_IMPORT_BATCH_LINES", BATCH_LINES.to_string()),
                 ("CATALOG_IMPORT_SLICE_SECONDS", "1".into()),
                 ("CATALOG_IMPORT_RESERVE_SECONDS", "0".into()),
+                ("CATALOG_IMPORT_WAIT_SECONDS", "1".into()),
             ])
         })
         .await

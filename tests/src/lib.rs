@@ -181,6 +181,8 @@ async fn start_stack() -> Stack {
         // tests and benchmarks are not rate limited unless they ask (`@limited`), so that
         // their DynamoDB request counts are the routes' own
         ("CATALOG_RATE_LIMIT_RATE", "0".into()),
+        // usage is added to the table after every call, so a test reads it at once
+        ("CATALOG_USAGE_FLUSH_SECONDS", "0".into()),
         (
             "RUST_LOG",
             std::env::var("CATALOG_E2E_LOG").unwrap_or_else(|_| "warn".into()),

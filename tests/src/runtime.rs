@@ -42,11 +42,13 @@ struct Instance {
 
 /// Processes per function: the delivery function runs several, as its event source
 /// mapping's concurrency does on AWS, so that one endpoint's slow answers cannot hold every
-/// delivery; every other function runs one (the tests start named variants when they race).
+/// delivery, and so does an `@fleet` variant (the isolation benchmark); every other
+/// function runs one (the tests start named variants when they race).
 pub const DELIVERY_CONCURRENCY: usize = 4;
 
-fn instances(binary: &str) -> usize {
-    if binary == "webhook-delivery" {
+fn instances(function: &str) -> usize {
+    let (binary, variant) = function.split_once('@').unwrap_or((function, ""));
+    if binary == "webhook-delivery" || variant == "fleet" {
         DELIVERY_CONCURRENCY
     } else {
         1
@@ -126,10 +128,10 @@ impl Emulator {
     /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
     /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
-    /// with keys cached 3 s (60 s as deployed).
+    /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
+    /// invocation queue (as Lambda hands each call to a free instance).
     fn launch(&self, function: &str, queue: Arc<Queue>) {
-        let binary_name = function.split_once('@').map_or(function, |(b, _)| b);
-        for _ in 0..instances(binary_name) {
+        for _ in 0..instances(function) {
             let instance = Arc::new(Instance {
                 queue: queue.clone(),
                 pending: Mutex::new(HashMap::new()),
@@ -167,7 +169,12 @@ impl Emulator {
             ]),
             "noqueue" => env.push(("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1".into())),
             "nodb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1".into())),
-            "faultydb" => env.push(("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint())),
+            // the proxy counts every request a process sends during a call, so usage is not
+            // added after every call here (elsewhere in the tests it is): once an hour
+            "faultydb" => env.extend([
+                ("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint()),
+                ("CATALOG_USAGE_FLUSH_SECONDS", "3600".into()),
+            ]),
             "reload" => env.push(("CATALOG_LIST_RELOAD_SECONDS", "2".into())),
             "shortauth" => env.push(("CATALOG_AUTH_CACHE_SECONDS", "3".into())),
             "slowload" => env.extend([

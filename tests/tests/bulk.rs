@@ -239,11 +239,17 @@ async fn limits_and_malformed_bodies_write_nothing() {
 #[tokio::test]
 async fn ndjson_lines_are_numbered_as_sent_and_bad_lines_stand_alone() {
     let org = Org::new().await;
-    let body = "{\"identifier\":\"n1\",\"name\":\"One\"}\n\n{not json\n{\"identifier\":\"n2\"}\r\n";
+    let body = "{\"identifier\":\"n1\",\"name\":\"One\"}\n\n{not json\n{\"identifier\":\"n2\"}\r\n{\"identifier\":\"a/b\"}\n";
     let r = bulk_raw(&org, "application/x-ndjson", body).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let lines = r.body["result"].as_array().unwrap();
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4);
+    // a line refused for its identifier still echoes the identifier it was sent
+    assert_eq!(
+        lines[3],
+        json!({"line": 5, "identifier": "a/b", "status": 400,
+               "error": "product identifier must not contain '/'"})
+    );
     assert_eq!(
         lines[0],
         json!({"line": 1, "identifier": "n1", "status": 201})
@@ -304,9 +310,10 @@ async fn bulk_and_single_patch_store_the_same_trees_and_bulk_reads_settings_once
     assert_eq!(bulked.get("/v1/products").await.status, 200);
     let r = bulk(&bulked, Value::Array(items.clone())).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    // One BatchGetItem of the definitions and scopes and one of the product items for the
+    // One of the organization's bulk slots, taken and given back (a PutItem, a DeleteItem);
+    // one BatchGetItem of the definitions and scopes and one of the product items for the
     // whole request; new products need no tree read, and share one transaction (27 actions).
-    assert_eq!(r.ddb_requests(), 1 + 1 + 1);
+    assert_eq!(r.ddb_requests(), 2 + 1 + 1 + 1);
     for item in &items {
         let path = format!(
             "/v1/products/{}?include=variants,skus",
@@ -328,7 +335,7 @@ async fn bulk_and_single_patch_store_the_same_trees_and_bulk_reads_settings_once
     assert_eq!(statuses, vec![&json!(200); 3]);
     assert_eq!(
         again.ddb_requests(),
-        1 + 1 + 3,
-        "reads only: settings, product items, then each tree (it names variants)"
+        2 + 1 + 1 + 3,
+        "the slot, then reads only: settings, product items, then each tree (it names variants)"
     );
 }

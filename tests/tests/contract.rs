@@ -23,7 +23,9 @@ async fn schemathesis_finds_no_failures_on_any_operation() {
         "{} is missing: run scripts/check-openapi.sh (make test does)",
         exe.display()
     );
-    // Imports are configured (moto's S3), so that POST /imports answers as deployed.
+    // Webhook queues and imports are configured (moto's SQS and S3), so that test events,
+    // replays and POST /imports answer as deployed.
+    catalog_e2e::webhooks::webhooks().await;
     catalog_e2e::imports::imports().await;
     let org = Org::new().await;
     let receiver = Receiver::start(0).await;

@@ -4,7 +4,7 @@
 
 use catalog_e2e::imports::{imports, BATCH_LINES};
 use catalog_e2e::webhooks::eventually;
-use catalog_e2e::{function_pid, Org};
+use catalog_e2e::{function_pid, stack, Org};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -280,4 +280,43 @@ async fn the_cli_uploads_and_shows_progress_to_the_end() {
     let job: Value = serde_json::from_slice(&out.stdout).expect("the import as JSON");
     assert_eq!(job["status"], "succeeded");
     assert_eq!(job["created"], 1200);
+}
+
+/// Before, one organization's imports ran side by side on every worker instance (two at
+/// most, shared by every organization): now an organization runs one import at a time, and
+/// the others wait their turn untouched.
+#[tokio::test]
+async fn an_organizations_imports_take_turns() {
+    imports().await;
+    let org = Org::new().await;
+    let store = stack().await.store();
+    // another import of the organization is running (on another worker instance)
+    let running = store
+        .take_slot(&org.id, "import", 1, Duration::from_secs(120))
+        .await
+        .unwrap()
+        .expect("the organization's import slot is free");
+    let id = start_import(&org, "{\"identifier\":\"turn-1\"}\n").await;
+    let until = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < until {
+        let job = org.get(&format!("/v1/imports/{id}")).await.body["result"].clone();
+        assert_eq!(
+            (&job["status"], &job["processed"]),
+            (&json!("awaiting_upload"), &json!(0)),
+            "the import waits while another of its organization runs"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    store.give_back_slot(&running).await;
+    let job = finished(&org, &id).await;
+    assert_eq!(
+        (&job["status"], &job["processed"], &job["created"]),
+        (&json!("succeeded"), &json!(1), &json!(1))
+    );
+    // the run gave its slot back
+    assert!(store
+        .take_slot(&org.id, "import", 1, Duration::from_secs(1))
+        .await
+        .unwrap()
+        .is_some());
 }

@@ -2,7 +2,7 @@
 //! cursors cannot be forged outside local mode, a process without a cursor secret refuses
 //! to start.
 
-use catalog_e2e::{binary, encode, send_to, Org, Request, TABLE};
+use catalog_e2e::{binary, encode, send_to, stack, Org, Request, TABLE};
 use serde_json::json;
 use std::process::Command;
 
@@ -144,6 +144,23 @@ async fn each_organization_has_one_bucket_across_every_function_instance() {
     )
     .await;
     assert_refused(&refused);
+    // the process that saw the bucket empty refuses the next calls itself, with no request
+    // (no other process takes tokens meanwhile, so it asks the table only when one is there)
+    let functions = [
+        ("products@limited", "/v1/products"),
+        ("variants@limited", "/v1/variants"),
+    ];
+    let (function, path) = functions[admitted % 2];
+    for _ in 0..3 {
+        let again = send_to(function, Request::new("GET", path).bearer(&noisy.key)).await;
+        if again.status == 429 {
+            assert_eq!(
+                again.ddb_requests(),
+                0,
+                "a refusal known locally reads nothing"
+            );
+        }
+    }
     // the burst, plus what refilled meanwhile (1 per second): never two buckets' worth
     let most = 5 + secs.ceil() as usize;
     assert!(
@@ -334,7 +351,7 @@ async fn failed_authentications_with_a_real_key_id_count_against_its_organizatio
     assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
     assert!(statuses.len() >= 6, "the burst of 5 first: {statuses:?}");
     // unknown key ids cost no token of anyone's: always 401
-    for _ in 0..8 {
+    for _ in 0..15 {
         let r = send_to(
             "products@limited",
             Request::new("GET", "/v1/products")
@@ -342,5 +359,140 @@ async fn failed_authentications_with_a_real_key_id_count_against_its_organizatio
         )
         .await;
         assert_eq!(r.status, 401);
+    }
+}
+
+/// Before, nothing told an organization (or an operator) what it used: `GET /usage` counts
+/// its calls by outcome and the DynamoDB capacity they consumed, today and this month, and
+/// only its own.
+#[tokio::test]
+async fn usage_counts_an_organizations_own_calls_and_capacity() {
+    let org = Org::new().await;
+    let other = Org::new().await;
+    assert_eq!(org.patch("/v1/products/u1", json!({})).await.status, 201);
+    assert_eq!(org.get("/v1/products/u1").await.status, 200);
+    assert_eq!(org.get("/v1/products/nope").await.status, 404);
+    let r = org.get("/v1/usage").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let result = &r.body["result"];
+    let today = &result["today"];
+    let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(today["date"], json!(date));
+    assert_eq!(result["month"]["month"], json!(&date[..7]));
+    assert_eq!(result["updatedEverySeconds"], json!(0));
+    let counts = |t: &serde_json::Value| {
+        [
+            "requests",
+            "refused",
+            "clientErrors",
+            "serverErrors",
+            "deliveryAttempts",
+            "failedAttempts",
+        ]
+        .map(|f| t[f].as_u64().unwrap())
+    };
+    assert_eq!(counts(today), [3, 0, 1, 0, 0, 0]);
+    assert_eq!(counts(&result["month"]), [3, 0, 1, 0, 0, 0]);
+    let capacity = today["capacityUnits"].as_f64().unwrap();
+    assert!(capacity > 0.0, "the calls consumed capacity: {today}");
+    // the first read of usage is counted too, with what it consumed
+    let again = org.get("/v1/usage").await.body["result"]["today"].clone();
+    assert_eq!(counts(&again), [4, 0, 1, 0, 0, 0]);
+    assert!(again["capacityUnits"].as_f64().unwrap() > capacity);
+    // another organization's usage holds none of it
+    let theirs = other.get("/v1/usage").await.body["result"]["today"].clone();
+    assert_eq!(counts(&theirs), [0, 0, 0, 0, 0, 0]);
+    assert_eq!(theirs["capacityUnits"], json!(0.0));
+    // usage is a settings read
+    let reader = org.key_with(&[catalog::auth::Scope::CatalogRead]).await;
+    let r = Request::new("GET", "/v1/usage")
+        .bearer(&reader)
+        .send()
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            403,
+            json!({"error": "this API key lacks the 'settings:manage' scope"})
+        )
+    );
+}
+
+/// Calls refused by the rate limit are counted as refused.
+#[tokio::test]
+async fn refused_calls_are_counted_in_usage() {
+    let org = Org::new().await;
+    let mut refused = 0;
+    for _ in 0..15 {
+        let r = send_to(
+            "products@limited",
+            Request::new("GET", "/v1/products").bearer(&org.key),
+        )
+        .await;
+        assert!(matches!(r.status, 200 | 429), "{:?}", r.body);
+        refused += u64::from(r.status == 429);
+    }
+    assert!(
+        refused >= 1,
+        "a burst of 5 at 1/s refuses some of 15 quick calls"
+    );
+    let today = org.get("/v1/usage").await.body["result"]["today"].clone();
+    assert_eq!(
+        (today["requests"].as_u64(), today["refused"].as_u64()),
+        (Some(15), Some(refused))
+    );
+}
+
+/// Before, one organization could run any number of bulk writes at once and take every
+/// function instance: at most four run at once per organization, across the fleet.
+#[tokio::test]
+async fn an_organization_runs_at_most_four_bulk_writes_at_once() {
+    use catalog::domain::limits::MAX_CONCURRENT_BULK_WRITES;
+    let org = Org::new().await;
+    let other = Org::new().await;
+    let store = stack().await.store();
+    let hold = std::time::Duration::from_secs(60);
+    // four bulk writes of the organization are running (on other instances)
+    let mut running = Vec::new();
+    for _ in 0..MAX_CONCURRENT_BULK_WRITES {
+        let slot = store
+            .take_slot(&org.id, "bulk", MAX_CONCURRENT_BULK_WRITES, hold)
+            .await;
+        running.push(slot.unwrap().expect("a free slot"));
+    }
+    let r = org
+        .patch("/v1/products", json!([{"identifier": "b1"}]))
+        .await;
+    assert_eq!(
+        (r.status, r.body.clone()),
+        (
+            429,
+            json!({"error": "too many concurrent bulk writes: at most 4 run at once per organization; retry after 1 s"})
+        )
+    );
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(
+        org.get("/v1/products/b1").await.status,
+        404,
+        "nothing written"
+    );
+    // single writes and other organizations' bulk writes go on
+    assert_eq!(org.patch("/v1/products/s1", json!({})).await.status, 201);
+    let theirs = other
+        .patch("/v1/products", json!([{"identifier": "b1"}]))
+        .await;
+    assert_eq!(
+        (theirs.status, &theirs.body["result"][0]["status"]),
+        (200, &json!(201))
+    );
+    // one finishes: the next bulk write runs, and gives its slot back when done
+    store.give_back_slot(&running.pop().unwrap()).await;
+    for id in ["b1", "b2"] {
+        let r = org.patch("/v1/products", json!([{"identifier": id}])).await;
+        assert_eq!(
+            (r.status, &r.body["result"][0]["status"]),
+            (200, &json!(201)),
+            "{id}"
+        );
     }
 }

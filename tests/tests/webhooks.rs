@@ -338,6 +338,13 @@ async fn a_failing_receiver_gets_retries_with_the_same_id() {
         json!("receiver answered 500")
     );
     assert_eq!(receiver.received().len(), 4);
+    // the organization's usage counts every attempt and every failed one
+    let today = eventually("the attempts counted", DELIVERY, || async {
+        let today = org.get("/v1/usage").await.body["result"]["today"].clone();
+        (today["deliveryAttempts"] == json!(4)).then_some(today)
+    })
+    .await;
+    assert_eq!(today["failedAttempts"], json!(3));
 }
 
 #[tokio::test]
@@ -1209,4 +1216,117 @@ async fn catalog_topics_need_the_catalog_read_scope() {
         .send()
         .await;
     assert_eq!(r.status, 200);
+}
+
+/// decisions.md "Console, test events, event catalog": a test event goes to the
+/// subscription whatever its topics, signed and logged like every delivery; a disabled
+/// subscription or an unknown one gets none.
+#[tokio::test]
+async fn a_test_event_is_signed_and_logged_whatever_the_topics() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, secret) = subscribe(&org, &receiver.url(), &["sku.deleted"]).await;
+    let r = org
+        .post(&format!("/v1/webhooks/{hook}/test"), json!({}))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let id = r.body["result"]["deliveryId"].as_str().unwrap().to_string();
+    assert_eq!(r.body, json!({"result": {"deliveryId": id}}));
+    assert!(id.starts_with("dlv_"), "{id}");
+    let got = receiver.wait_for_exactly(1, DELIVERY).await;
+    let d = &got[0];
+    assert_eq!(
+        d.json,
+        json!({"id": id, "event": "webhook.test", "identifier": hook,
+               "entity_type": "webhook", "occurred_at": d.json["occurred_at"]})
+    );
+    assert_eq!(d.headers["x-catalog-webhook-id"], id);
+    let now = chrono::Utc::now().timestamp();
+    assert_eq!(
+        signature::verify(
+            &secret,
+            &d.headers["x-catalog-signature"],
+            &d.body,
+            now,
+            300
+        ),
+        Ok(())
+    );
+    let log = eventually("the test event logged", DELIVERY, || async {
+        let log = deliveries(&org, &hook).await;
+        (log.len() == 1 && log[0]["status"] == json!("succeeded")).then_some(log)
+    })
+    .await;
+    assert_eq!(
+        (
+            &log[0]["id"],
+            &log[0]["event"],
+            &log[0]["entityType"],
+            &log[0]["identifier"]
+        ),
+        (
+            &json!(id),
+            &json!("webhook.test"),
+            &json!("webhook"),
+            &json!(hook)
+        )
+    );
+    // no such subscription: 404; a disabled one: 409, nothing sent
+    let r = org.post("/v1/webhooks/wh_nope/test", json!({})).await;
+    assert_eq!(r.status, 404, "{:?}", r.body);
+    let off = org
+        .patch(&format!("/v1/webhooks/{hook}"), json!({"enabled": false}))
+        .await;
+    assert_eq!(off.status, 200, "{:?}", off.body);
+    let r = org
+        .post(&format!("/v1/webhooks/{hook}/test"), json!({}))
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            409,
+            json!({"error": format!("webhook '{hook}' is disabled; enable it before sending a test event")})
+        )
+    );
+    assert_eq!(deliveries(&org, &hook).await.len(), 1);
+}
+
+/// The event catalog names every topic a subscription can name, each with an example
+/// payload, and only those.
+#[tokio::test]
+async fn the_event_catalog_lists_every_topic_with_an_example() {
+    webhooks().await;
+    let org = Org::new().await;
+    let r = org.get("/v1/event-types").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let types = r.body["result"].as_array().unwrap();
+    assert_eq!(types.len(), 21);
+    assert_eq!(r.body["pagination"]["totalResults"], json!(21));
+    let names: Vec<&str> = types.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        &names[..3],
+        ["product.created", "product.updated", "product.deleted"]
+    );
+    for t in types {
+        assert_eq!(t["example"]["event"], t["name"]);
+        assert!(!t["description"].as_str().unwrap().is_empty());
+        // every name is a topic a subscription can take
+        let topic_ok = org
+            .post(
+                "/v1/webhooks",
+                json!({"url": "http://127.0.0.1:9/x", "topics": [t["name"]]}),
+            )
+            .await;
+        assert_eq!(topic_ok.status, 201, "{}: {:?}", t["name"], topic_ok.body);
+        let id = topic_ok.body["result"]["id"].as_str().unwrap();
+        assert_eq!(org.delete(&format!("/v1/webhooks/{id}")).await.status, 200);
+    }
+    // a key without settings:manage gets no catalog
+    let reader = org.key_with(&[catalog::auth::Scope::CatalogRead]).await;
+    let r = catalog_e2e::Request::new("GET", "/v1/event-types")
+        .bearer(&reader)
+        .send()
+        .await;
+    assert_eq!(r.status, 403);
 }

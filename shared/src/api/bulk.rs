@@ -78,7 +78,11 @@ pub fn shape<'a>(
             };
             let id = match item_identifier(body) {
                 Ok(id) => id,
-                Err(e) => return (*line, None, Err(e)),
+                // a refused identifier is still echoed as sent, when it is a string
+                Err(e) => {
+                    let sent = body.0.get("identifier").and_then(Value::as_str);
+                    return (*line, sent, Err(e));
+                }
             };
             if let Some(first) = first_line.get(id) {
                 let e = ApiError::bad_request(format!(
@@ -115,7 +119,9 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     // A bulk write costs a token per started group of 10 lines; the call paid one already.
     app.charge(call, items.len().div_ceil(10).max(1) as u32)
         .await?;
-    let outcomes = write_items(app, call.org(), items, None).await?;
+    let outcomes = app
+        .in_bulk_slot(call, write_items(app, call.org(), items, None))
+        .await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
     Ok(ApiResponse::json(200, json!({ "result": lines })))
 }
@@ -414,7 +420,7 @@ mod tests {
                 None,
                 Some("p1"),
                 Some("p2"),
-                None,
+                Some(" bad"),
                 None,
                 Some("p3")
             ]

@@ -27,6 +27,7 @@ pub mod settings;
 pub mod shelf_pages;
 pub mod skus;
 pub mod tree_patch;
+pub mod usage;
 pub mod variants;
 pub mod webhooks;
 

@@ -16,6 +16,7 @@ use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
 use crate::store::webhooks::{Delivery, Subscription};
 use crate::webhooks::deliver::new_delivery;
+use crate::webhooks::event_types;
 use crate::webhooks::feed::new_delivery_id;
 use crate::webhooks::queue::QueueMessage;
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
@@ -138,13 +139,49 @@ const WEBHOOK_ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(replay),
     ),
+    Endpoint::new(
+        Route::new(
+            "POST",
+            "/webhooks/{id}/test",
+            Scope::SettingsManage,
+            Doc::new(
+                "Send a test event (`webhook.test`, entity type `webhook`, the subscription's id as identifier), signed and logged like every delivery, whatever the subscription's topics",
+                &[],
+                None,
+                202,
+                Body::Single("TestEvent"),
+            ),
+        ),
+        handler!(send_test),
+    ),
+    Endpoint::new(
+        Route::new(
+            "GET",
+            "/event-types",
+            Scope::SettingsManage,
+            Doc::new(
+                "The event catalog: every topic a subscription can name, with a description and an example payload",
+                PAGE,
+                None,
+                200,
+                Body::List("EventType"),
+            ),
+        ),
+        handler!(event_types),
+    ),
 ];
 
 /// Webhook subscriptions plus the organization's API keys: the settings:manage routes.
+/// The settings routes this function serves beside webhooks: API keys and usage.
+const SETTINGS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
+    { super::api_keys::ENDPOINTS.len() + super::usage::ENDPOINTS.len() },
+>(super::api_keys::ENDPOINTS, super::usage::ENDPOINTS);
+
 const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
     Endpoint,
-    { WEBHOOK_ENDPOINTS.len() + super::api_keys::ENDPOINTS.len() },
->(WEBHOOK_ENDPOINTS, super::api_keys::ENDPOINTS);
+    { WEBHOOK_ENDPOINTS.len() + SETTINGS.len() },
+>(WEBHOOK_ENDPOINTS, SETTINGS);
 
 pub const API: Api = Api {
     function: "webhooks",
@@ -553,21 +590,7 @@ async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             sub.id
         )));
     }
-    let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
-    let now = Timestamp::now().millis() / 1000;
-    let hour = now / 3600;
-    if !app
-        .store
-        .count_in_hour(call.org(), "REPLAYS", hour, MAX_REPLAYS_PER_HOUR)
-        .await?
-    {
-        let wait = ((hour + 1) * 3600 - now).max(1);
-        return Err(ApiError::new(
-            429,
-            format!("quota exceeded: an organization may replay at most {MAX_REPLAYS_PER_HOUR} deliveries per hour; retry after {wait} s"),
-        )
-        .with_header("retry-after", wait.to_string()));
-    }
+    count_by_hand(app, call).await?;
     let action = original
         .event
         .rsplit_once('.')
@@ -584,20 +607,87 @@ async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let retention = app.config.webhooks.log_retention;
     let mut replay = new_delivery(&message, original.occurred_at, retention);
     replay.replay_of = Some(original.id.clone());
-    app.store.create_delivery(call.org(), &replay).await?;
-    if let Err(e) = queue.send(&message, Duration::ZERO).await {
-        tracing::warn!(error = %e, "replay not queued");
-        // Best effort: a log entry without a message would stay pending forever.
+    queue_by_hand(app, call, &replay, &message).await?;
+    Ok(ApiResponse::single(202, render_delivery(&replay)))
+}
+
+/// POST /webhooks/{id}/test: one `webhook.test` delivery to the subscription, signed,
+/// logged and retried like every other, whatever its topics.
+async fn send_test(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let sub = load(app, call).await?;
+    if !sub.enabled {
+        return Err(ApiError::conflict(format!(
+            "webhook '{}' is disabled; enable it before sending a test event",
+            sub.id
+        )));
+    }
+    count_by_hand(app, call).await?;
+    let message = QueueMessage {
+        org: call.org().to_string(),
+        webhook_id: sub.id.clone(),
+        delivery_id: new_delivery_id(),
+        entity_type: topics::TEST_ENTITY_TYPE.to_string(),
+        action: Action::Test,
+        identifier: sub.id.clone(),
+    };
+    let retention = app.config.webhooks.log_retention;
+    let delivery = new_delivery(&message, Timestamp::now(), retention);
+    queue_by_hand(app, call, &delivery, &message).await?;
+    Ok(ApiResponse::single(202, json!({"deliveryId": delivery.id})))
+}
+
+/// Counts a delivery sent by hand (a replay or a test event) in the organization's hourly
+/// quota: 429 with `Retry-After` until the next hour beyond it.
+async fn count_by_hand(app: &App, call: &Call) -> Result<(), ApiError> {
+    let now = Timestamp::now().millis() / 1000;
+    let hour = now / 3600;
+    if app
+        .store
+        .count_in_hour(call.org(), "REPLAYS", hour, MAX_REPLAYS_PER_HOUR)
+        .await?
+    {
+        return Ok(());
+    }
+    let wait = ((hour + 1) * 3600 - now).max(1);
+    Err(ApiError::new(
+        429,
+        format!("quota exceeded: an organization may replay or test at most {MAX_REPLAYS_PER_HOUR} deliveries per hour; retry after {wait} s"),
+    )
+    .with_header("retry-after", wait.to_string()))
+}
+
+/// Logs a delivery sent by hand, then queues it; one that cannot be queued takes its log
+/// entry back (a log entry without a message would stay pending forever) and is 503.
+async fn queue_by_hand(
+    app: &App,
+    call: &Call,
+    delivery: &Delivery,
+    message: &QueueMessage,
+) -> Result<(), ApiError> {
+    let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
+    app.store.create_delivery(call.org(), delivery).await?;
+    if let Err(e) = queue.send(message, Duration::ZERO).await {
+        tracing::warn!(error = %e, delivery = %delivery.id, "delivery sent by hand not queued");
         let _ = app
             .store
-            .delete_delivery(call.org(), &sub.id, &replay.id)
+            .delete_delivery(call.org(), &delivery.webhook_id, &delivery.id)
             .await;
         let log = Followed::Deliveries {
             org: call.org(),
-            webhook: &sub.id,
+            webhook: &delivery.webhook_id,
         };
-        app.store.with_warm(&log, |keys| keys.remove(&replay.id));
+        app.store.with_warm(&log, |keys| keys.remove(&delivery.id));
         return Err(ApiError::unavailable());
     }
-    Ok(ApiResponse::single(202, render_delivery(&replay)))
+    Ok(())
+}
+
+/// GET /event-types: the event catalog, one page.
+async fn event_types(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    Ok(paging.envelope(
+        &event_types::catalog(),
+        |t| json!({"name": t.name, "description": t.description, "example": t.example}),
+    ))
 }

@@ -8,7 +8,7 @@
 //! be held (at most `burst + rate × (t + 1 s)` in any `t` seconds). It can admit less: a
 //! lease's unused tokens (at most one chunk per process) lapse after that second.
 
-use crate::domain::rate::{ceil_secs, Policy};
+use crate::domain::rate::{ceil_secs, Policy, Take};
 use crate::error::ApiError;
 use crate::store::rate::Taken;
 use crate::store::Store;
@@ -118,6 +118,15 @@ impl Limiter {
                     l.tokens -= cost;
                     return Ok(state(policy, l.tat, now, l.tokens));
                 }
+                // The bucket's `tat` only grows: when the last one this process saw refuses
+                // the call, so would the table's. Refused at once, with no request, so an
+                // organization far over its limit costs storage nothing per refused call.
+                Some(l) if l.policy == policy => {
+                    if let Take::Refused { wait_us } = policy.take(Some(l.tat), now, cost) {
+                        return Err(refused(policy, cost, wait_us, l.tat, now));
+                    }
+                    Some(l.tat)
+                }
                 Some(l) => Some(l.tat),
                 None => None,
             }
@@ -133,6 +142,7 @@ impl Limiter {
         let tat = match taken {
             Ok(Taken::Granted { tat }) => tat,
             Ok(Taken::Refused { wait_us, tat }) => {
+                self.keep(org, policy, 0, Instant::now(), tat);
                 return Err(refused(policy, cost, wait_us, tat, now));
             }
             Err(e) => {
@@ -141,17 +151,23 @@ impl Limiter {
             }
         };
         let left = granted - cost;
+        self.keep(org, policy, left, Instant::now() + LEASE, tat);
+        Ok(state(policy, tat, now, left))
+    }
+
+    /// Keeps what this process knows of `org`'s bucket: `tokens` leased until `until`, and
+    /// the bucket's `tat` as last seen.
+    fn keep(&self, org: &str, policy: Policy, tokens: u32, until: Instant, tat: i64) {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         leases.put(
             org.to_string(),
             Lease {
                 policy,
-                tokens: left,
-                until: Instant::now() + LEASE,
+                tokens,
+                until,
                 tat,
             },
         );
-        Ok(state(policy, tat, now, left))
     }
 }
 
@@ -244,6 +260,29 @@ mod tests {
         assert!(e.message.contains(
             "costs 6 tokens (one per 10 lines), more than the organization's burst of 5"
         ));
+    }
+
+    /// A process that saw the bucket empty refuses the next calls itself, without a
+    /// request, until the bucket can hold them again (the store here is unreachable: had
+    /// the limiter asked it, the call would have been admitted).
+    #[tokio::test]
+    async fn a_bucket_seen_empty_refuses_without_a_request() {
+        let conf = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .build();
+        let store = Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t");
+        let policy = Policy { rate: 2, burst: 5 };
+        let limiter = Limiter::default();
+        let now = now_us();
+        // full up to 0.25 s from now: one token in 0.25 s
+        let tat = now + policy.tolerance_us() + 250_000;
+        limiter.keep("o", policy, 0, Instant::now(), tat);
+        let e = limiter.admit(&store, "o", policy, 1).await.unwrap_err();
+        assert_eq!(e.status, 429);
+        assert!(e.headers.contains(&("retry-after", "1".to_string())));
+        // once the last seen bucket would take the call, the table is asked again
+        limiter.keep("o", policy, 0, Instant::now(), now);
+        assert!(limiter.admit(&store, "o", policy, 1).await.is_ok());
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub const MAX_METAOBJECT_DEFINITIONS: usize = 100;
 pub const MAX_WEBHOOKS_PER_URL: usize = 5;
 /// Delivery replays per organization and hour.
 pub const MAX_REPLAYS_PER_HOUR: usize = 1_000;
+/// Bulk writes of one organization running at once, over the whole fleet.
+pub const MAX_CONCURRENT_BULK_WRITES: u32 = 4;
+/// Import runs of one organization at once, over the whole fleet (its other imports wait).
+pub const MAX_RUNNING_IMPORTS: u32 = 1;
 
 /// One row of the limits table: what is limited, the limit, and the answer beyond it.
 pub struct Limit {
@@ -101,7 +105,9 @@ pub const LIMITS: &[Limit] = &[
     row("API keys / webhook subscriptions / subscriptions to one URL, per organization", "100 / 50 / 5", "409"),
     row("Attribute definitions / families / completeness profiles / metaobject definitions, per organization", "2,000 / 1,000 / 100 / 100", "409"),
     row("Languages / channels, per organization", "200 / 200", "400"),
-    row("Delivery replays, per organization and hour", "1,000", "429 with `Retry-After`"),
+    row("Delivery replays and test events, per organization and hour", "1,000", "429 with `Retry-After`"),
+    row("Bulk `PATCH /products` running at once, per organization", "4", "429 with `Retry-After`"),
+    row("Imports running at once, per organization", "1 (the others wait their turn)", "—"),
     row("Calls per organization (every key and function together; a bulk write costs 1 per 10 lines)", "100 per second, bursts of 200 (deployment defaults; `catalog-admin set-limits` per organization)", "429 with `Retry-After`"),
     row(
         "Attribute keys (`values`, `search`, definitions)",
@@ -174,6 +180,11 @@ mod tests {
             limit("`search`"),
             format!("{MAX_SEARCH_KEYS} / {MAX_SEARCH_CONDITIONS} / {MAX_IN_VALUES}")
         );
+        assert_eq!(
+            limit("Bulk `PATCH /products` running at once"),
+            MAX_CONCURRENT_BULK_WRITES.to_string()
+        );
+        assert!(limit("Imports running at once").starts_with(&format!("{MAX_RUNNING_IMPORTS} ")));
     }
 
     /// The table as Markdown, as README.md carries it.

@@ -27,6 +27,9 @@ pub struct ImportConfig {
     pub reserve: Duration,
     /// How long an upload URL works (decisions.md: 1 hour).
     pub upload_ttl: Duration,
+    /// How long an import waits before it tries again while another import of its
+    /// organization runs (`CATALOG_IMPORT_WAIT_SECONDS`, default 30).
+    pub wait: Duration,
 }
 
 impl Default for ImportConfig {
@@ -38,6 +41,7 @@ impl Default for ImportConfig {
             slice: None,
             reserve: Duration::from_secs(20),
             upload_ttl: Duration::from_secs(3600),
+            wait: Duration::from_secs(30),
         }
     }
 }
@@ -60,6 +64,9 @@ impl ImportConfig {
                 .map(Duration::from_secs)
                 .unwrap_or(d.reserve),
             upload_ttl: d.upload_ttl,
+            wait: number("CATALOG_IMPORT_WAIT_SECONDS")
+                .map(|n| Duration::from_secs(n.clamp(1, 900)))
+                .unwrap_or(d.wait),
         }
     }
 }

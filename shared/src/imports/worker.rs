@@ -11,6 +11,7 @@ use super::lines::{Line, Splitter};
 use super::{object_key, parse_object_key, ImportConfig};
 use crate::api::bulk::write_items;
 use crate::app::App;
+use crate::domain::limits::MAX_RUNNING_IMPORTS;
 use crate::domain::time::Timestamp;
 use crate::http::request::{ndjson_line, BulkItem};
 use crate::store::imports::{ImportItem, ImportStatus};
@@ -106,7 +107,24 @@ impl Importer {
             .config
             .slice
             .map_or(reserved, |s| (started + s).min(reserved));
-        match self.advance(org, id, stop_at).await {
+        // One run at a time per organization (fleet-wide): an organization's imports take
+        // turns, and the worker's few instances stay free for the other organizations'.
+        let hold = deadline.saturating_duration_since(started) + Duration::from_secs(10);
+        let slot = self
+            .app
+            .store
+            .take_slot(org, "import", MAX_RUNNING_IMPORTS, hold)
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(slot) = slot else {
+            tracing::info!(%org, import = %id, "another import of the organization is running: waiting");
+            return self
+                .continue_later(org, id, self.config.wait.as_secs() as i32)
+                .await;
+        };
+        let advanced = self.advance(org, id, stop_at).await;
+        self.app.store.give_back_slot(&slot).await;
+        match advanced {
             Ok(true) => self.continue_later(org, id, 0).await,
             Ok(false) => Ok(()),
             // Another worker saved the job since this one read it. It carries on; should it

@@ -238,6 +238,15 @@ pub fn metaobjects_pk(org: &str, definition: &str) -> String {
 pub fn ref_counter_pk(org: &str, definition: &str, shard: u32) -> String {
     format!("O#{org}#MR#{definition}#{shard}")
 }
+/// Usage: one partition per organization, sort key the UTC day (`YYYY-MM-DD`), so a month
+/// is one Query of at most 31 small items (`store/usage.rs`).
+pub fn usage_pk(org: &str) -> String {
+    format!("O#{org}#U")
+}
+/// Work slots (`store/slots.rs`): one partition per organization, sort key `<kind>#<i>`.
+pub fn slots_pk(org: &str) -> String {
+    format!("O#{org}#S")
+}
 /// Metaobject definitions: one partition per organization, sort key the name.
 pub fn metaobject_defs_pk(org: &str) -> String {
     format!("O#{org}#MD")

@@ -26,6 +26,11 @@ const BATCH_RETRIES: usize = 8;
 
 pub use super::keys::item_key;
 
+/// A number attribute.
+pub fn number(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
 impl Expect {
     /// The put of `av` into `table` under this expectation, for a transaction.
     pub(crate) fn put(self, table: &str, av: Item) -> Result<Put, StoreError> {

@@ -5,10 +5,10 @@
 //! add to it atomically, as long as it stays within the burst).
 
 use super::keys::{org_pk, TTL};
-use super::ops::item_key;
+use super::ops::{item_key, number as n};
 use super::{Store, StoreError};
 use crate::domain::rate::{Policy, Take};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::ReturnValue;
 
 /// The sort key of an organization's bucket.
 pub const RATE_SK: &str = "RATE";
@@ -23,10 +23,6 @@ pub enum Taken {
     Granted { tat: i64 },
     /// Not granted: how long until they would be (µs), and the bucket's `tat`.
     Refused { wait_us: i64, tat: i64 },
-}
-
-fn n(v: i64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
 }
 
 impl Store {

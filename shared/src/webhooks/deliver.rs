@@ -239,6 +239,7 @@ impl Deliverer {
                 response.add_failure(m.message_id.clone().unwrap_or_default());
             }
         }
+        self.app.meter.flush_due(&self.app.store).await;
         response
     }
 
@@ -321,7 +322,10 @@ impl Deliverer {
             }
         }
         let previous = delivery.attempts;
-        if !sub.enabled || !topics::any_matches(&sub.topics, &delivery.entity_type, m.action) {
+        // A test event is sent whatever the topics (decisions.md).
+        let covered = m.action == topics::Action::Test
+            || topics::any_matches(&sub.topics, &delivery.entity_type, m.action);
+        if !sub.enabled || !covered {
             delivery.status = DeliveryStatus::Cancelled;
             delivery.last_error = Some(if sub.enabled {
                 format!("the subscription no longer covers {}", delivery.event)
@@ -357,6 +361,9 @@ impl Deliverer {
 
         let attempt = self.send(&sub, &delivery).await;
         let ok = attempt.error.is_none();
+        self.app
+            .meter
+            .record(&m.org, crate::usage::Tally::delivery(ok));
         let config = &self.app.config.webhooks;
         delivery.attempts += 1;
         delivery.last_status_code = attempt.status_code;

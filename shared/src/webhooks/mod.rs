@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod deliver;
+pub mod event_types;
 pub mod feed;
 pub mod queue;
 pub mod signature;

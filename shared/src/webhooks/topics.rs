@@ -24,9 +24,12 @@ pub enum Action {
     Created,
     Updated,
     Deleted,
+    /// A test event (`POST /webhooks/{id}/test`): never a topic, sent only on request.
+    Test,
 }
 
 impl Action {
+    /// The actions of catalog events, the ones topics name.
     pub const ALL: [Action; 3] = [Self::Created, Self::Updated, Self::Deleted];
 
     pub fn as_str(self) -> &'static str {
@@ -34,6 +37,7 @@ impl Action {
             Self::Created => "created",
             Self::Updated => "updated",
             Self::Deleted => "deleted",
+            Self::Test => "test",
         }
     }
 
@@ -41,6 +45,9 @@ impl Action {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
 }
+
+/// The entity type and identifier a test event names (`webhook.test`, the subscription).
+pub const TEST_ENTITY_TYPE: &str = "webhook";
 
 /// The event name of a change: `product.updated`.
 pub fn event_name(entity_type: &str, action: Action) -> String {

@@ -18,8 +18,12 @@
 //!    timeout and one that refuses connections beside it: the healthy receiver's write →
 //!    delivery latency, p50 / p99 / max, each time.
 //!
-//! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--samples N] [--timeout S]`;
+//! 5. Tenant isolation (`--isolation SECONDS`): `isolation.rs`.
+//!
+//! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
+
+mod isolation;
 
 use catalog::store::keys::{change_pks, index_shards};
 use catalog_e2e::{encode, send_to, stack, Org, Request, Response};
@@ -40,18 +44,20 @@ struct Args {
     import: usize,
     webhooks: usize,
     webhook_rate: usize,
+    isolation: usize,
     samples: usize,
     timeout: Duration,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--isolation SECONDS] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
          --webhooks  product writes for the webhook latency figures (default 0: none)\n\
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
+         --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
          --timeout   seconds one call may take before it counts as no answer (default 60)"
     );
@@ -65,6 +71,7 @@ fn parse_args() -> Args {
         import: 0,
         webhooks: 0,
         webhook_rate: 0,
+        isolation: 0,
         samples: 30,
         timeout: Duration::from_secs(60),
     };
@@ -81,6 +88,7 @@ fn parse_args() -> Args {
             "--import" => args.import = number(),
             "--webhooks" => args.webhooks = number(),
             "--webhook-rate" => args.webhook_rate = number(),
+            "--isolation" => args.isolation = number(),
             "--samples" => args.samples = number().max(1),
             "--timeout" => args.timeout = Duration::from_secs(number() as u64),
             _ => usage(),
@@ -721,6 +729,9 @@ async fn main() {
     }
     if args.webhooks > 0 {
         webhook_latency(&args).await;
+    }
+    if args.isolation > 0 {
+        isolation::isolation(args.isolation as u64, args.timeout).await;
     }
 }
 

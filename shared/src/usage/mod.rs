@@ -1,0 +1,11 @@
+//! What each organization uses (requests, refused calls, DynamoDB capacity, webhook
+//! delivery attempts): counted in memory by every process as it serves, added now and then
+//! to one item per organization and day (`GET /usage` reads them), and published per
+//! organization as CloudWatch metrics in the embedded metric format.
+
+mod emf;
+mod meter;
+mod tally;
+
+pub use meter::{today, Meter};
+pub use tally::Tally;
