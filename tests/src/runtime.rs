@@ -25,6 +25,9 @@ struct Invocation {
     /// The event as Lambda hands it over: JSON text, or what API Gateway makes of bytes
     /// that are not UTF-8 (`\\xNN` escapes, which no JSON parser takes).
     event: String,
+    /// The X-Ray trace header Lambda hands this invocation (`Lambda-Runtime-Trace-Id`):
+    /// for an SQS event, the one its messages carry, one hop further (`lineage.rs`).
+    trace: Option<String>,
     reply: Reply,
 }
 
@@ -265,9 +268,18 @@ impl Emulator {
     ) -> Result<Value, String> {
         let queue = self.queue(function);
         let (reply, answer) = oneshot::channel();
+        let trace = serde_json::from_str::<Value>(&event)
+            .ok()
+            .and_then(|e| crate::lineage::invocation_trace(function, &e))
+            .map(|(header, _)| header);
         queue
             .tx
-            .send(Invocation { id, event, reply })
+            .send(Invocation {
+                id,
+                event,
+                trace,
+                reply,
+            })
             .await
             .map_err(|_| "invocation queue closed".to_string())?;
         tokio::time::timeout(Duration::from_secs(60), answer)
@@ -389,6 +401,9 @@ async fn next(State(q): State<Arc<Instance>>) -> impl IntoResponse {
             .parse()
             .expect("ascii"),
     );
+    if let Some(trace) = inv.trace.as_deref().and_then(|t| t.parse().ok()) {
+        headers.insert("lambda-runtime-trace-id", trace);
+    }
     headers.insert("content-type", "application/json".parse().expect("ascii"));
     (headers, inv.event)
 }
