@@ -2,8 +2,7 @@
 """No import circles in shared/src: builds the module graph from `use crate::...`,
 `use super::...` and qualified paths (test modules aside; a module's own children and
 parents do not count) and fails on any strongly connected component of more than one
-module. Dependencies point one way: functions -> app -> api -> (search, webhooks, imports)
--> store -> domain."""
+module. Which way dependencies point between top-level modules is check-layers.py's."""
 import os,re,sys,itertools
 root='shared/src'
 mods={}

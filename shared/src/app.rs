@@ -3,30 +3,33 @@
 
 use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
+use crate::context::Context;
 use crate::domain::limits::MAX_CONCURRENT_BULK_WRITES;
 use crate::error::ApiError;
 use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
 use crate::store::{metrics, Store};
 use crate::usage::Tally;
-use crate::webhooks::queue::DeliveryQueue;
 use futures_util::FutureExt;
 use lambda_http::{Body, BoxFuture, Response};
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
-/// Everything a handler needs, built once per cold start.
+/// Everything a handler needs, built once per cold start: the [`Context`] every function
+/// runs on (reached through `Deref`), and what only the HTTP pipeline uses.
 pub struct App {
-    pub config: Config,
-    pub store: Store,
+    pub ctx: Context,
     pub auth: Authenticator,
-    /// The webhook delivery queue, when one is configured.
-    pub queue: Option<DeliveryQueue>,
     /// S3, for imports' upload URLs, when an import bucket is configured.
     pub s3: Option<aws_sdk_s3::Client>,
     /// This process's leases of the organizations' rate-limit buckets.
     pub limiter: crate::auth::rate::Limiter,
-    /// What this process counted of each organization's usage, not yet in the table.
-    pub meter: crate::usage::Meter,
+}
+
+impl std::ops::Deref for App {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
 }
 
 /// One authenticated, routed request.
@@ -114,14 +117,14 @@ impl Api {
 
 impl App {
     pub fn new(config: Config, store: Store) -> Self {
-        let auth = Authenticator::new(config.auth_cache_ttl);
-        let meter = crate::usage::Meter::new(config.usage_flush, config.metrics_namespace.clone());
+        Self::over(Context::new(config, store))
+    }
+
+    /// The HTTP app over a context.
+    pub fn over(ctx: Context) -> Self {
         Self {
-            meter,
-            config,
-            store,
-            auth,
-            queue: None,
+            auth: Authenticator::new(ctx.config.auth_cache_ttl),
+            ctx,
             s3: None,
             limiter: Default::default(),
         }
@@ -129,26 +132,14 @@ impl App {
 
     /// Builds the app from the environment and keeps it for the process's lifetime.
     pub async fn from_env() -> &'static App {
-        let config = Config::from_env();
-        if let Some(why) = config.refusal() {
-            // Lambda reports the init error; no request is served with a forgeable key.
-            tracing::error!(%why, "refusing to start");
-            panic!("refusing to start: {why}");
-        }
+        let config = Context::config_from_env();
         let shared = aws_config::load_from_env().await;
-        let store = Store::new(
-            Store::client_from_config(&shared),
-            config.table_name.clone(),
-        )
-        .with_snapshot_policy(config.snapshots);
-        let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(&shared), &config.webhooks);
         let s3 = config
             .imports
             .bucket
             .is_some()
             .then(|| crate::imports::s3_client(&shared));
-        let mut app = Self::new(config, store);
-        app.queue = queue;
+        let mut app = Self::over(Context::from_sdk(config, &shared));
         app.s3 = s3;
         Box::leak(Box::new(app))
     }

@@ -1,9 +1,11 @@
 //! Catalog's shared library: every Lambda binary is a thin `main.rs` over this crate.
 //!
-//! Layout (hexagonal): `domain` holds pure rules (identifiers, timestamps, values),
-//! `store` is the DynamoDB single-table adapter, `auth` resolves API keys, `http` turns
-//! API Gateway events into requests and results into JSON responses, and `api` holds the
-//! route handlers each function serves.
+//! Layout (layered; `docs/architecture.md` holds the layers and `scripts/check-layers.py`
+//! checks them): `domain` holds pure rules, `store` is the DynamoDB single-table adapter,
+//! `search` the filter and list engine, `http` and `auth` the request and key types,
+//! `webhooks`, `imports` and `usage` the features' rules and adapters, `context` what every
+//! function runs on, `usecases` the catalog's writes, `workers` the stream and queue
+//! consumers, `app` the HTTP pipeline and `api` the route handlers each function serves.
 
 pub mod admin;
 pub mod admin_invoke;
@@ -11,6 +13,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod context;
 pub mod domain;
 pub mod error;
 pub mod http;
@@ -19,8 +22,11 @@ pub mod search;
 pub mod store;
 pub mod telemetry;
 pub mod usage;
+pub mod usecases;
 pub mod webhooks;
+pub mod workers;
 
 pub use app::App;
 pub use config::Config;
+pub use context::Context;
 pub use error::ApiError;

@@ -4,7 +4,7 @@
 //! through the proxy (so the test would see it). Its own test binary: it sets the process's
 //! environment.
 
-use catalog::webhooks::deliver;
+use catalog::workers::deliver;
 use catalog::webhooks::url_guard::UrlPolicy;
 use catalog::webhooks::WebhookConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};

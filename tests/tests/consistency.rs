@@ -636,7 +636,7 @@ fn every_alarm_names_a_metric_that_exists() {
     assert_eq!(functions, 15);
     assert_eq!(alarms.len(), 2 * functions + 15);
     // The deferred-import metric counts a line the worker really logs.
-    assert!(read("shared/src/imports/worker.rs").contains("\"import deferred\""));
+    assert!(read("shared/src/workers/import.rs").contains("\"import deferred\""));
 }
 
 /// `make deploy STAGE=<stage>` deploys with the stage's section of infra/samconfig.toml:

@@ -4,7 +4,7 @@
 //! definition, deletions, a webhook's delivery log.
 
 use catalog::store::webhooks::Delivery;
-use catalog::webhooks::deliver::new_delivery;
+use catalog::webhooks::queue::new_delivery;
 use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::topics::Action;
 use catalog_e2e::{ids, shards, stack, Org, Response};

@@ -3,7 +3,7 @@
 //! real HTTP receivers on loopback. Every test calls `webhooks().await` first.
 
 use catalog::domain::time::Timestamp;
-use catalog::webhooks::deliver::new_delivery;
+use catalog::webhooks::queue::new_delivery;
 use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::signature::{self, VerifyError};
 use catalog::webhooks::topics::Action;

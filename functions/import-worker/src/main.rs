@@ -1,15 +1,15 @@
-//! Lambda on the import queue: builds the app and clients once, then runs the imports each
+//! Lambda on the import queue: builds its context and clients once, then runs the imports each
 //! batch names from their checkpoints (a run that fails is reported for retry).
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use catalog::imports::worker::{deadline_from, Importer};
+use catalog::workers::import::{deadline_from, Importer};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let importer: &'static Importer = Box::leak(Box::new(
-        Importer::from_env(catalog::App::from_env().await).await,
+        Importer::from_env(catalog::Context::leaked().await).await,
     ));
     run(service_fn(|event: LambdaEvent<SqsEvent>| async move {
         let deadline = deadline_from(event.context.deadline);

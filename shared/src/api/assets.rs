@@ -1,11 +1,6 @@
 //! `/assets` routes, and the asset links of products (`/products/{identifier}/assets`) and
 //! variants (`/variants/{identifier}/assets`, the assets of the variant's product).
 
-use super::asset_input::{apply, new_asset, raw_asset, RawAsset, MAX_LINKS};
-use super::etags;
-use super::links;
-use super::references;
-use super::retry::{with_retries, Retry};
 use super::shelf_pages;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
@@ -20,6 +15,11 @@ use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Mark;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
+use crate::usecases::asset_input::{apply, new_asset, raw_asset, RawAsset, MAX_LINKS};
+use crate::usecases::etags;
+use crate::usecases::links;
+use crate::usecases::references;
+use crate::usecases::retry::{with_retries, Retry};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -190,7 +190,7 @@ pub fn render(a: &ResourceItem) -> Value {
         "name": a.name,
         "url": url,
         "mimeType": mime,
-        "attributes": super::render::all_attributes("asset", &a.vals),
+        "attributes": crate::http::render::all_attributes("asset", &a.vals),
         "updatedAt": a.su,
     })
 }
@@ -290,7 +290,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
     links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match).await?;
-    Ok(ApiResponse::single(200, super::render::deleted(id)))
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }
 
 /// GET /assets: the assets index brought up to date (a delta Query per shard), the page
@@ -382,7 +382,7 @@ async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 fn asset_ids(body: &JsonBody) -> Result<Vec<String>, ApiError> {
     body.only(&["assets"])?;
     let list = body.opt_array("assets")?.map_or(&[][..], Vec::as_slice);
-    super::asset_input::distinct_ids(list, "assets", "asset")
+    crate::usecases::asset_input::distinct_ids(list, "assets", "asset")
 }
 
 /// PUT (`replace`) or POST /products/{identifier}/assets: the given assets become the

@@ -292,7 +292,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     match app.store.delete_definition(call.org(), entity, &key).await {
         Ok(()) => Ok(ApiResponse::single(
             200,
-            super::render::deleted(&qualified_key),
+            crate::http::render::deleted(&qualified_key),
         )),
         Err(StoreError::ConditionFailed) => {
             Err(ApiError::entity_not_found("attribute", &qualified_key))

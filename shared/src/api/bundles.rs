@@ -3,9 +3,6 @@
 //! it (`bundles` set, written in the bundle's own transaction), so a SKU in a bundle cannot
 //! be deleted and a bundle never points at a deleted SKU.
 
-use super::etags;
-use super::references;
-use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::TargetEntity;
@@ -23,6 +20,9 @@ use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{set_member, Expect, TreeWrite, BUNDLES_SET};
 use crate::store::StoreError;
+use crate::usecases::etags;
+use crate::usecases::references;
+use crate::usecases::retry::with_retries;
 use serde_json::{json, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -86,7 +86,7 @@ pub fn render(b: &ResourceItem) -> Value {
     json!({
         "identifier": b.id,
         "name": b.name,
-        "attributes": super::render::all_attributes("bundle", &b.vals),
+        "attributes": crate::http::render::all_attributes("bundle", &b.vals),
         "items": b.items,
         "selfUpdatedAt": b.su,
         "updatedAt": b.tu,
@@ -295,7 +295,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             write.push(member(org, &l.sku, id, false)?);
         }
         app.store.commit(&write).await?;
-        Ok(ApiResponse::single(200, super::render::deleted(id)))
+        Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await
 }

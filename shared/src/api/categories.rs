@@ -1,9 +1,6 @@
 //! `/categories` routes: a tree of categories (each with an optional parent), which products
 //! list in `categories` (set through PATCH /products).
 
-use super::etags;
-use super::links;
-use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::names;
@@ -14,6 +11,9 @@ use crate::http::etag::check;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
+use crate::usecases::etags;
+use crate::usecases::links;
+use crate::usecases::retry::with_retries;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -206,5 +206,5 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
     links::delete_everywhere(app, call.org(), Shelf::CATEGORIES, id, if_match).await?;
-    Ok(ApiResponse::single(200, super::render::deleted(id)))
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

@@ -1,5 +1,5 @@
 //! `/imports` routes (scope `catalog:write`): an import is created with a presigned upload
-//! URL; the upload starts it (S3 event → import queue → `imports/worker.rs`); its progress,
+//! URL; the upload starts it (S3 event → import queue → `workers/import.rs`); its progress,
 //! counts and first errors are read back here.
 
 use crate::app::{handler, Api, App, Call, Endpoint};

@@ -3,7 +3,6 @@
 //! snapshots (`store/snapshot.rs`) in identifier order before a page is cut.
 
 use super::include::Include;
-use super::references::with_included;
 use crate::app::{App, Call};
 use crate::domain::attributes::TargetEntity;
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
@@ -20,6 +19,7 @@ use crate::store::lists::IndexEntry;
 use crate::store::metrics::in_parallel;
 use crate::store::settings::{CompletenessProfile, Scopes};
 use crate::store::Store;
+use crate::usecases::references::with_included;
 use serde_json::Value;
 
 /// The query parameters every list of products, variants and SKUs takes.

@@ -2,9 +2,6 @@
 //! hex code and names per language, say) that attributes of type `metaobject` reference by
 //! identifier.
 
-use super::etags;
-use super::references::{first_referrer, render_metaobject};
-use super::retry::with_retries;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeType, ValueShape};
@@ -20,6 +17,9 @@ use crate::store::metrics::in_parallel;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
+use crate::usecases::etags;
+use crate::usecases::references::{first_referrer, render_metaobject};
+use crate::usecases::retry::with_retries;
 use serde_json::{json, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -430,7 +430,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let mut write = TreeWrite::new();
         write.delete_metaobject(org, &m)?;
         app.store.commit(&write).await?;
-        Ok(ApiResponse::single(200, super::render::deleted(id)))
+        Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await
 }

@@ -1,32 +1,24 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
 pub mod api_keys;
-pub mod asset_input;
 pub mod assets;
 pub mod attributes;
 pub mod bulk;
 pub mod bundles;
 pub mod categories;
 pub mod deletions;
-pub mod etags;
 pub mod fallback;
 pub mod imports;
 pub mod include;
-pub mod links;
 pub mod lists;
 pub mod metaobjects;
 pub mod openapi;
-pub mod product_write;
 pub mod products;
 pub mod quotas;
-pub mod references;
-pub mod render;
-pub mod retry;
 pub mod samples;
 pub mod settings;
 pub mod shelf_pages;
 pub mod skus;
-pub mod tree_patch;
 pub mod usage;
 pub mod variants;
 pub mod webhooks;

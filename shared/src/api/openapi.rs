@@ -318,7 +318,7 @@ fn schemas() -> Value {
         "ProductPatch": input(&[("name", string(), false), ("values", values.clone(), false),
             ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
             ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
-        "ProductBulk": {"type": "array", "maxItems": super::bulk::MAX_BULK_ITEMS,
+        "ProductBulk": {"type": "array", "maxItems": crate::http::request::MAX_BULK_ITEMS,
             "description": "PATCH /products/{identifier} bodies, each with its `identifier`; or the same objects as NDJSON (`Content-Type: application/x-ndjson`, one per line). At most 1,000 items and 6 MiB (413 beyond, nothing written).",
             "items": input(&[("identifier", identifier(), true), ("name", string(), false), ("values", values.clone(), false),
                 ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),

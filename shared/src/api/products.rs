@@ -1,21 +1,21 @@
 //! `/products` routes.
 
-use super::etags;
 use super::include::{self, Include};
-use super::links;
 use super::lists;
-use super::references::with_included;
-use super::render::{self, Embed};
-use super::retry::{with_retries, Retry};
-use super::tree_patch;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
+use crate::http::render::{self, Embed};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
+use crate::usecases::etags;
+use crate::usecases::links;
+use crate::usecases::references::with_included;
+use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::tree_patch;
 
 const PRODUCT_LIST_QUERY: &[&str] = &crate::app::concat::<
     &str,
@@ -113,9 +113,10 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
 async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    let patch = tree_patch::parse_product_patch(app, call, id, &body).await?;
+    let patch = tree_patch::parse_product_patch(app, call.org(), id, &body).await?;
     let if_match = call.request.if_match.as_deref();
-    super::product_write::upsert_product(app, call.org(), id, &patch, None, if_match).await
+    crate::usecases::product_write::upsert_product(app, call.org(), id, &patch, None, if_match)
+        .await
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity

@@ -348,7 +348,7 @@ async fn update_scopes(
     org: &str,
     change: impl Fn(&mut Scopes) -> Result<Value, ApiError>,
 ) -> Result<ApiResponse, ApiError> {
-    super::retry::with_retries("the workspace settings", || async {
+    crate::usecases::retry::with_retries("the workspace settings", || async {
         let mut scopes = app.store.get_scopes(org).await?;
         let created = change(&mut scopes)?;
         scopes.ver += 1;

@@ -2,21 +2,21 @@
 //! product's and variant's attributes merged in.
 
 use super::lists;
-use super::render;
-use super::retry::{with_retries, Retry};
-use super::tree_patch::{self, ProductPatch, VariantPatch};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
+use crate::http::render;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
+use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::tree_patch::{self, ProductPatch, VariantPatch};
 
-use super::etags;
 use super::include;
-use super::references::with_included;
+use crate::usecases::etags;
+use crate::usecases::references::with_included;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -123,7 +123,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
     body.only(&["name", "values"])?;
-    let sku_patch = tree_patch::parse_sku_patch(app, call, id, &body).await?;
+    let sku_patch = tree_patch::parse_sku_patch(app, call.org(), id, &body).await?;
     let org = call.org();
     let sku_patch = &sku_patch;
     let if_match = call.request.if_match.as_deref();
@@ -144,10 +144,9 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
         let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
         if !plan.write.is_empty() {
-            app.store
-                .commit(&plan.write)
-                .await
-                .map_err(|e| super::references::named(e, &[(String::new(), &sku_patch.values)]))?;
+            app.store.commit(&plan.write).await.map_err(|e| {
+                crate::usecases::references::named(e, &[(String::new(), &sku_patch.values)])
+            })?;
         }
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);

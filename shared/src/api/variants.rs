@@ -2,21 +2,21 @@
 //! with the product's attributes merged in.
 
 use super::lists;
-use super::render;
-use super::retry::{with_retries, Retry};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
+use crate::http::render;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
+use crate::usecases::retry::{with_retries, Retry};
 
-use super::etags;
 use super::include;
-use super::references::with_included;
+use crate::usecases::etags;
+use crate::usecases::references::with_included;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(

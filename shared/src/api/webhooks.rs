@@ -1,9 +1,7 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
 //! delivery log and replays; the function also serves `/api-keys` (`api/api_keys.rs`).
 
-use super::etags;
 use super::quotas::{MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
-use super::retry::{with_retries, Retry};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
 use crate::auth::Scope;
@@ -15,10 +13,10 @@ use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
 use crate::store::webhooks::{Delivery, Subscription};
-use crate::webhooks::deliver::new_delivery;
+use crate::usecases::etags;
+use crate::usecases::retry::{with_retries, Retry};
 use crate::webhooks::event_types;
-use crate::webhooks::feed::new_delivery_id;
-use crate::webhooks::queue::QueueMessage;
+use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
 use serde_json::{json, Value};

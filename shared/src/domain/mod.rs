@@ -8,6 +8,7 @@ pub mod names;
 pub mod rate;
 pub mod selection;
 pub mod time;
+pub mod usage;
 pub mod values;
 
 pub use invalid::Invalid;

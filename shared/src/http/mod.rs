@@ -8,6 +8,7 @@ pub mod etag;
 pub mod event;
 pub mod idempotency;
 pub mod query;
+pub mod render;
 pub mod request;
 pub mod response;
 pub mod routes;

@@ -1,12 +1,11 @@
 //! Imports of NDJSON files larger than one request: the client uploads to a presigned S3
 //! URL, the upload's event notification reaches the import queue, and the import worker
 //! applies the file in batches through the bulk write path, checkpointing after each batch
-//! (`lines.rs` splits the file, `worker.rs` runs a job, `client.rs` is the operator CLI's
-//! upload with a progress bar).
+//! (`lines.rs` splits the file, `client.rs` is the operator CLI's upload with a progress
+//! bar; the worker that runs a job is `workers/import.rs`).
 
 pub mod client;
 pub mod lines;
-pub mod worker;
 
 use std::time::Duration;
 

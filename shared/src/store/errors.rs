@@ -1,6 +1,5 @@
 //! Maps AWS SDK errors to what a handler can act on, without leaking SDK names to clients.
 
-use crate::error::ApiError;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use std::fmt::Debug;
 
@@ -119,60 +118,10 @@ impl StoreError {
     }
 }
 
-/// The answer when a key built from the request is too long: the limits of what keys are
-/// built from, no storage names.
-pub const KEY_TOO_LONG_MESSAGE: &str = "a value in the request is too long to look up: \
-     identifiers are at most 255 characters and 300 bytes of UTF-8, attribute keys at most 64 \
-     characters";
-
-impl From<StoreError> for ApiError {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::ConditionFailed => {
-                ApiError::conflict("a concurrent write changed this resource; retry the request")
-            }
-            StoreError::Taken(message) => ApiError::conflict(message),
-            StoreError::NoMetaobject(def, id) => ApiError::bad_request(format!(
-                "metaobject '{id}' of definition '{def}' does not exist"
-            )),
-            StoreError::TooLarge(message) | StoreError::Refused(message) => {
-                ApiError::bad_request(message)
-            }
-            StoreError::Partial {
-                committed,
-                total,
-                cause,
-            } => {
-                tracing::warn!(committed, total, cause = %cause, "write partially applied");
-                ApiError::partially_applied(&ApiError::from(*cause).message)
-            }
-            StoreError::KeyTooLong(detail) => {
-                tracing::warn!(%detail, "a key built from the request is too long");
-                ApiError::bad_request(KEY_TOO_LONG_MESSAGE)
-            }
-            StoreError::Unavailable(detail) => {
-                tracing::warn!(%detail, "storage unavailable");
-                ApiError::unavailable()
-            }
-            StoreError::Loading { read } => ApiError::new(
-                503,
-                format!(
-                    "the list index of this organization is still loading ({read} entries \
-                     read so far); retry in a moment"
-                ),
-            )
-            .with_header("retry-after", "1"),
-            StoreError::Other(detail) => {
-                tracing::error!(%detail, "storage error");
-                ApiError::internal()
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{ApiError, KEY_TOO_LONG_MESSAGE};
     use aws_sdk_dynamodb::error::ErrorMetadata;
     use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
 

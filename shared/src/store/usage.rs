@@ -5,7 +5,7 @@
 use super::keys::{usage_pk, SK, TTL};
 use super::ops::{item_key, number as n};
 use super::{Store, StoreError};
-use crate::usage::Tally;
+use crate::domain::usage::Tally;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 /// How long a day's counts are kept, in seconds.

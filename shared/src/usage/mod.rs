@@ -5,7 +5,6 @@
 
 mod emf;
 mod meter;
-mod tally;
 
+pub use crate::domain::usage::Tally;
 pub use meter::{today, Meter};
-pub use tally::Tally;

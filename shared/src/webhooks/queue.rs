@@ -1,12 +1,43 @@
-//! The delivery queue (SQS): what a message carries, sending it with the coalescing delay,
-//! pushing a failed one back by the next retry step, and the dead-letter queue.
+//! The delivery queue (SQS): what a message carries and the log entry it starts, sending it
+//! with the coalescing delay, pushing a failed one back by the next retry step, and the
+//! dead-letter queue.
 
 use super::config::WebhookConfig;
-use super::topics::Action;
+use super::topics::{event_name, Action};
+use crate::domain::time::Timestamp;
 use crate::store::keys::pending_sk;
+use crate::store::webhooks::{Delivery, DeliveryStatus};
 use aws_sdk_sqs::Client;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// A delivery id: a ULID, so a subscription's log reads in time order.
+pub fn new_delivery_id() -> String {
+    crate::auth::apikey::prefixed_ulid("dlv_")
+}
+
+/// A new delivery log entry, not attempted yet.
+pub fn new_delivery(m: &QueueMessage, occurred_at: Timestamp, retention: Duration) -> Delivery {
+    let now = Timestamp::now();
+    Delivery {
+        id: m.delivery_id.clone(),
+        webhook_id: m.webhook_id.clone(),
+        event: event_name(&m.entity_type, m.action),
+        entity_type: m.entity_type.clone(),
+        identifier: m.identifier.clone(),
+        occurred_at,
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        last_status_code: None,
+        last_error: None,
+        created_at: now,
+        updated_at: now,
+        next_attempt_at: None,
+        replay_of: None,
+        attempt_log: Vec::new(),
+        expires: now.millis() / 1000 + retention.as_secs() as i64,
+    }
+}
 
 /// One delivery to attempt. The delivery's payload lives in the table; the message names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 //! (`store/counters.rs`) decide in the delete's transaction; the index check below names a
 //! referrer first, and is the only guard of references stored before counting existed.
 
-use super::render;
 use super::retry::Retry;
 use crate::domain::values::{identifiers_in, referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
+use crate::http::render;
 use crate::http::ApiResponse;
 use crate::store::items::EntityKind;
 use crate::store::packed::PackedValues;

@@ -13,16 +13,16 @@
 //! than one delivery's timeout at a time. A streak that lasts the configured period
 //! (5 days) disables the subscription.
 
-use super::queue::QueueMessage;
-use super::signature;
-use super::topics::{self, event_name};
-use super::url_guard::{self, GuardedResolver};
-use crate::app::App;
+use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::store::webhooks::{
     Attempt, Delivery, DeliveryStatus, Health, Pending, PendingKey, Subscription,
 };
 use crate::store::StoreError;
+use crate::webhooks::queue::{new_delivery, QueueMessage};
+use crate::webhooks::signature;
+use crate::webhooks::topics;
+use crate::webhooks::url_guard::{self, GuardedResolver};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
 use serde::Serialize;
@@ -139,29 +139,6 @@ impl<'a> Payload<'a> {
     }
 }
 
-/// A new delivery log entry, not attempted yet.
-pub fn new_delivery(m: &QueueMessage, occurred_at: Timestamp, retention: Duration) -> Delivery {
-    let now = Timestamp::now();
-    Delivery {
-        id: m.delivery_id.clone(),
-        webhook_id: m.webhook_id.clone(),
-        event: event_name(&m.entity_type, m.action),
-        entity_type: m.entity_type.clone(),
-        identifier: m.identifier.clone(),
-        occurred_at,
-        status: DeliveryStatus::Pending,
-        attempts: 0,
-        last_status_code: None,
-        last_error: None,
-        created_at: now,
-        updated_at: now,
-        next_attempt_at: None,
-        replay_of: None,
-        attempt_log: Vec::new(),
-        expires: now.millis() / 1000 + retention.as_secs() as i64,
-    }
-}
-
 /// A subscription's endpoint: (organization, webhook id).
 type Endpoint = (String, String);
 
@@ -177,7 +154,7 @@ enum Outcome {
 /// The HTTP client deliveries go out with: no redirects, names resolved by the guarded
 /// resolver, and no proxy, whatever the environment says (a proxy would resolve the name
 /// itself, past the guard).
-pub fn client(cfg: &super::WebhookConfig) -> reqwest::Client {
+pub fn client(cfg: &crate::webhooks::WebhookConfig) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(cfg.timeout)
         .connect_timeout(cfg.connect_timeout)
@@ -192,14 +169,14 @@ pub fn client(cfg: &super::WebhookConfig) -> reqwest::Client {
 
 /// The delivery Lambda's handler, with its HTTP client built once.
 pub struct Deliverer {
-    app: &'static App,
+    cx: &'static Context,
     http: reqwest::Client,
 }
 
 impl Deliverer {
-    pub fn new(app: &'static App) -> Self {
-        let http = client(&app.config.webhooks);
-        Self { app, http }
+    pub fn new(cx: &'static Context) -> Self {
+        let http = client(&cx.config.webhooks);
+        Self { cx, http }
     }
 
     /// Handles one batch of queue messages; the ones to retry are reported as failures.
@@ -239,7 +216,7 @@ impl Deliverer {
                 response.add_failure(m.message_id.clone().unwrap_or_default());
             }
         }
-        self.app.meter.flush_due(&self.app.store).await;
+        self.cx.meter.flush_due(&self.cx.store).await;
         response
     }
 
@@ -265,7 +242,7 @@ impl Deliverer {
     }
 
     async fn dead_letter(&self, body: &str) -> Outcome {
-        let Some(queue) = &self.app.queue else {
+        let Some(queue) = &self.cx.queue else {
             return Outcome::Done;
         };
         match queue.dead_letter(body).await {
@@ -283,7 +260,7 @@ impl Deliverer {
         body: &str,
         receipt: &str,
     ) -> Result<Outcome, StoreError> {
-        let store = &self.app.store;
+        let store = &self.cx.store;
         let sk = m.pending_sk();
         let key = PendingKey {
             org: &m.org,
@@ -361,10 +338,10 @@ impl Deliverer {
 
         let attempt = self.send(&sub, &delivery).await;
         let ok = attempt.error.is_none();
-        self.app
+        self.cx
             .meter
             .record(&m.org, crate::usage::Tally::delivery(ok));
-        let config = &self.app.config.webhooks;
+        let config = &self.cx.config.webhooks;
         delivery.attempts += 1;
         delivery.last_status_code = attempt.status_code;
         delivery.last_error = attempt.error.clone();
@@ -420,7 +397,7 @@ impl Deliverer {
     /// always: a release that took the flag before this item existed leaves it flagged.
     async fn park(&self, m: &QueueMessage, body: &str) -> Result<Outcome, StoreError> {
         let expires = Timestamp::now().millis() / 1000 + PARKED_TTL_SECS;
-        let store = &self.app.store;
+        let store = &self.cx.store;
         store
             .park_delivery(&m.org, &m.webhook_id, &m.delivery_id, body, expires)
             .await?;
@@ -432,7 +409,7 @@ impl Deliverer {
     /// once), when this worker takes the endpoint's parked flag; flags it again when more
     /// are left. Best effort: what fails stays parked and flagged for the next answer.
     async fn release_parked(&self, m: &QueueMessage, limit: i32) {
-        let (store, Some(queue)) = (&self.app.store, &self.app.queue) else {
+        let (store, Some(queue)) = (&self.cx.store, &self.cx.queue) else {
             return;
         };
         let released = async {
@@ -459,7 +436,7 @@ impl Deliverer {
     /// The carrier of a failing endpoint's probes used its last attempt: the oldest parked
     /// delivery carries the next one (back on the queue for the probe time).
     async fn hand_over(&self, m: &QueueMessage) {
-        let (store, Some(queue)) = (&self.app.store, &self.app.queue) else {
+        let (store, Some(queue)) = (&self.cx.store, &self.cx.queue) else {
             return;
         };
         let handed = async {
@@ -492,8 +469,8 @@ impl Deliverer {
     /// its outcome (a GetItem every 100 ms), so that the deliveries of a burst to a healthy
     /// endpoint follow its first answer at once instead of a queue round later.
     async fn claim(&self, m: &QueueMessage) -> Result<Option<Duration>, StoreError> {
-        let store = &self.app.store;
-        let lease = self.app.config.webhooks.timeout + PROBE_LEASE_SLACK;
+        let store = &self.cx.store;
+        let lease = self.cx.config.webhooks.timeout + PROBE_LEASE_SLACK;
         let watch_until = Instant::now() + Duration::from_millis(YOUNG_PROBE_MS as u64);
         loop {
             let now = Timestamp::now();
@@ -537,14 +514,14 @@ impl Deliverer {
         m: &QueueMessage,
         before: Option<&Health>,
     ) -> Result<Timestamp, StoreError> {
-        let config = &self.app.config.webhooks;
+        let config = &self.cx.config.webhooks;
         let now = Timestamp::now();
         let failures = before.map_or(0, |h| h.failures) + 1;
         let failing_since = |h: &Health| h.failing_since.unwrap_or(now);
         let probe_at = Timestamp::from_millis(
             now.millis() + config.endpoint_backoff(failures).as_millis() as i64,
         );
-        let store = &self.app.store;
+        let store = &self.cx.store;
         let health = store
             .record_endpoint_failure(&m.org, &m.webhook_id, &m.delivery_id, now, probe_at)
             .await?;
@@ -566,7 +543,7 @@ impl Deliverer {
     /// Makes the message visible again after `wait` (the queue's timeout applies if this
     /// does not go through).
     async fn push_back(&self, receipt: &str, wait: Duration) {
-        if let Some(queue) = &self.app.queue {
+        if let Some(queue) = &self.cx.queue {
             if let Err(e) = queue.retry_after(receipt, wait).await {
                 tracing::warn!(error = %e, "visibility not changed; the queue's timeout applies");
             }
@@ -581,7 +558,7 @@ impl Deliverer {
         previous: u32,
     ) -> Result<bool, StoreError> {
         match self
-            .app
+            .cx
             .store
             .record_attempt(&m.org, delivery, previous)
             .await
@@ -600,12 +577,12 @@ impl Deliverer {
         m: &QueueMessage,
         mut pending: Option<Pending>,
     ) -> Result<Option<Delivery>, StoreError> {
-        let store = &self.app.store;
+        let store = &self.cx.store;
         for _ in 0..5 {
             let Some(p) = pending.filter(|p| p.delivery_id == m.delivery_id) else {
                 return Ok(None);
             };
-            let delivery = new_delivery(m, p.occurred_at, self.app.config.webhooks.log_retention);
+            let delivery = new_delivery(m, p.occurred_at, self.cx.config.webhooks.log_retention);
             match store.seal_delivery(key, &p, &delivery).await {
                 Ok(()) => return Ok(Some(delivery)),
                 // A change moved the window (read it again), or another copy of this
@@ -628,7 +605,7 @@ impl Deliverer {
         let at = Timestamp::now();
         let started = Instant::now();
         let body = serde_json::to_string(&Payload::of(d)).unwrap_or_default();
-        let result = match url_guard::parse(&sub.url, self.app.config.webhooks.policy) {
+        let result = match url_guard::parse(&sub.url, self.cx.config.webhooks.policy) {
             Err(e) => Err(e),
             Ok(url) => {
                 let t = at.millis() / 1000;
@@ -675,7 +652,7 @@ impl Deliverer {
         if e.is_timeout() {
             return format!(
                 "no response within {} s",
-                self.app.config.webhooks.timeout.as_secs()
+                self.cx.config.webhooks.timeout.as_secs()
             );
         }
         let mut cause: &dyn std::error::Error = e;

@@ -7,7 +7,7 @@ use super::links;
 use super::references;
 use super::retry::with_retries;
 use super::tree_patch::{self, ProductPatch};
-use crate::app::App;
+use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
 use crate::http::ApiResponse;
@@ -23,7 +23,7 @@ use crate::store::StoreError;
 /// spares the first attempt its tree read when that is all the plan needs: the product
 /// does not exist, or the patch names no variants. Every retry reads afresh.
 pub async fn upsert_product(
-    app: &App,
+    cx: &Context,
     org: &str,
     id: &str,
     patch: &ProductPatch,
@@ -48,11 +48,11 @@ pub async fn upsert_product(
         let read_tree = async {
             match first {
                 Some(tree) => Ok(tree),
-                None => app.store.get_product_tree(org, id, depth).await,
+                None => cx.store.get_product_tree(org, id, depth).await,
             }
         };
         let (tree, targets) = in_parallel(async {
-            futures_util::try_join!(read_tree, links::targets(&app.store, org, patch))
+            futures_util::try_join!(read_tree, links::targets(&cx.store, org, patch))
         })
         .await?;
         let old = tree.as_ref().map(|t| t.product.clone());
@@ -67,7 +67,7 @@ pub async fn upsert_product(
         write.append(std::mem::take(&mut plan.write));
         links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
         if !write.is_empty() {
-            if let Err(e) = app.store.commit(&write).await {
+            if let Err(e) = cx.store.commit(&write).await {
                 if matches!(e, StoreError::Partial { .. }) {
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));

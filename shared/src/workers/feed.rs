@@ -3,13 +3,13 @@
 //! pending deliveries. The first change of a window queues one message delayed by the
 //! window; later changes only move the window's `occurredAt`.
 
-use super::queue::QueueMessage;
-use super::topics::{self, Action, ENTITY_TYPES};
-use crate::app::App;
+use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::store::keys::{is_change_pk, pending_sk};
 use crate::store::webhooks::{PendingKey, Subscription};
 use crate::store::StoreError;
+use crate::webhooks::queue::{new_delivery_id, QueueMessage};
+use crate::webhooks::topics::{self, Action, ENTITY_TYPES};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use futures_util::future::join_all;
@@ -110,11 +110,6 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
     })
 }
 
-/// A delivery id: a ULID, so a subscription's log reads in time order.
-pub fn new_delivery_id() -> String {
-    crate::auth::apikey::prefixed_ulid("dlv_")
-}
-
 /// One (subscription, entity, event) window touched by a batch.
 #[derive(Debug)]
 struct Window<'a> {
@@ -161,7 +156,7 @@ impl SetAside {
 
 /// The change-feed Lambda's handler.
 pub struct ChangeFeed {
-    pub app: &'static App,
+    pub cx: &'static Context,
 }
 
 impl ChangeFeed {
@@ -193,7 +188,7 @@ impl ChangeFeed {
                 .iter()
                 .map(|d| d.body(&event.records[d.record]))
                 .collect();
-            let sent = match self.app.queue.as_ref() {
+            let sent = match self.cx.queue.as_ref() {
                 Some(queue) => queue.set_aside(&bodies).await,
                 None => Ok(()),
             };
@@ -221,11 +216,7 @@ impl ChangeFeed {
         let mut orgs: Vec<&str> = changes.iter().map(|(_, c)| c.org.as_str()).collect();
         orgs.sort_unstable();
         orgs.dedup();
-        let lists = join_all(
-            orgs.iter()
-                .map(|org| self.app.store.list_subscriptions(org)),
-        )
-        .await;
+        let lists = join_all(orgs.iter().map(|org| self.cx.store.list_subscriptions(org))).await;
         let subscriptions: HashMap<&str, Result<Vec<Subscription>, StoreError>> =
             orgs.into_iter().zip(lists).collect();
 
@@ -298,11 +289,11 @@ impl ChangeFeed {
         if to_queue.is_empty() {
             return Vec::new();
         }
-        let Some(queue) = self.app.queue.as_ref() else {
+        let Some(queue) = self.cx.queue.as_ref() else {
             tracing::warn!("no delivery queue is configured");
             return to_queue.iter().map(|(first, _)| *first).collect();
         };
-        let delay = self.app.config.webhooks.coalesce_window;
+        let delay = self.cx.config.webhooks.coalesce_window;
         let chunks: Vec<&[(usize, QueueMessage)]> = to_queue.chunks(10).collect();
         let sent = join_all(chunks.iter().map(|chunk| {
             let messages: Vec<&QueueMessage> = chunk.iter().map(|(_, m)| m).collect();
@@ -328,7 +319,7 @@ impl ChangeFeed {
                 }
             }
         }
-        let store = &self.app.store;
+        let store = &self.cx.store;
         let marked = join_all(marks.iter().map(|(_, m)| async move {
             let sk = m.pending_sk();
             let key = PendingKey {
@@ -359,7 +350,7 @@ impl ChangeFeed {
             sk: &sk,
         };
         let pending = self
-            .app
+            .cx
             .store
             .open_pending(&key, w.occurred_at, &new_delivery_id())
             .await?;

@@ -10,7 +10,7 @@
 use super::asset_input::{apply, new_asset};
 use super::retry::{with_retries, Retry};
 use super::tree_patch::ProductPatch;
-use crate::app::App;
+use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::store::items::EntityItem;
@@ -84,7 +84,7 @@ fn members<'a>(
 /// category with subcategories is 409 (a new child moves the category's version, so the
 /// check and the delete cannot miss one).
 pub async fn delete_everywhere(
-    app: &App,
+    cx: &Context,
     org: &str,
     shelf: Shelf<'_>,
     id: &str,
@@ -92,14 +92,14 @@ pub async fn delete_everywhere(
 ) -> Result<(), ApiError> {
     let what = shelf.kind.as_str();
     with_retries(&format!("{what} '{id}'"), || async {
-        let target = app
+        let target = cx
             .store
             .get_resource(org, shelf, id)
             .await?
             .ok_or_else(|| ApiError::entity_not_found(what, id));
         let target = super::etags::checked(if_match, target, super::etags::resource, what)?;
         if shelf.kind == ResourceKind::Category {
-            let all = app.store.list_resources(org, shelf).await?;
+            let all = cx.store.list_resources(org, shelf).await?;
             let children: Vec<&str> = all
                 .iter()
                 .filter(|c| c.parent.as_deref() == Some(id))
@@ -117,7 +117,7 @@ pub async fn delete_everywhere(
             .iter()
             .map(|p| item_key(product_pk(org, p), PRODUCT_SK))
             .collect();
-        let owners = app.store.get_entities(keys).await?;
+        let owners = cx.store.get_entities(keys).await?;
         let mut write = TreeWrite::new();
         for mut product in owners {
             let expect = Expect::Version(product.ver);
@@ -136,7 +136,7 @@ pub async fn delete_everywhere(
             }
         }
         write.delete_resource(org, &target).map_err(Retry::from)?;
-        app.store.commit(&write).await?;
+        cx.store.commit(&write).await?;
         Ok(())
     })
     .await

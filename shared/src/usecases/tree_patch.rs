@@ -3,8 +3,8 @@
 //! plans the conditional writes against a fresh read of the tree and commits them.
 
 use super::asset_input::{distinct_ids, raw_asset, AssetInput, RawAsset, MAX_LINKS};
-use super::{references, render};
-use crate::app::{App, Call};
+use super::references;
+use crate::context::Context;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::limits::{
     MAX_ATTRIBUTE_KEYS_PER_WRITE, MAX_SKUS_PER_PRODUCT, MAX_VALUES_PER_ENTITY,
@@ -14,6 +14,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::domain::{identifier, names};
 use crate::error::ApiError;
+use crate::http::render;
 use crate::http::{ApiResponse, JsonBody};
 use crate::store::counters::{refs_of, Ref};
 use crate::store::items::{EntityItem, EntityKind};
@@ -390,8 +391,8 @@ impl ProductPatch {
 /// Parses and validates a PATCH /products body whole: one BatchGetItem of the definitions,
 /// scopes and family it names, no write.
 pub async fn parse_product_patch(
-    app: &App,
-    call: &Call,
+    cx: &Context,
+    org: &str,
     id: &str,
     body: &JsonBody,
 ) -> Result<ProductPatch, ApiError> {
@@ -401,12 +402,10 @@ pub async fn parse_product_patch(
     let ctx = if wanted.is_empty() && families.is_empty() {
         WriteContext::default()
     } else {
-        app.store
-            .write_context(call.org(), &wanted, &families)
-            .await?
+        cx.store.write_context(org, &wanted, &families).await?
     };
     let patch = raw.validate(&ctx)?;
-    references::check_exist(&app.store, call.org(), &patch.value_changes()).await?;
+    references::check_exist(&cx.store, org, &patch.value_changes()).await?;
     Ok(patch)
 }
 
@@ -442,8 +441,8 @@ fn raw_assets(list: &[Value]) -> Result<Vec<RawAsset<'_>>, ApiError> {
 
 /// Parses and validates a PATCH /skus body (`name`, `values`).
 pub async fn parse_sku_patch(
-    app: &App,
-    call: &Call,
+    cx: &Context,
+    org: &str,
     id: &str,
     body: &JsonBody,
 ) -> Result<EntityPatch, ApiError> {
@@ -460,10 +459,10 @@ pub async fn parse_sku_patch(
     let ctx = if wanted.is_empty() {
         WriteContext::default()
     } else {
-        app.store.write_context(call.org(), &wanted, &[]).await?
+        cx.store.write_context(org, &wanted, &[]).await?
     };
     let patch = entity_patch(&raw, TargetEntity::Sku, &ctx)?;
-    references::check_exist(&app.store, call.org(), &[(String::new(), &patch.values)]).await?;
+    references::check_exist(&cx.store, org, &[(String::new(), &patch.values)]).await?;
     Ok(patch)
 }
 

@@ -7,15 +7,15 @@
 //! A line applied again after a crash leaves the same state and reports the same status (the
 //! product it created carries the line's mark), so the counts match an uninterrupted run.
 
-use super::lines::{Line, Splitter};
-use super::{object_key, parse_object_key, ImportConfig};
-use crate::api::bulk::write_items;
-use crate::app::App;
+use crate::context::Context;
 use crate::domain::limits::MAX_RUNNING_IMPORTS;
 use crate::domain::time::Timestamp;
 use crate::http::request::{ndjson_line, BulkItem};
+use crate::imports::lines::{Line, Splitter};
+use crate::imports::{object_key, parse_object_key, ImportConfig};
 use crate::store::imports::{ImportItem, ImportStatus};
 use crate::store::StoreError;
+use crate::usecases::bulk::write_items;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -44,7 +44,7 @@ impl From<StoreError> for Stop {
 }
 
 pub struct Importer {
-    app: &'static App,
+    cx: &'static Context,
     s3: aws_sdk_s3::Client,
     sqs: aws_sdk_sqs::Client,
     config: ImportConfig,
@@ -73,11 +73,11 @@ fn targets(body: &str) -> Vec<(String, String)> {
 }
 
 impl Importer {
-    pub async fn from_env(app: &'static App) -> Self {
+    pub async fn from_env(cx: &'static Context) -> Self {
         let shared = aws_config::load_from_env().await;
         Self {
-            app,
-            s3: super::s3_client(&shared),
+            cx,
+            s3: crate::imports::s3_client(&shared),
             sqs: aws_sdk_sqs::Client::new(&shared),
             config: ImportConfig::from_lookup(&|n: &str| std::env::var(n).ok()),
         }
@@ -111,7 +111,7 @@ impl Importer {
         // turns, and the worker's few instances stay free for the other organizations'.
         let hold = deadline.saturating_duration_since(started) + Duration::from_secs(10);
         let slot = self
-            .app
+            .cx
             .store
             .take_slot(org, "import", MAX_RUNNING_IMPORTS, hold)
             .await
@@ -123,7 +123,7 @@ impl Importer {
                 .await;
         };
         let advanced = self.advance(org, id, stop_at).await;
-        self.app.store.give_back_slot(&slot).await;
+        self.cx.store.give_back_slot(&slot).await;
         match advanced {
             Ok(true) => self.continue_later(org, id, 0).await,
             Ok(false) => Ok(()),
@@ -156,7 +156,7 @@ impl Importer {
     /// Works on the job until it is finished (`false`) or `stop_at` has passed (`true`: to be
     /// continued).
     async fn advance(&self, org: &str, id: &str, stop_at: Instant) -> Result<bool, Stop> {
-        let store = &self.app.store;
+        let store = &self.cx.store;
         let Some(mut job) = store.get_import(org, id).await? else {
             return Ok(false);
         };
@@ -246,13 +246,13 @@ impl Importer {
             })
             .collect();
         let lines: Vec<usize> = items.iter().map(|i| i.line).collect();
-        let outcomes = match write_items(self.app, org, items, Some(&job.id)).await {
+        let outcomes = match write_items(self.cx, org, items, Some(&job.id)).await {
             Ok(outcomes) => outcomes,
             // A batch refused whole (a limit over all its lines) fails each of its lines:
             // applying it again would be refused again.
             Err(e) if e.status < 500 => lines
                 .into_iter()
-                .map(|line| crate::api::bulk::LineOutcome {
+                .map(|line| crate::usecases::bulk::LineOutcome {
                     line,
                     identifier: None,
                     status: e.status,
@@ -280,7 +280,7 @@ impl Importer {
         }
         job.offset = end;
         job.line = number;
-        self.app.store.save_import(job).await?;
+        self.cx.store.save_import(job).await?;
         Ok(())
     }
 
@@ -291,7 +291,7 @@ impl Importer {
             ImportStatus::Succeeded
         };
         job.finished_at = Some(Timestamp::now());
-        self.app.store.save_import(job).await?;
+        self.cx.store.save_import(job).await?;
         Ok(false)
     }
 
@@ -304,7 +304,7 @@ impl Importer {
             status: 400,
             error: why.to_string(),
         });
-        self.app.store.save_import(job).await?;
+        self.cx.store.save_import(job).await?;
         Ok(false)
     }
 

@@ -1,0 +1,59 @@
+//! What every function runs on, built once per cold start: the configuration, the store,
+//! the delivery queue and the usage meter. Workers and use cases take a `Context`; the
+//! HTTP pipeline (`app`) adds authentication, rate limits and S3 on top of it.
+
+use crate::config::Config;
+use crate::store::Store;
+use crate::usage::Meter;
+use crate::webhooks::queue::DeliveryQueue;
+
+pub struct Context {
+    pub config: Config,
+    pub store: Store,
+    /// The webhook delivery queue, when one is configured.
+    pub queue: Option<DeliveryQueue>,
+    /// What this process counted of each organization's usage, not yet in the table.
+    pub meter: Meter,
+}
+
+impl Context {
+    /// A context over `store`, with no queue.
+    pub fn new(config: Config, store: Store) -> Self {
+        let meter = Meter::new(config.usage_flush, config.metrics_namespace.clone());
+        Self {
+            config,
+            store,
+            queue: None,
+            meter,
+        }
+    }
+
+    /// Reads the configuration from the environment and refuses to start on one that
+    /// would serve forgeable cursors (Lambda reports the init error).
+    pub fn config_from_env() -> Config {
+        let config = Config::from_env();
+        if let Some(why) = config.refusal() {
+            tracing::error!(%why, "refusing to start");
+            panic!("refusing to start: {why}");
+        }
+        config
+    }
+
+    /// The context of `config`, with clients built from the shared AWS configuration.
+    pub fn from_sdk(config: Config, shared: &aws_config::SdkConfig) -> Self {
+        let store = Store::new(Store::client_from_config(shared), config.table_name.clone())
+            .with_snapshot_policy(config.snapshots);
+        let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(shared), &config.webhooks);
+        let mut cx = Self::new(config, store);
+        cx.queue = queue;
+        cx
+    }
+
+    /// Builds the context from the environment and keeps it for the process's lifetime
+    /// (the workers' entry point).
+    pub async fn leaked() -> &'static Context {
+        let config = Self::config_from_env();
+        let shared = aws_config::load_from_env().await;
+        Box::leak(Box::new(Self::from_sdk(config, &shared)))
+    }
+}

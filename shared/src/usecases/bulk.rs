@@ -1,0 +1,413 @@
+//! Many product upserts, each atomic and independent, with a status per line: the bulk
+//! PATCH's and an import batch's use case. The single PATCH is its one-item case: the
+//! same parsing, validation and write (`tree_patch`, `product_write::upsert_product`); what
+//! the bulk path adds is that reads are shared (definitions, scopes, families and referenced
+//! metaobjects in one round for the whole request, the product items in one batched read so
+//! that a new product costs no tree read) and items are written concurrently.
+
+use super::product_write::upsert_product;
+use super::references;
+use super::tree_patch::{self, ProductPatch, RawProductPatch};
+use crate::context::Context;
+use crate::domain::identifier;
+use crate::error::ApiError;
+use crate::http::request::BulkItem;
+use crate::http::JsonBody;
+use crate::store::items::EntityItem;
+use crate::store::keys::{product_pk, PRODUCT_SK};
+use crate::store::ops::item_key;
+use crate::store::settings::WriteContext;
+use crate::store::writes::{TRANSACTION_LIMIT, TRANSACTION_PUT_BYTES};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::domain::limits::MAX_ATTRIBUTE_KEYS_PER_WRITE;
+
+/// One line of the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineOutcome {
+    pub line: usize,
+    pub identifier: Option<String>,
+    pub status: u16,
+    pub error: Option<String>,
+}
+
+impl LineOutcome {
+    /// The line as the answer shows it.
+    pub fn render(&self) -> Value {
+        let mut v =
+            json!({"line": self.line, "identifier": self.identifier, "status": self.status});
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        v
+    }
+}
+
+/// An item's identifier: the required `identifier` field, checked like a path identifier.
+fn item_identifier(body: &JsonBody) -> Result<&str, ApiError> {
+    let id = match body.0.get("identifier") {
+        Some(Value::String(s)) => s.as_str(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "field 'identifier' is required and must be a string",
+            ))
+        }
+    };
+    identifier::validate("product", id)?;
+    Ok(id)
+}
+
+/// Structural checks of every item, and the later line of a repeated identifier refused
+/// naming the earlier one. Keeps input order.
+pub fn shape<'a>(
+    bodies: &'a [(usize, Result<JsonBody, ApiError>)],
+) -> Vec<(
+    usize,
+    Option<&'a str>,
+    Result<RawProductPatch<'a>, ApiError>,
+)> {
+    let mut first_line: HashMap<&str, usize> = HashMap::new();
+    bodies
+        .iter()
+        .map(|(line, body)| {
+            let body = match body {
+                Ok(b) => b,
+                Err(e) => return (*line, None, Err(e.clone())),
+            };
+            let id = match item_identifier(body) {
+                Ok(id) => id,
+                // a refused identifier is still echoed as sent, when it is a string
+                Err(e) => {
+                    let sent = body.0.get("identifier").and_then(Value::as_str);
+                    return (*line, sent, Err(e));
+                }
+            };
+            if let Some(first) = first_line.get(id) {
+                let e = ApiError::bad_request(format!(
+                    "product '{id}' is given on line {first} already"
+                ));
+                return (*line, Some(id), Err(e));
+            }
+            first_line.insert(id, *line);
+            (
+                *line,
+                Some(id),
+                RawProductPatch::parse(id, body, &["identifier"]),
+            )
+        })
+        .collect()
+}
+
+/// Distinct attribute keys one bulk request (or import batch) may name over all its items:
+/// each is one definition read.
+const MAX_BULK_ATTRIBUTE_KEYS: usize = 4 * MAX_ATTRIBUTE_KEYS_PER_WRITE;
+
+/// Validates and writes bulk items (the bulk route's body, an import's batch), each atomic
+/// and independent; one outcome per item, in order. `source` (an import id) marks the
+/// products its lines create, so that a line applied again reports the same status.
+pub async fn write_items(
+    cx: &Context,
+    org: &str,
+    items: Vec<BulkItem>,
+    source: Option<&str>,
+) -> Result<Vec<LineOutcome>, ApiError> {
+    let bodies: Vec<(usize, Result<JsonBody, ApiError>)> = items
+        .into_iter()
+        .map(|BulkItem { line, body }| (line, body.map(JsonBody)))
+        .collect();
+    let shaped = shape(&bodies);
+
+    // One read of everything the valid items name: definitions, scopes, families.
+    let mut wanted = Vec::new();
+    let mut families = BTreeSet::new();
+    let mut shaped = shaped;
+    for (_, _, raw) in shaped.iter_mut() {
+        if let Ok(r) = raw {
+            match tree_patch::distinct_keys(r.wanted()) {
+                Ok(keys) => {
+                    wanted.extend(keys);
+                    families.extend(r.family_id());
+                }
+                Err(e) => *raw = Err(e),
+            }
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.len() > MAX_BULK_ATTRIBUTE_KEYS {
+        return Err(ApiError::new(
+            413,
+            format!(
+                "a bulk request (or import batch) names at most {MAX_BULK_ATTRIBUTE_KEYS} distinct attribute keys over all its items; this one names {}",
+                wanted.len()
+            ),
+        ));
+    }
+    let families: Vec<i64> = families.into_iter().collect();
+    let ctx = if wanted.is_empty() && families.is_empty() {
+        WriteContext::default()
+    } else {
+        cx.store.write_context(org, &wanted, &families).await?
+    };
+    let mut checked: Vec<(usize, Option<&str>, Result<ProductPatch, ApiError>)> = shaped
+        .into_iter()
+        .map(|(line, id, raw)| {
+            let patch = raw.and_then(|r| r.validate(&ctx)).map(|mut p| {
+                p.source = source.map(|s| format!("{s}#{line}"));
+                p
+            });
+            (line, id, patch)
+        })
+        .collect();
+
+    // One read of every metaobject the valid items reference.
+    let valid: Vec<usize> = (0..checked.len())
+        .filter(|i| checked[*i].2.is_ok())
+        .collect();
+    let changes: Vec<_> = valid
+        .iter()
+        .map(|i| match &checked[*i].2 {
+            Ok(p) => p.value_changes(),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    let exist = references::check_exist_each(&cx.store, org, &changes).await?;
+    drop(changes);
+    for (i, outcome) in valid.into_iter().zip(exist) {
+        if let Err(e) = outcome {
+            checked[i].2 = Err(e);
+        }
+    }
+
+    // One batched read of the valid items' product items: a new product needs no tree read.
+    let keys = checked
+        .iter()
+        .filter(|(_, _, p)| p.is_ok())
+        .filter_map(|(_, id, _)| *id)
+        .map(|id| item_key(product_pk(org, id), PRODUCT_SK))
+        .collect::<Vec<_>>();
+    let mut found: HashMap<String, EntityItem> = if keys.is_empty() {
+        HashMap::new()
+    } else {
+        cx.store
+            .get_entities(keys)
+            .await?
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect()
+    };
+
+    // New products (no links to resolve) are planned here and packed into shared
+    // transactions of at most 100 actions and 3.5 MB: each is all or nothing, and a batch that fails for
+    // any reason is written again item by item. Every other item reads, plans and commits on
+    // its own, retrying its own lost conditions.
+    let mut outcomes: Vec<Option<LineOutcome>> = vec![None; checked.len()];
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
+    for (i, (line, id, patch)) in checked.iter().enumerate() {
+        let (Some(id), Ok(patch)) = (id, patch) else {
+            outcomes[i] = Some(refused(*line, *id, patch));
+            continue;
+        };
+        let known = found.remove(*id);
+        if known.is_some() || patch.assets.is_some() || patch.categories.is_some() {
+            alone.push((i, Some(known)));
+            continue;
+        }
+        match tree_patch::plan(org, id, None, patch, true) {
+            Ok(plan) if plan.write.fits_one_transaction() => {
+                let fits = batches.last().is_some_and(|b| {
+                    b.write.len() + plan.write.len() <= TRANSACTION_LIMIT
+                        && b.write.put_bytes() + plan.write.put_bytes() <= TRANSACTION_PUT_BYTES
+                });
+                if !fits {
+                    batches.push(Batch::default());
+                }
+                let batch = batches.last_mut().expect("a batch");
+                batch.write.append(plan.write);
+                batch.items.push(i);
+            }
+            _ => alone.push((i, Some(None))),
+        }
+    }
+    let committed: Vec<(Batch, bool)> = futures_util::stream::iter(batches)
+        .map(|batch| async move {
+            let ok = cx.store.commit(&batch.write).await.is_ok();
+            (batch, ok)
+        })
+        .buffer_unordered(cx.config.bulk_concurrency)
+        .collect()
+        .await;
+    for (batch, ok) in committed {
+        for i in batch.items {
+            if ok {
+                let (line, id, _) = &checked[i];
+                outcomes[i] = Some(LineOutcome {
+                    line: *line,
+                    identifier: id.map(str::to_string),
+                    status: 201,
+                    error: None,
+                });
+            } else {
+                alone.push((i, None));
+            }
+        }
+    }
+    alone.sort_by_key(|(i, _)| *i);
+    let mut writes = Vec::with_capacity(alone.len());
+    for (i, known) in alone {
+        let (line, id, patch) = &checked[i];
+        writes.push(async move { (i, write_line(cx, org, *line, *id, patch, known).await) });
+    }
+    let written: Vec<(usize, LineOutcome)> = futures_util::stream::iter(writes)
+        .buffer_unordered(cx.config.bulk_concurrency)
+        .collect()
+        .await;
+    for (i, outcome) in written {
+        outcomes[i] = Some(outcome);
+    }
+    Ok(outcomes
+        .into_iter()
+        .zip(&checked)
+        .map(|(o, (line, id, patch))| o.unwrap_or_else(|| refused(*line, *id, patch)))
+        .collect())
+}
+
+/// New products written in one transaction, by their index in the request.
+#[derive(Default)]
+struct Batch {
+    write: crate::store::writes::TreeWrite,
+    items: Vec<usize>,
+}
+
+/// The outcome of an item refused before any write.
+fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, ApiError>) -> LineOutcome {
+    let e = match patch {
+        Err(e) => e.clone(),
+        Ok(_) => ApiError::internal(),
+    };
+    LineOutcome {
+        line,
+        identifier: id.map(str::to_string),
+        status: e.status,
+        error: Some(e.message),
+    }
+}
+
+/// Writes one item on its own: read, plan, commit, retry.
+async fn write_line(
+    cx: &Context,
+    org: &str,
+    line: usize,
+    id: Option<&str>,
+    patch: &Result<ProductPatch, ApiError>,
+    known: Option<Option<EntityItem>>,
+) -> LineOutcome {
+    let (Some(id), Ok(patch)) = (id, patch) else {
+        return refused(line, id, patch);
+    };
+    let result = upsert_product(cx, org, id, patch, known, None).await;
+    LineOutcome {
+        line,
+        identifier: Some(id.to_string()),
+        status: result.as_ref().map_or_else(|e| e.status, |r| r.status),
+        error: result.err().map(|e| e.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bodies(items: Value) -> Vec<(usize, Result<JsonBody, ApiError>)> {
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::Object(m) => (i + 1, Ok(JsonBody(m.clone()))),
+                _ => (
+                    i + 1,
+                    Err(ApiError::bad_request("item must be a JSON object")),
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shape_checks_identifiers_duplicates_and_fields() {
+        let b = bodies(json!([
+            {"identifier": "p1", "name": "A"},
+            {"name": "no id"},
+            {"identifier": "p1"},
+            {"identifier": "p2", "colour": 1},
+            {"identifier": " bad"},
+            7,
+            {"identifier": "p3", "variants": [{"identifier": "v"}, {"identifier": "v"}]}
+        ]));
+        let shaped = shape(&b);
+        let errors: Vec<Option<String>> = shaped
+            .iter()
+            .map(|(_, _, r)| r.as_ref().err().map(|e| e.message.clone()))
+            .collect();
+        assert_eq!(errors[0], None);
+        assert_eq!(
+            errors[1].as_deref(),
+            Some("field 'identifier' is required and must be a string")
+        );
+        assert_eq!(
+            errors[2].as_deref(),
+            Some("product 'p1' is given on line 1 already")
+        );
+        assert!(errors[3]
+            .as_deref()
+            .unwrap()
+            .starts_with("unknown field 'colour'"));
+        assert!(errors[4].is_some());
+        assert_eq!(errors[5].as_deref(), Some("item must be a JSON object"));
+        assert_eq!(
+            errors[6].as_deref(),
+            Some("variants[1]: variant 'v' is given twice")
+        );
+        let ids: Vec<Option<&str>> = shaped.iter().map(|(_, id, _)| *id).collect();
+        assert_eq!(
+            ids,
+            vec![
+                Some("p1"),
+                None,
+                Some("p1"),
+                Some("p2"),
+                Some(" bad"),
+                None,
+                Some("p3")
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_render_without_error_when_written() {
+        let ok = LineOutcome {
+            line: 1,
+            identifier: Some("p1".into()),
+            status: 201,
+            error: None,
+        };
+        assert_eq!(
+            ok.render(),
+            json!({"line": 1, "identifier": "p1", "status": 201})
+        );
+        let bad = LineOutcome {
+            line: 2,
+            identifier: None,
+            status: 400,
+            error: Some("x".into()),
+        };
+        assert_eq!(
+            bad.render(),
+            json!({"line": 2, "identifier": null, "status": 400, "error": "x"})
+        );
+    }
+}
