@@ -4,9 +4,9 @@
 //! through the proxy (so the test would see it). Its own test binary: it sets the process's
 //! environment.
 
-use catalog::workers::deliver;
 use catalog::webhooks::url_guard::UrlPolicy;
 use catalog::webhooks::WebhookConfig;
+use catalog::workers::deliver;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

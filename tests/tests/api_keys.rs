@@ -53,7 +53,7 @@ async fn a_key_made_through_the_api_works_with_exactly_its_scopes_until_revoked(
             json!({"error": "this API key lacks the 'catalog:write' scope"})
         )
     );
-    // the webhooks function resolves (and caches) it too: 403, not 401
+    // the settings function resolves (and caches) it too: 403, not 401
     let r = with(&key, "GET", "/v1/api-keys").send().await;
     assert_eq!(r.status, 403);
 

@@ -131,26 +131,26 @@ async fn sample_events_work_against_the_real_functions() {
         ("attributes", "events/attributes/get-attribute.json", 200),
         ("attributes", "events/attributes/list-attributes.json", 200),
         ("attributes", "events/attributes/delete-attribute.json", 200),
-        ("attributes", "events/attributes/create-family.json", 201),
-        ("attributes", "events/attributes/get-family.json", 200),
-        ("attributes", "events/attributes/list-families.json", 200),
-        ("attributes", "events/attributes/create-language.json", 201),
-        ("attributes", "events/attributes/list-languages.json", 200),
-        ("attributes", "events/attributes/create-channel.json", 201),
-        ("attributes", "events/attributes/list-channels.json", 200),
+        ("settings", "events/settings/create-family.json", 201),
+        ("settings", "events/settings/get-family.json", 200),
+        ("settings", "events/settings/list-families.json", 200),
+        ("settings", "events/settings/create-language.json", 201),
+        ("settings", "events/settings/list-languages.json", 200),
+        ("settings", "events/settings/create-channel.json", 201),
+        ("settings", "events/settings/list-channels.json", 200),
         (
-            "attributes",
-            "events/attributes/create-completeness-profile.json",
+            "settings",
+            "events/settings/create-completeness-profile.json",
             201,
         ),
         (
-            "attributes",
-            "events/attributes/get-completeness-profile.json",
+            "settings",
+            "events/settings/get-completeness-profile.json",
             200,
         ),
         (
-            "attributes",
-            "events/attributes/list-completeness-profiles.json",
+            "settings",
+            "events/settings/list-completeness-profiles.json",
             200,
         ),
         (
@@ -181,6 +181,8 @@ async fn sample_events_work_against_the_real_functions() {
         ("products", "events/products/delete-product.json", 200),
         ("webhooks", "events/webhooks/create-webhook.json", 201),
         ("webhooks", "events/webhooks/list-webhooks.json", 200),
+        ("settings", "events/settings/list-api-keys.json", 200),
+        ("settings", "events/settings/get-usage.json", 200),
         ("imports", "events/imports/list-imports.json", 200),
         // Not HTTP: a batch whose records all succeed reports no failures (the upload's
         // import does not exist: nothing to run).
@@ -633,7 +635,7 @@ fn every_alarm_names_a_metric_that_exists() {
     // alarm pages on it (api_failures_are_counted_apart_from_retry_after_answers).
     assert!(!seen.contains("AWS/ApiGateway 5xx"), "{seen:?}");
     let functions = of_type("AWS::Lambda::Function").len();
-    assert_eq!(functions, 15);
+    assert_eq!(functions, 16);
     assert_eq!(alarms.len(), 2 * functions + 15);
     // The deferred-import metric counts a line the worker really logs.
     assert!(read("shared/src/workers/import.rs").contains("\"import deferred\""));

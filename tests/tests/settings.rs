@@ -1,4 +1,4 @@
-//! Families, channels and languages (served by the `attributes` function), what values are
+//! Families, channels and languages (served by the `settings` function), what values are
 //! validated against, and DELETE /attributes.
 
 use catalog_e2e::Org;

@@ -1,6 +1,6 @@
 //! `/api-keys` (scope `settings:manage`): the organization's API keys, made and revoked
-//! through the API (the spec's "Settings"). Served by the `webhooks` function, beside the
-//! other settings routes. The operator CLI still makes an organization's first key.
+//! through the API (the spec's "Settings"). Served by the `settings` function
+//! (`settings.rs`). The operator CLI still makes an organization's first key.
 
 use crate::admin;
 use crate::app::{handler, App, Call, Endpoint};

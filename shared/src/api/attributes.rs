@@ -1,6 +1,5 @@
 //! `/attributes` routes: attribute definitions.
 
-use super::settings;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{
@@ -12,7 +11,7 @@ use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
 use serde_json::{json, Value};
 
-const ATTRIBUTE_ENDPOINTS: &[Endpoint] = &[
+const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new(
             "GET",
@@ -68,12 +67,6 @@ const ATTRIBUTE_ENDPOINTS: &[Endpoint] = &[
         handler!(delete),
     ),
 ];
-
-/// Attribute definitions plus the settings values are validated against.
-const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
-    Endpoint,
-    { ATTRIBUTE_ENDPOINTS.len() + settings::ENDPOINTS.len() },
->(ATTRIBUTE_ENDPOINTS, settings::ENDPOINTS);
 
 pub const API: Api = Api {
     function: "attributes",

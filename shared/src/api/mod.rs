@@ -31,6 +31,7 @@ pub const FUNCTIONS: &[&Api] = &[
     &variants::API,
     &skus::API,
     &attributes::API,
+    &settings::API,
     &webhooks::API,
     &assets::API,
     &categories::API,

@@ -1,7 +1,8 @@
-//! Families, channels, languages and completeness profiles: served by the `attributes`
-//! function, since they are what attribute values are validated and measured against.
+//! The `settings` function: families, channels, languages and completeness profiles (what
+//! attribute values are validated and measured against), and beside them the
+//! organization's API keys (`api_keys.rs`) and usage (`usage.rs`): the workspace Settings.
 
-use crate::app::{handler, App, Call, Endpoint};
+use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, TargetEntity};
 use crate::domain::names;
@@ -14,7 +15,7 @@ use crate::store::settings::{
 };
 use serde_json::Value;
 
-pub const ENDPOINTS: &[Endpoint] = &[
+const SETTINGS_ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new(
             "GET",
@@ -142,6 +143,22 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(get_profile),
     ),
 ];
+
+/// The organization's keys and usage, beside its settings.
+const ACCOUNT_ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
+    { super::api_keys::ENDPOINTS.len() + super::usage::ENDPOINTS.len() },
+>(super::api_keys::ENDPOINTS, super::usage::ENDPOINTS);
+
+const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
+    { SETTINGS_ENDPOINTS.len() + ACCOUNT_ENDPOINTS.len() },
+>(SETTINGS_ENDPOINTS, ACCOUNT_ENDPOINTS);
+
+pub const API: Api = Api {
+    function: "settings",
+    endpoints: ENDPOINTS,
+};
 
 /// GET /channels.
 async fn list_channels(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -1,7 +1,7 @@
 //! `GET /usage` (scope `settings:manage`): what the organization used today and this
 //! month (UTC days): calls, refused calls, DynamoDB capacity and webhook delivery attempts,
-//! as every function counts them (`usage/`). Served by the `webhooks` function, beside the
-//! other settings routes; one Query of at most 31 items.
+//! as every function counts them (`usage/`). Served by the `settings` function
+//! (`settings.rs`); one Query of at most 31 items.
 
 use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;

@@ -1,5 +1,5 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
-//! delivery log and replays; the function also serves `/api-keys` (`api/api_keys.rs`).
+//! delivery log, replays, test events and the event catalog.
 
 use super::quotas::{MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -22,7 +22,7 @@ use crate::webhooks::url_guard;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const WEBHOOK_ENDPOINTS: &[Endpoint] = &[
+const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new(
             "GET",
@@ -168,18 +168,6 @@ const WEBHOOK_ENDPOINTS: &[Endpoint] = &[
         handler!(event_types),
     ),
 ];
-
-/// Webhook subscriptions plus the organization's API keys: the settings:manage routes.
-/// The settings routes this function serves beside webhooks: API keys and usage.
-const SETTINGS: &[Endpoint] = &crate::app::concat::<
-    Endpoint,
-    { super::api_keys::ENDPOINTS.len() + super::usage::ENDPOINTS.len() },
->(super::api_keys::ENDPOINTS, super::usage::ENDPOINTS);
-
-const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
-    Endpoint,
-    { WEBHOOK_ENDPOINTS.len() + SETTINGS.len() },
->(WEBHOOK_ENDPOINTS, SETTINGS);
 
 pub const API: Api = Api {
     function: "webhooks",
