@@ -13,9 +13,10 @@ echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
 echo "[test] cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "[test] shared/src: no import circles, no import against the layers of docs/architecture.md"
+echo "[test] shared/src: no import circles, no import against the layers of docs/architecture.md, no file over 600 lines"
 python3 scripts/check-module-cycles.py
 python3 scripts/check-layers.py
+python3 scripts/check-file-sizes.py
 echo "[test] cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
 echo "[test] infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"

@@ -1,5 +1,5 @@
 //! The OpenAPI description a route entry carries, so a route is declared once: its method,
-//! path, scope, handler and this description sit in one entry, and `api/openapi.rs` renders
+//! path, scope, handler and this description sit in one entry, and `api/openapi/` renders
 //! the document from the entries.
 
 /// What a success response holds.

@@ -1,6 +1,6 @@
 //! The list engine port: which entities a list returns, in identifier order, and how many.
 //! Handlers reach lists only through [`ListEngine`]; the embedded engine over the warm
-//! snapshots of the `byChange` index (`store/snapshot.rs`) is the default adapter. A search
+//! snapshots of the `byChange` index (`store/snapshot/`) is the default adapter. A search
 //! tier for organizations past one process (docs/scaling.md) would be a second adapter.
 
 use super::select::{select, Criteria};

@@ -1,5 +1,5 @@
 //! Pages of products, variants and SKUs: which entities a list returns comes from the warm
-//! snapshots (`snapshot.rs`); this module reads the page's items, in one round trip.
+//! snapshots (`snapshot/`); this module reads the page's items, in one round trip.
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{product_pk, sku_sk, variant_sk, INDEX_BY_CHANGE, PRODUCT_SK};

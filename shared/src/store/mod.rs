@@ -43,7 +43,7 @@ pub use errors::StoreError;
 pub struct Store {
     pub(crate) client: Client,
     pub(crate) table: String,
-    /// The warm process's list snapshots (`snapshot.rs`), shared by clones.
+    /// The warm process's list snapshots (`snapshot/`), shared by clones.
     pub(crate) snapshots: Arc<snapshot::Snapshots>,
     /// The warm indexes of the flat lists (`warm.rs`), shared by clones.
     pub(crate) warm: Arc<warm::WarmIndexes>,

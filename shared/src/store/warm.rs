@@ -3,7 +3,7 @@
 //! depth and its exact total come from memory and only the page's items are read. Each
 //! index is read in full once per process (its base partition, strongly consistent), then
 //! brought up to date on every call by a delta of what was written since (`warm_sources.rs`),
-//! like the list snapshots of products (`snapshot.rs`). Entries that expire by TTL carry
+//! like the list snapshots of products (`snapshot/`). Entries that expire by TTL carry
 //! their expiry and leave the index at that second, so a count can never drift from what a
 //! page shows.
 

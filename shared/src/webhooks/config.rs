@@ -13,7 +13,7 @@ pub const MAX_RETRY_STEP_SECS: u64 = 43_000;
 /// Most waits in a schedule. The queue's redrive (maxReceiveCount 100 in the template) must
 /// never take a delivery before its last attempt: each attempt is one receive, and a
 /// delivery carrying a failing endpoint's probes is received about twice per probe (see
-/// `deliver.rs`; other deliveries park out of the queue), so 18 attempts and the probes of
+/// `deliver/`; other deliveries park out of the queue), so 18 attempts and the probes of
 /// a 5-day failing period stay under it.
 pub const MAX_RETRY_STEPS: usize = 18;
 /// The production failing period after which a subscription is disabled: 5 days.

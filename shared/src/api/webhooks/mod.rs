@@ -22,6 +22,10 @@ use crate::webhooks::url_guard;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+mod deliveries;
+
+use deliveries::*;
+
 const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new(
@@ -212,26 +216,6 @@ pub fn render(sub: &Subscription, with_secret: bool) -> Value {
         v["secret"] = json!(sub.secret);
     }
     v
-}
-
-/// A delivery log entry as served.
-pub fn render_delivery(d: &Delivery) -> Value {
-    json!({
-        "id": d.id,
-        "event": d.event,
-        "identifier": d.identifier,
-        "entityType": d.entity_type,
-        "occurredAt": d.occurred_at,
-        "status": d.status,
-        "attempts": d.attempts,
-        "lastStatusCode": d.last_status_code,
-        "lastError": d.last_error,
-        "nextAttemptAt": d.next_attempt_at,
-        "replayOf": d.replay_of,
-        "createdAt": d.created_at,
-        "updatedAt": d.updated_at,
-        "attemptLog": d.attempt_log,
-    })
 }
 
 /// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
@@ -515,157 +499,6 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         200,
         json!({"identifier": id, "deleted": true}),
     ))
-}
-
-/// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
-/// log's warm index (a delta Query) in parallel, then the page's entries (BatchGetItem).
-async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
-    reads_catalog(
-        call,
-        "reading the delivery log of a subscription to catalog topics",
-    )?;
-    let org = call.org();
-    let webhook = call.route.identifier(0, "webhook id")?;
-    let list = Followed::Deliveries { org, webhook };
-    let refresh = async { Ok(app.store.refresh_warm(&list).await?) };
-    let (sub, ()) =
-        in_parallel(async { futures_util::try_join!(load(app, call), refresh) }).await?;
-    let mut page = app.store.with_warm(&list, |keys| {
-        keys.page(&PageQuery {
-            floor: None,
-            from: Seek::Offset(paging.range(usize::MAX).start),
-            limit: paging.limit as usize,
-            descending: true,
-            filter: None,
-        })
-    });
-    let log = app.store.get_deliveries(org, &sub.id, &page.keys).await?;
-    if log.len() < page.keys.len() {
-        // entries removed since (a replay that could not be queued): gone from the index too
-        let gone: Vec<&String> = page
-            .keys
-            .iter()
-            .filter(|id| !log.iter().any(|d| &d.id == *id))
-            .collect();
-        page.total -= gone.len();
-        app.store
-            .with_warm(&list, |keys| gone.iter().for_each(|id| keys.remove(id)));
-    }
-    Ok(paging.page_response(log.iter().map(render_delivery).collect(), page.total))
-}
-
-/// POST /webhooks/{id}/deliveries/{deliveryId}/replay: the same payload under a new
-/// delivery id, queued at once. 202: it is delivered asynchronously.
-async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    reads_catalog(
-        call,
-        "replaying a delivery of a subscription to catalog topics",
-    )?;
-    let sub = load(app, call).await?;
-    let original_id = call.route.identifier(1, "delivery id")?;
-    let original = app
-        .store
-        .get_delivery(call.org(), &sub.id, original_id)
-        .await?
-        .ok_or_else(|| ApiError::entity_not_found("delivery", original_id))?;
-    if !sub.enabled {
-        return Err(ApiError::conflict(format!(
-            "webhook '{}' is disabled; enable it before replaying",
-            sub.id
-        )));
-    }
-    count_by_hand(app, call).await?;
-    let action = original
-        .event
-        .rsplit_once('.')
-        .and_then(|(_, a)| Action::parse(a))
-        .ok_or_else(ApiError::internal)?;
-    let message = QueueMessage {
-        org: call.org().to_string(),
-        webhook_id: sub.id.clone(),
-        delivery_id: new_delivery_id(),
-        entity_type: original.entity_type.clone(),
-        action,
-        identifier: original.identifier.clone(),
-    };
-    let retention = app.config.webhooks.log_retention;
-    let mut replay = new_delivery(&message, original.occurred_at, retention);
-    replay.replay_of = Some(original.id.clone());
-    queue_by_hand(app, call, &replay, &message).await?;
-    Ok(ApiResponse::single(202, render_delivery(&replay)))
-}
-
-/// POST /webhooks/{id}/test: one `webhook.test` delivery to the subscription, signed,
-/// logged and retried like every other, whatever its topics.
-async fn send_test(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let sub = load(app, call).await?;
-    if !sub.enabled {
-        return Err(ApiError::conflict(format!(
-            "webhook '{}' is disabled; enable it before sending a test event",
-            sub.id
-        )));
-    }
-    count_by_hand(app, call).await?;
-    let message = QueueMessage {
-        org: call.org().to_string(),
-        webhook_id: sub.id.clone(),
-        delivery_id: new_delivery_id(),
-        entity_type: topics::TEST_ENTITY_TYPE.to_string(),
-        action: Action::Test,
-        identifier: sub.id.clone(),
-    };
-    let retention = app.config.webhooks.log_retention;
-    let delivery = new_delivery(&message, Timestamp::now(), retention);
-    queue_by_hand(app, call, &delivery, &message).await?;
-    Ok(ApiResponse::single(202, json!({"deliveryId": delivery.id})))
-}
-
-/// Counts a delivery sent by hand (a replay or a test event) in the organization's hourly
-/// quota: 429 with `Retry-After` until the next hour beyond it.
-async fn count_by_hand(app: &App, call: &Call) -> Result<(), ApiError> {
-    let now = Timestamp::now().millis() / 1000;
-    let hour = now / 3600;
-    if app
-        .store
-        .count_in_hour(call.org(), "REPLAYS", hour, MAX_REPLAYS_PER_HOUR)
-        .await?
-    {
-        return Ok(());
-    }
-    let wait = ((hour + 1) * 3600 - now).max(1);
-    Err(ApiError::new(
-        429,
-        format!("quota exceeded: an organization may replay or test at most {MAX_REPLAYS_PER_HOUR} deliveries per hour; retry after {wait} s"),
-    )
-    .with_header("retry-after", wait.to_string()))
-}
-
-/// Logs a delivery sent by hand, then queues it; one that cannot be queued takes its log
-/// entry back (a log entry without a message would stay pending forever) and is 503.
-async fn queue_by_hand(
-    app: &App,
-    call: &Call,
-    delivery: &Delivery,
-    message: &QueueMessage,
-) -> Result<(), ApiError> {
-    let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
-    app.store.create_delivery(call.org(), delivery).await?;
-    if let Err(e) = queue.send(message, Duration::ZERO).await {
-        tracing::warn!(error = %e, delivery = %delivery.id, "delivery sent by hand not queued");
-        let _ = app
-            .store
-            .delete_delivery(call.org(), &delivery.webhook_id, &delivery.id)
-            .await;
-        let log = Followed::Deliveries {
-            org: call.org(),
-            webhook: &delivery.webhook_id,
-        };
-        app.store.with_warm(&log, |keys| keys.remove(&delivery.id));
-        return Err(ApiError::unavailable());
-    }
-    Ok(())
 }
 
 /// GET /event-types: the event catalog, one page.

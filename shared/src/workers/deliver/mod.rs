@@ -29,6 +29,15 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod gating;
+mod parking;
+
+use gating::*;
+pub use gating::{disabled_reason, gate, Gate};
+
+#[cfg(test)]
+mod tests;
+
 pub const USER_AGENT: &str = "Catalog-Webhooks/1.0";
 /// How early a message may come back for its next step and still be attempted.
 const EARLY_SLACK_MS: i64 = 2_000;
@@ -48,74 +57,6 @@ const GOOD_FOR_MS: i64 = 60_000;
 /// A probe younger than this may still answer at once: deliveries waiting for it look again
 /// in a second rather than at the end of its lease.
 const YOUNG_PROBE_MS: i64 = 1_000;
-
-/// What a delivery may do, given what is known of its endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// The endpoint answered lately: attempt.
-    Send,
-    /// Nothing is known, or the endpoint's probe time has come: claim the probe.
-    Claim,
-    /// Another delivery is probing, or the failing endpoint's next probe is later.
-    Wait(Duration),
-}
-
-/// The gate for a delivery to an endpoint in state `health` at `now` (unix millis).
-pub fn gate(health: Option<&Health>, now: i64) -> Gate {
-    let Some(h) = health else {
-        return Gate::Claim;
-    };
-    if known_good(Some(h), now) {
-        return Gate::Send;
-    }
-    match h.probe_at {
-        Some(p) if p.millis() > now => {
-            let until = (p.millis() - now) as u64;
-            Gate::Wait(if probe_is_young(Some(h), now) {
-                Duration::from_secs(1)
-            } else {
-                Duration::from_millis(until)
-            })
-        }
-        _ => Gate::Claim,
-    }
-}
-
-/// Whether a first-contact probe of the endpoint (not one of a failing streak, whose
-/// answer is likely a failure again) started less than [`YOUNG_PROBE_MS`] before `now`.
-fn probe_is_young(health: Option<&Health>, now: i64) -> bool {
-    health
-        .filter(|h| h.failing_since.is_none())
-        .and_then(|h| h.probe_started_at)
-        .is_some_and(|s| now - s.millis() < YOUNG_PROBE_MS)
-}
-
-/// Whether the endpoint is known to answer at `at` (unix millis).
-fn known_good(health: Option<&Health>, at: i64) -> bool {
-    health
-        .is_some_and(|h| h.failing_since.is_none() && h.good_until.is_some_and(|g| g.millis() > at))
-}
-
-/// Why a subscription was disabled automatically.
-pub fn disabled_reason(failing_since: Timestamp, period: Duration) -> String {
-    format!(
-        "disabled automatically: every delivery failed for {} (since {failing_since}); \
-         PATCH it with enabled: true to enable it again",
-        human(period)
-    )
-}
-
-/// A period in the largest whole unit that fits: `5 days`, `20 seconds`.
-fn human(period: Duration) -> String {
-    let secs = period.as_secs();
-    let (n, unit) = match secs {
-        s if s >= 86_400 && s % 86_400 == 0 => (s / 86_400, "day"),
-        s if s >= 3_600 && s % 3_600 == 0 => (s / 3_600, "hour"),
-        s if s >= 60 && s % 60 == 0 => (s / 60, "minute"),
-        s => (s, "second"),
-    };
-    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
-}
 
 /// The body of every delivery, exactly as the spec lists it.
 #[derive(Debug, Serialize)]
@@ -392,154 +333,6 @@ impl Deliverer {
         })
     }
 
-    /// Parks the delivery in the table until its endpoint answers (the message leaves the
-    /// queue: waiting costs nothing per probe). The flag is set after the item is written,
-    /// always: a release that took the flag before this item existed leaves it flagged.
-    async fn park(&self, m: &QueueMessage, body: &str) -> Result<Outcome, StoreError> {
-        let expires = Timestamp::now().millis() / 1000 + PARKED_TTL_SECS;
-        let store = &self.cx.store;
-        store
-            .park_delivery(&m.org, &m.webhook_id, &m.delivery_id, body, expires)
-            .await?;
-        store.flag_parked(&m.org, &m.webhook_id).await?;
-        Ok(Outcome::Done)
-    }
-
-    /// Puts up to `limit` parked deliveries of the endpoint back on the queue (visible at
-    /// once), when this worker takes the endpoint's parked flag; flags it again when more
-    /// are left. Best effort: what fails stays parked and flagged for the next answer.
-    async fn release_parked(&self, m: &QueueMessage, limit: i32) {
-        let (store, Some(queue)) = (&self.cx.store, &self.cx.queue) else {
-            return;
-        };
-        let released = async {
-            let parked = store.take_parked(&m.org, &m.webhook_id, limit).await?;
-            if parked.is_empty() {
-                return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(());
-            }
-            let bodies: Vec<String> = parked.iter().map(|(_, b)| b.clone()).collect();
-            let ids: Vec<String> = parked.into_iter().map(|(id, _)| id).collect();
-            let sent = queue.send_bodies(&bodies).await;
-            if sent.is_ok() {
-                store.delete_parked(&m.org, &m.webhook_id, &ids).await?;
-            }
-            if sent.is_err() || ids.len() as i32 >= limit {
-                store.flag_parked(&m.org, &m.webhook_id).await?;
-            }
-            Ok(sent?)
-        };
-        if let Err(e) = released.await {
-            tracing::warn!(error = %e, webhook = %m.webhook_id, "parked deliveries not released");
-        }
-    }
-
-    /// The carrier of a failing endpoint's probes used its last attempt: the oldest parked
-    /// delivery carries the next one (back on the queue for the probe time).
-    async fn hand_over(&self, m: &QueueMessage) {
-        let (store, Some(queue)) = (&self.cx.store, &self.cx.queue) else {
-            return;
-        };
-        let handed = async {
-            let Some((id, body)) = store
-                .first_parked(&m.org, &m.webhook_id, 1)
-                .await?
-                .into_iter()
-                .next()
-            else {
-                return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(());
-            };
-            let health = store.endpoint_health(&m.org, &m.webhook_id).await?;
-            let until = health
-                .and_then(|h| h.probe_at)
-                .map_or(0, |p| (p.millis() - Timestamp::now().millis()).max(0));
-            store.set_carrier(&m.org, &m.webhook_id, &id).await?;
-            queue
-                .send_body(&body, Duration::from_millis(until as u64))
-                .await?;
-            Ok(store.delete_parked(&m.org, &m.webhook_id, &[id]).await?)
-        };
-        if let Err(e) = handed.await {
-            tracing::warn!(error = %e, webhook = %m.webhook_id, "no carrier for the next probe");
-        }
-    }
-
-    /// Claims the probe of an endpoint not known to answer: `None` when this delivery may
-    /// attempt (it makes the probe, or a probe that just started answered), else how long
-    /// to wait. A probe that started less than [`YOUNG_PROBE_MS`] ago is watched here for
-    /// its outcome (a GetItem every 100 ms), so that the deliveries of a burst to a healthy
-    /// endpoint follow its first answer at once instead of a queue round later.
-    async fn claim(&self, m: &QueueMessage) -> Result<Option<Duration>, StoreError> {
-        let store = &self.cx.store;
-        let lease = self.cx.config.webhooks.timeout + PROBE_LEASE_SLACK;
-        let watch_until = Instant::now() + Duration::from_millis(YOUNG_PROBE_MS as u64);
-        loop {
-            let now = Timestamp::now();
-            let claimed = store
-                .claim_probe(
-                    &m.org,
-                    &m.webhook_id,
-                    now,
-                    Timestamp::from_millis(now.millis() + lease.as_millis() as i64),
-                )
-                .await?;
-            let mut current = match claimed {
-                Ok(()) => return Ok(None),
-                Err(current) => current,
-            };
-            loop {
-                let now = Timestamp::now().millis();
-                match gate(current.as_ref(), now) {
-                    Gate::Send => return Ok(None),
-                    Gate::Claim => break, // the probe ended without an answer: claim again
-                    Gate::Wait(wait) if !probe_is_young(current.as_ref(), now) => {
-                        return Ok(Some(wait))
-                    }
-                    Gate::Wait(wait) if Instant::now() >= watch_until => return Ok(Some(wait)),
-                    Gate::Wait(_) => {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        current = store.endpoint_health(&m.org, &m.webhook_id).await?;
-                    }
-                }
-            }
-            if Instant::now() >= watch_until {
-                return Ok(Some(Duration::from_secs(1)));
-            }
-        }
-    }
-
-    /// Counts a failed attempt against the endpoint; disables the subscription when the
-    /// streak has lasted the configured period. Returns the endpoint's next probe time.
-    async fn endpoint_failed(
-        &self,
-        m: &QueueMessage,
-        before: Option<&Health>,
-    ) -> Result<Timestamp, StoreError> {
-        let config = &self.cx.config.webhooks;
-        let now = Timestamp::now();
-        let failures = before.map_or(0, |h| h.failures) + 1;
-        let failing_since = |h: &Health| h.failing_since.unwrap_or(now);
-        let probe_at = Timestamp::from_millis(
-            now.millis() + config.endpoint_backoff(failures).as_millis() as i64,
-        );
-        let store = &self.cx.store;
-        let health = store
-            .record_endpoint_failure(&m.org, &m.webhook_id, &m.delivery_id, now, probe_at)
-            .await?;
-        let since = failing_since(&health);
-        if now.millis() - since.millis() >= config.disable_after.as_millis() as i64 {
-            let reason = disabled_reason(since, config.disable_after);
-            if store
-                .disable_subscription(&m.org, &m.webhook_id, &reason, now)
-                .await?
-            {
-                tracing::warn!(webhook = %m.webhook_id, org = %m.org, "{reason}");
-                // its parked deliveries come back to be cancelled
-                self.release_parked(m, DISABLE_RELEASE).await;
-            }
-        }
-        Ok(health.probe_at.unwrap_or(probe_at))
-    }
-
     /// Makes the message visible again after `wait` (the queue's timeout applies if this
     /// does not go through).
     async fn push_back(&self, receipt: &str, wait: Duration) {
@@ -664,82 +457,5 @@ impl Deliverer {
         } else {
             format!("request failed: {cause}")
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(ms: i64) -> Option<Timestamp> {
-        Some(Timestamp::from_millis(ms))
-    }
-
-    #[test]
-    fn an_unknown_endpoint_is_probed_and_a_good_one_is_sent_to() {
-        let now = 1_000_000;
-        assert_eq!(gate(None, now), Gate::Claim);
-        let good = Health {
-            good_until: at(now + 1),
-            ..Health::default()
-        };
-        assert_eq!(gate(Some(&good), now), Gate::Send);
-        // known good no longer: the next delivery probes it again
-        let expired = Health {
-            good_until: at(now),
-            ..Health::default()
-        };
-        assert_eq!(gate(Some(&expired), now), Gate::Claim);
-    }
-
-    #[test]
-    fn deliveries_wait_for_a_probe_in_flight_and_for_a_failing_endpoints_next_probe() {
-        let now = 1_000_000;
-        let young = Health {
-            probe_at: at(now + 16_000),
-            probe_started_at: at(now - 500),
-            ..Health::default()
-        };
-        assert_eq!(gate(Some(&young), now), Gate::Wait(Duration::from_secs(1)));
-        let hanging = Health {
-            probe_at: at(now + 10_000),
-            probe_started_at: at(now - 7_000),
-            ..Health::default()
-        };
-        assert_eq!(
-            gate(Some(&hanging), now),
-            Gate::Wait(Duration::from_millis(10_000))
-        );
-        let failing = Health {
-            failing_since: at(now - 60_000),
-            failures: 3,
-            probe_at: at(now + 30_000),
-            probe_started_at: at(now - 100),
-            good_until: at(now + 60_000),
-            ..Health::default()
-        };
-        // a failing streak outranks an old good mark, and its probes are not watched
-        assert_eq!(
-            gate(Some(&failing), now),
-            Gate::Wait(Duration::from_millis(30_000))
-        );
-        // its probe time has come: probe
-        let due = Health {
-            probe_at: at(now),
-            ..failing
-        };
-        assert_eq!(gate(Some(&due), now), Gate::Claim);
-    }
-
-    #[test]
-    fn the_disable_reason_names_the_period_and_the_start() {
-        let since = Timestamp::parse("2026-11-19T10:00:00Z").unwrap();
-        assert_eq!(
-            disabled_reason(since, Duration::from_secs(5 * 86_400)),
-            "disabled automatically: every delivery failed for 5 days (since \
-             2026-11-19T10:00:00.000Z); PATCH it with enabled: true to enable it again"
-        );
-        assert_eq!(human(Duration::from_secs(30)), "30 seconds");
-        assert_eq!(human(Duration::from_secs(3_600)), "1 hour");
     }
 }

@@ -1,0 +1,441 @@
+//! The OpenAPI 3.1 document of the whole API, built from the route tables (every served route
+//! has exactly one operation; a test holds the two equal) and written to `docs/openapi.yaml`
+//! by `catalog-admin openapi` (a test holds the file equal to this). Served unauthenticated at
+//! `GET /v1/openapi.json`.
+
+use super::samples::{self, Sample};
+use crate::app::{handler, App, Call, Endpoint};
+use crate::domain::attributes::{AttributeType, TargetEntity};
+use crate::error::ApiError;
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use serde_json::{json, Map, Value};
+
+mod schemas;
+
+use schemas::*;
+
+#[cfg(test)]
+mod tests;
+
+/// The one route served without authentication (by the `products` function).
+pub const ENDPOINT: Endpoint = Endpoint::new(
+    Route::public(
+        "GET",
+        "/openapi.json",
+        Doc::new(
+            "This document (no authentication)",
+            &[],
+            None,
+            200,
+            Body::Document,
+        ),
+    ),
+    handler!(serve),
+);
+
+/// GET /openapi.json: this document (no key, no storage).
+async fn serve(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    Ok(ApiResponse::json(200, document()))
+}
+
+fn param(name: &str, location: &str, schema: Value, description: &str) -> Value {
+    json!({"name": name, "in": location, "required": location == "path", "schema": schema, "description": description})
+}
+
+fn parameters() -> Value {
+    let mut all = json!({
+        "include": param("include", "query", string(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
+        "variant_include": param("include", "query", string(), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`)."),
+        "sku_include": param("include", "query", string(), "metaobjects: sideload the referenced metaobjects under `included`."),
+        "attributes": param("attributes", "query", string(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
+        "exclude_attributes": param("exclude_attributes", "query", string(), "Selectors to omit after inclusion; exclusion wins."),
+        "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
+        "search": param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}."),
+        "search_mode": param("search_mode", "query", json!({"enum": ["all", "any"], "default": "all"}), "all: every filter matches; any: at least one top-level key."),
+        "limit": param("limit", "query", json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 100}), "Page size."),
+        "page": param("page", "query", json!({"type": "integer", "minimum": 1, "maximum": 4294967295u64, "default": 1}), "1-based page."),
+        "completeness_profile": param("completeness_profile", "query", string(), "Completeness profile identifier."),
+        "completeness": param("completeness", "query", json!({"enum": ["complete", "incomplete"]}), "Requires completeness_profile."),
+        "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
+        "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
+        "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
+        "entity_type": param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list."),
+        "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
+        "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
+        "If-Match": {"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."},
+        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request by the same API key within 24 h: the first answer is replayed (a secret it carried, null) and nothing is written; with another request or from another key: 422; while the first runs: 409."},
+    });
+    for (name, example) in samples::query_examples() {
+        all[name]["example"] = example;
+    }
+    all
+}
+
+/// The routes of one entity that carry its `ETag` (reads and writes of the entity itself).
+fn tagged(route: &Route) -> bool {
+    const ENTITIES: &[&str] = &[
+        "/products/{identifier}",
+        "/variants/{identifier}",
+        "/skus/{identifier}",
+        "/assets/{identifier}",
+        "/categories/{identifier}",
+        "/bundles/{identifier}",
+        "/metaobjects/{definition}/{identifier}",
+        "/webhooks/{id}",
+    ];
+    ENTITIES.contains(&route.path)
+        || matches!(
+            (route.method, route.path),
+            ("POST", "/assets") | ("POST", "/webhooks") | ("POST", "/webhooks/{id}/rotate-secret")
+        )
+}
+
+/// The component holding query parameter `name` on `path`: `include` allows different
+/// relations on products, variants and SKUs.
+fn query_component(path: &str, name: &'static str) -> &'static str {
+    match (name, path) {
+        ("include", p) if p.starts_with("/variants") => "variant_include",
+        ("include", p) if p.starts_with("/skus") => "sku_include",
+        ("updated_after", "/deletions") => "deletions_after",
+        _ => name,
+    }
+}
+
+fn error_response(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": r("Error")}}})
+}
+
+/// The IETF rate-limit fields every answer to an authenticated call carries.
+fn rate_limit_headers() -> Map<String, Value> {
+    let mut h = Map::new();
+    h.insert("RateLimit-Policy".into(), json!({"schema": {"type": "string", "pattern": "^\"org\";q=\\d+;w=\\d+$"}, "description": "The organization's bucket: q tokens (the burst), refilled in w seconds (draft-ietf-httpapi-ratelimit-headers). A call costs 1 token, a bulk write 1 per started group of 10 lines."}));
+    h.insert("RateLimit".into(), json!({"schema": {"type": "string", "pattern": "^\"org\";r=\\d+;t=\\d+$"}, "description": "r tokens left, t seconds until the bucket is full again."}));
+    h
+}
+
+fn responses() -> Value {
+    let mut unauthorized =
+        error_response("Authorization missing, not Bearer, or the key unknown or revoked.");
+    unauthorized["headers"] = json!({"WWW-Authenticate": {"schema": {"const": "Bearer"}}});
+    let mut unavailable = error_response("Storage throttled or unavailable after retries; nothing was written. With `Catalog-Partially-Applied: true`, a write of several storage transactions stopped after committing some of them (storage failed, or concurrent writers won every retry): part of it is stored, and repeating the same request completes it.");
+    unavailable["headers"] = json!({
+        "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"},
+        "Catalog-Partially-Applied": {"schema": {"const": "true"}, "description": "Only on the answer of a partially applied write"}
+    });
+    let mut not_allowed = error_response("Known path, wrong method.");
+    not_allowed["headers"] = json!({"Allow": {"schema": string()}});
+    json!({
+        "BadRequest": error_response("Invalid parameter, body or value; the error names it."),
+        "Unauthorized": unauthorized,
+        "Forbidden": error_response("API access disabled for the organization, or the key lacks the scope."),
+        "NotFound": error_response("No such entity or route."),
+        "MethodNotAllowed": not_allowed,
+        "Conflict": error_response("The identifier exists, the resource is still in use, or concurrent writers won."),
+        "TooManyRequests": {"description": "The organization's rate limit is exceeded (the error names it; Retry-After says when to retry; nothing was done). As a last guard, API Gateway's stage throttling (far above any organization's limit) answers with its own body, {\"message\": \"Too Many Requests\"}.",
+            "headers": {
+                "Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"},
+                "RateLimit-Policy": rate_limit_headers()["RateLimit-Policy"],
+                "RateLimit": rate_limit_headers()["RateLimit"]
+            },
+            "content": {"application/json": {"schema": {"anyOf": [r("Error"), object(&[("message", string(), true)])]},
+                "example": {"error": "rate limit exceeded: the organization's limit is 100 requests per second with bursts of 200; retry after 1 s"}}}},
+        "PayloadTooLarge": error_response("Body over 1 MiB, or a bulk request over one of its limits (see the limits table); nothing was written."),
+        "PreconditionFailed": error_response("If-Match named no current tag of the entity, or the entity does not exist; nothing was written."),
+        "KeyReused": error_response("The Idempotency-Key was used before with another method, path, body or API key."),
+        "UnsupportedMediaType": error_response("Body sent with a content type other than application/json."),
+        "InternalError": {"description": "A failure of the service; details only in its logs.",
+            "content": {"application/json": {"schema": r("Error"), "example": {"error": "Internal server error"}}}},
+        "Unavailable": unavailable,
+    })
+}
+
+fn content(schema: Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+fn success(op: &Doc) -> Value {
+    let included = ("included", array(r("Metaobject")), false);
+    let schema = match op.body {
+        Body::Document => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
+        Body::Bare(name) => r(name),
+        Body::Lines(name) => object(&[("result", array(r(name)), true)]),
+        Body::Single(name) => {
+            let mut fields = vec![("result", r(name), true)];
+            if op.included {
+                fields.push(included);
+            }
+            object(&fields)
+        }
+        Body::List(name) => {
+            let mut fields = vec![
+                ("result", array(r(name)), true),
+                ("pagination", r("Pagination"), true),
+            ];
+            if op.included {
+                fields.push(included);
+            }
+            object(&fields)
+        }
+    };
+    json!({"description": "Success", "content": content(schema)})
+}
+
+fn operation(route: &Route, tag: &str) -> Value {
+    let op = &route.doc;
+    let samples = samples_of(route);
+    let mut params: Vec<Value> = route
+        .path
+        .split('/')
+        .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+        .enumerate()
+        .map(|(i, name)| {
+            let schema = match name {
+                "definition" | "name" => matching(KEY),
+                "key" => {
+                    let entities = TargetEntity::ALL.map(TargetEntity::as_str).join("|");
+                    matching(&format!("({entities})\\.{KEY}"))
+                }
+                "id" if route.path.starts_with("/families") => matching("[1-9][0-9]{0,9}"),
+                _ => identifier(),
+            };
+            let mut p = param(name, "path", schema, "Percent-encoded path segment");
+            if !samples.is_empty() {
+                p["examples"] = samples
+                    .iter()
+                    .map(|(s, values)| (s.name.to_string(), json!({"value": values[i]})))
+                    .collect::<Map<_, _>>()
+                    .into();
+            }
+            p
+        })
+        .collect();
+    params.extend(op.query.iter().map(
+        |q| json!({"$ref": format!("#/components/parameters/{}", query_component(route.path, q))}),
+    ));
+    let tagged = tagged(route);
+    let conditional = tagged && matches!(route.method, "PATCH" | "PUT" | "DELETE");
+    let idempotent = matches!(route.method, "POST" | "PATCH" | "PUT") && route.scope.is_some();
+    if conditional {
+        params.push(json!({"$ref": "#/components/parameters/If-Match"}));
+    }
+    if idempotent {
+        params.push(json!({"$ref": "#/components/parameters/Idempotency-Key"}));
+    }
+    let with_headers = |mut r: Value| {
+        let mut headers = Map::new();
+        if tagged {
+            headers.insert(
+                "ETag".into(),
+                json!({"schema": string(), "description": "The entity's tag, for If-Match"}),
+            );
+        }
+        if idempotent {
+            headers.insert("Idempotent-Replayed".into(), json!({"schema": {"const": "true"}, "description": "Present on the replay of a request sent before with the same Idempotency-Key"}));
+        }
+        if route.scope.is_some() {
+            headers.extend(rate_limit_headers());
+        }
+        if !headers.is_empty() {
+            r["headers"] = headers.into();
+        }
+        r
+    };
+    let mut responses = Map::new();
+    let status = op.status.to_string();
+    responses.insert(status, with_headers(success(op)));
+    if op.creates {
+        let mut created = success(op);
+        created["description"] = json!("Created");
+        responses.insert("201".into(), with_headers(created));
+    }
+    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    let mut errors = vec![("400", "BadRequest"), ("500", "InternalError")];
+    if route.scope.is_some() {
+        errors.extend([
+            ("401", "Unauthorized"),
+            ("403", "Forbidden"),
+            ("429", "TooManyRequests"),
+            ("503", "Unavailable"),
+        ]);
+    }
+    if route.path.contains('{') {
+        errors.push(("404", "NotFound"));
+    }
+    if route.method != "GET" {
+        errors.push(("409", "Conflict"));
+    }
+    if op.request.is_some() {
+        errors.extend([("413", "PayloadTooLarge"), ("415", "UnsupportedMediaType")]);
+    }
+    if conditional {
+        errors.push(("412", "PreconditionFailed"));
+    }
+    if idempotent {
+        errors.extend([("409", "Conflict"), ("422", "KeyReused")]);
+    }
+    for (code, name) in errors {
+        responses.insert(code.into(), reference(name));
+    }
+    let mut v = json!({
+        "operationId": operation_id(route),
+        "summary": op.summary,
+        "tags": [tag],
+        "parameters": params,
+        "responses": responses,
+    });
+    match route.scope {
+        Some(scope) => v["x-required-scope"] = json!(scope.as_str()),
+        None => v["security"] = json!([]),
+    }
+    if let Some(schema) = op.request {
+        let mut body = content(r(schema));
+        let examples: Map<String, Value> = samples
+            .iter()
+            .filter_map(|(s, _)| Some((s.name.to_string(), json!({"value": s.body.clone()?}))))
+            .collect();
+        if !examples.is_empty() {
+            body["application/json"]["examples"] = examples.into();
+        }
+        // A body whose every field is optional may be left out.
+        let required = !OPTIONAL_BODIES.contains(&schema);
+        v["requestBody"] = json!({"required": required, "content": body});
+    }
+    v
+}
+
+/// Request schemas whose body may be omitted (an empty body means all defaults).
+const OPTIONAL_BODIES: &[&str] = &["WebhookRotate"];
+
+/// The sample requests of `route`, in order, with their decoded path parameters.
+fn samples_of(route: &Route) -> Vec<(Sample, Vec<String>)> {
+    samples::writes()
+        .into_iter()
+        .chain(samples::reads())
+        .filter(|s| s.method == route.method)
+        .filter_map(|s| {
+            let matched = crate::http::routes::find(&[*route], s.method, &format!("/v1{}", s.path));
+            matched.ok().map(|m| (s, m.params))
+        })
+        .collect()
+}
+
+/// `GET /products/{identifier}/assets` → `getProductsIdentifierAssets`.
+fn operation_id(route: &Route) -> String {
+    let mut id = route.method.to_ascii_lowercase();
+    for part in route
+        .path
+        .split(['/', '-', '.', '{', '}'])
+        .filter(|s| !s.is_empty())
+    {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            id.push(first.to_ascii_uppercase());
+            id.extend(chars);
+        }
+    }
+    id
+}
+
+/// The whole document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for api in super::FUNCTIONS {
+        for route in api.routes() {
+            let key = route.path.to_string();
+            let entry = paths.entry(key).or_insert_with(|| json!({}));
+            entry[route.method.to_ascii_lowercase()] = operation(route, api.function);
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Catalog API",
+            "version": "1.0.0",
+            "description": format!("Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` except this document.\n\n## Limits\n\nEvery limit is checked before anything is read or written; beyond it the answer names the limit.\n\n{}", crate::domain::limits::markdown()),
+        },
+        "servers": [{"url": "/v1", "description": "The API's base URL ends in /v1"}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "webhooks": {
+            "catalogEvent": {"post": {
+                "summary": "An entity was created, updated or deleted; fetch it by `identifier` (404 after a delete).",
+                "parameters": [
+                    {"name": "X-Catalog-Webhook-Id", "in": "header", "required": true, "schema": string(), "description": "The delivery id, as in the body"},
+                    {"name": "X-Catalog-Signature", "in": "header", "required": true,
+                     "schema": matching("t=[0-9]+(,v1=[0-9a-f]{64}){1,2}"),
+                     "description": "t=<unix seconds>,v1=hex(HMAC-SHA256(secret, \"<t>.<raw body>\")); a second v1 (the previous secret) during a rotation's overlap"},
+                    {"name": "webhook-id", "in": "header", "required": true, "schema": string(), "description": "Standard Webhooks: the delivery id"},
+                    {"name": "webhook-timestamp", "in": "header", "required": true, "schema": matching("[0-9]+"), "description": "Standard Webhooks: unix seconds"},
+                    {"name": "webhook-signature", "in": "header", "required": true,
+                     "schema": matching("v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})?"),
+                     "description": "Standard Webhooks: v1,base64(HMAC-SHA256(base64-decoded secret after whsec_, \"<webhook-id>.<webhook-timestamp>.<raw body>\")), space-separated, two during a rotation's overlap; verify with the official standardwebhooks libraries"},
+                    {"name": "User-Agent", "in": "header", "required": true, "schema": {"const": "Catalog-Webhooks/1.0"}},
+                ],
+                "requestBody": {"required": true, "content": content(r("WebhookPayload"))},
+                "responses": {"2XX": {"description": "Received; any other answer (or none within 15 s) is retried with the same id."}},
+            }},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "cat_<12 char id>_<secret>"}},
+            "schemas": schemas(),
+            "parameters": parameters(),
+            "responses": responses(),
+        },
+    })
+}
+
+/// The document as YAML (block style; every string double-quoted, so it reads back exactly).
+pub fn yaml() -> String {
+    let mut out = String::from(
+        "# Generated by `catalog-admin openapi` from the route tables; do not edit.\n",
+    );
+    emit(&document(), 0, &mut out);
+    out
+}
+
+fn scalar(v: &Value) -> String {
+    v.to_string()
+}
+
+fn emit(v: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map {
+                let key = serde_json::to_string(k).expect("a string");
+                match val {
+                    Value::Object(m) if !m.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        emit(val, indent + 2, out);
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        emit(val, indent + 2, out);
+                    }
+                    Value::Object(_) => out.push_str(&format!("{pad}{key}: {{}}\n")),
+                    Value::Array(_) => out.push_str(&format!("{pad}{key}: []\n")),
+                    _ => out.push_str(&format!("{pad}{key}: {}\n", scalar(val))),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::Object(m) if !m.is_empty() => {
+                        out.push_str(&format!("{pad}-\n"));
+                        emit(item, indent + 2, out);
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push_str(&format!("{pad}-\n"));
+                        emit(item, indent + 2, out);
+                    }
+                    Value::Object(_) => out.push_str(&format!("{pad}- {{}}\n")),
+                    Value::Array(_) => out.push_str(&format!("{pad}- []\n")),
+                    _ => out.push_str(&format!("{pad}- {}\n", scalar(item))),
+                }
+            }
+        }
+        other => out.push_str(&format!("{pad}{}\n", scalar(other))),
+    }
+}

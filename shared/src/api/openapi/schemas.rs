@@ -1,0 +1,336 @@
+//! The document's component schemas, and the small builders of JSON Schema they are written with.
+
+use super::*;
+
+pub(super) fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+pub(super) fn string() -> Value {
+    json!({"type": "string"})
+}
+
+pub(super) fn time() -> Value {
+    json!({"type": "string", "format": "date-time", "example": "2026-11-21T02:39:29.597Z"})
+}
+
+pub(super) fn array(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+pub(super) fn nullable(t: &str) -> Value {
+    json!({"type": [t, "null"]})
+}
+
+/// An object schema: `fields` as (name, schema, required).
+pub(super) fn object(fields: &[(&str, Value, bool)]) -> Value {
+    let props: Map<String, Value> = fields
+        .iter()
+        .map(|(n, s, _)| (n.to_string(), s.clone()))
+        .collect();
+    let required: Vec<&str> = fields.iter().filter(|f| f.2).map(|f| f.0).collect();
+    let mut o = json!({"type": "object", "properties": props});
+    if !required.is_empty() {
+        o["required"] = json!(required);
+    }
+    o
+}
+
+/// A request-body object: no field beyond `fields` is accepted.
+pub(super) fn input(fields: &[(&str, Value, bool)]) -> Value {
+    let mut o = object(fields);
+    o["additionalProperties"] = json!(false);
+    o
+}
+
+/// A string schema matching the whole of `body`. The `(?!\n)` keeps Python's `$` (schemathesis
+/// generates with Python's `re`) from also matching before a final newline, which ECMA's never
+/// does and the API refuses.
+pub(super) fn matching(body: &str) -> Value {
+    json!({"type": "string", "pattern": format!("^{body}(?!\\n)$")})
+}
+
+/// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.
+pub(super) const KEY: &str = "[a-z][a-z0-9_]{0,63}";
+
+/// decisions.md's identifier: 1 to 255 characters and at most 300 bytes of UTF-8, no control
+/// character, no `/`, no leading or trailing space (`domain/identifier.rs`). JSON Schema
+/// counts characters only: the byte limit is in the description.
+pub(super) fn identifier() -> Value {
+    let mut schema = matching("[^/\\s\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^/\\s\\u0000-\\u001f\\u007f-\\u009f])?");
+    schema["minLength"] = json!(1);
+    schema["maxLength"] = json!(crate::domain::identifier::MAX_IDENTIFIER_CHARS);
+    schema["description"] = json!(format!(
+        "1 to {} characters and at most {} bytes of UTF-8; no control character, no '/', no leading or trailing space",
+        crate::domain::identifier::MAX_IDENTIFIER_CHARS,
+        crate::domain::identifier::MAX_IDENTIFIER_BYTES
+    ));
+    schema
+}
+
+/// An attribute's target entity.
+pub(super) fn target_entity() -> Value {
+    json!({"enum": TargetEntity::ALL.map(TargetEntity::as_str)})
+}
+
+/// A display name (`domain/names.rs`): 1 to 255 characters, not blank, no control character.
+pub(super) fn name() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": crate::domain::names::MAX_NAME_CHARS, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"})
+}
+
+/// A media type, as `api/assets.rs` checks it.
+pub(super) fn media_type() -> Value {
+    let token = "[A-Za-z0-9!#$&^_.+-]{1,127}";
+    let mut schema = matching(&format!("{token}/{token}"));
+    schema["example"] = json!("image/jpeg");
+    schema
+}
+
+/// An absolute http(s) URL.
+pub(super) fn http_url() -> Value {
+    json!({"type": "string", "description": "An absolute http(s) URL", "maxLength": 2048, "pattern": "^https?://[^/?#\\s]+"})
+}
+
+/// A BCP 47 language tag, as `domain/values.rs` checks it.
+pub(super) fn language_tag() -> Value {
+    let mut schema = matching("[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*");
+    schema["example"] = json!("en-US");
+    schema
+}
+
+pub(super) fn entity(extra: &[(&str, Value, bool)]) -> Value {
+    let mut fields = vec![
+        ("identifier", string(), true),
+        ("name", string(), true),
+        ("attributes", r("Attributes"), true),
+    ];
+    fields.extend(extra.iter().cloned());
+    fields.push(("selfUpdatedAt", time(), true));
+    fields.push(("updatedAt", time(), true));
+    object(&fields)
+}
+
+pub(super) fn schemas() -> Value {
+    let values = json!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "additionalProperties": true});
+    let asset_input = input(&[
+        ("identifier", identifier(), true),
+        ("url", http_url(), false),
+        ("name", name(), false),
+        ("mimeType", media_type(), false),
+        ("values", values.clone(), false),
+    ]);
+    let sku_input = input(&[
+        ("identifier", identifier(), true),
+        ("name", string(), false),
+        ("values", values.clone(), false),
+    ]);
+    let variant_input = input(&[
+        ("identifier", identifier(), true),
+        ("name", string(), false),
+        ("values", values.clone(), false),
+        ("skus", array(sku_input), false),
+    ]);
+    let field = json!({"type": "object", "properties": {
+        "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
+        "isMulti": {"type": "boolean"}, "options": array(string())}, "required": ["key", "type"]});
+    let import = object(&[
+        ("id", string(), true),
+        (
+            "status",
+            json!({"enum": ["awaiting_upload", "running", "succeeded", "completed_with_errors", "failed"]}),
+            true,
+        ),
+        (
+            "total",
+            json!({"type": ["integer", "null"], "description": "Lines in the file, once counted"}),
+            true,
+        ),
+        ("processed", json!({"type": "integer"}), true),
+        ("created", json!({"type": "integer"}), true),
+        ("updated", json!({"type": "integer"}), true),
+        ("failed", json!({"type": "integer"}), true),
+        (
+            "errors",
+            array(object(&[
+                ("line", json!({"type": "integer"}), true),
+                ("identifier", nullable("string"), true),
+                ("status", json!({"type": "integer"}), true),
+                ("error", string(), true),
+            ])),
+            true,
+        ),
+        ("createdAt", time(), true),
+        (
+            "startedAt",
+            json!({"type": ["string", "null"], "format": "date-time"}),
+            true,
+        ),
+        (
+            "finishedAt",
+            json!({"type": ["string", "null"], "format": "date-time"}),
+            true,
+        ),
+    ]);
+    let mut all = json!({
+        "Error": object(&[("error", json!({"type": "string", "example": "product 'abc' not found"}), true)]),
+        "Pagination": object(&[
+            ("limit", json!({"type": "integer", "minimum": 1, "maximum": 200}), true),
+            ("page", json!({"type": ["integer", "null"], "minimum": 1, "description": "null on a page reached by cursor"}), true),
+            ("totalPages", json!({"type": "integer", "minimum": 0}), true),
+            ("totalResults", json!({"type": "integer", "minimum": 0}), true),
+            ("nextCursor", json!({"type": ["string", "null"], "description": "Lists of products, variants, SKUs, assets and deletions: the cursor of the next page; null on the last"}), false)]),
+        "AttributeEntry": object(&[
+            ("value", json!({"type": "string", "description": "The raw stored string; a JSON-encoded array for multi-value attributes. Read `data`."}), true),
+            ("data", json!({"description": "The typed value: number, boolean, {amount, currency}, {value, unit}, string, or an array of those."}), true),
+            ("type", string(), true),
+            ("locale", nullable("string"), true),
+            ("channel", string(), false),
+            ("isMulti", json!({"type": "boolean", "const": true}), false),
+            ("metaobjectDefinition", string(), false),
+        ]),
+        "Attributes": {"type": "object", "description": "Fully qualified `<entity>.<key>` to the entries that hold a value.",
+            "additionalProperties": array(r("AttributeEntry"))},
+        "Reference": object(&[("identifier", string(), true), ("name", string(), true)]),
+        "Sku": entity(&[("product", r("Reference"), false), ("variant", r("Reference"), false)]),
+        "Variant": entity(&[("product", r("Reference"), false), ("skus", array(r("Sku")), false)]),
+        "Product": entity(&[
+            ("familyId", nullable("integer"), true),
+            ("categories", array(string()), false),
+            ("variants", array(r("Variant")), false),
+        ]),
+        "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
+            ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
+        "Deletion": object(&[("entity_type", json!({"enum": super::super::deletions::ENTITY_TYPES}), true),
+            ("identifier", string(), true), ("deletedAt", time(), true)]),
+        "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
+        "Import": import.clone(),
+        "ImportCreated": {"allOf": [import, object(&[("uploadUrl", json!({"type": "string", "description": "Presigned S3 URL: PUT the file here"}), true),
+            ("expiresAt", time(), true)])]},
+        "BulkLine": object(&[("line", json!({"type": "integer", "minimum": 1}), true),
+            ("identifier", nullable("string"), true),
+            ("status", json!({"type": "integer", "description": "What PATCH /products/{identifier} would have answered: 201, 200 or an error status"}), true),
+            ("error", string(), false)]),
+        "Asset": object(&[("identifier", string(), true), ("name", string(), true),
+            ("url", string(), true), ("mimeType", string(), true),
+            ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
+        "Metaobject": object(&[("type", json!({"const": "metaobject"}), true),
+            ("definition", string(), true), ("identifier", string(), true), ("name", string(), true),
+            ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
+        "MetaobjectDefinition": object(&[("name", string(), true), ("displayName", string(), true),
+            ("fields", array(field.clone()), true)]),
+    });
+    let more = json!({
+        "Category": object(&[("identifier", string(), true), ("name", string(), true),
+            ("parent", nullable("string"), true), ("updatedAt", time(), true)]),
+        "Bundle": entity(&[("items", array(r("BundleLine")), true)]),
+        "BundleLine": object(&[("sku", identifier(), true),
+            ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 1000000}), true)]),
+        "AttributeDefinition": object(&[("key", json!({"type": "string", "example": "product.color"}), true),
+            ("name", string(), true), ("type", string(), true), ("targetEntity", string(), true),
+            ("isLocalized", json!({"type": "boolean"}), true), ("isMulti", json!({"type": "boolean"}), true),
+            ("isChannelScoped", json!({"type": "boolean"}), true), ("optionsSource", string(), false),
+            ("options", array(string()), false), ("metaobjectDefinition", string(), false)]),
+        "Family": object(&[("id", json!({"type": "integer"}), true), ("name", string(), true),
+            ("attributes", array(string()), true)]),
+        "Channel": object(&[("identifier", string(), true), ("name", string(), true),
+            ("locales", array(string()), true), ("isDefault", json!({"type": "boolean"}), true)]),
+        "Language": object(&[("code", string(), true), ("name", string(), true),
+            ("isDefault", json!({"type": "boolean"}), true)]),
+        "CompletenessProfile": object(&[("identifier", string(), true), ("name", string(), true),
+            ("requiredAttributes", array(string()), true), ("locales", array(string()), true),
+            ("channels", array(string()), true)]),
+        "Scope": {"enum": ["catalog:read", "catalog:write", "settings:manage"]},
+        "ApiKey": object(&[("id", string(), true), ("name", string(), true),
+            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
+            ("lastUsedAt", json!({"type": ["string", "null"], "format": "date-time", "description": "To the hour; null until first used"}), true)]),
+        "ApiKeyCreated": object(&[("id", string(), true), ("name", string(), true),
+            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
+            ("lastUsedAt", json!({"type": "null"}), true),
+            ("key", json!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$", "description": "The key, shown only here"}), true)]),
+        "UsageCounts": object(&[("requests", json!({"type": "integer", "description": "Authenticated calls answered, refused ones included"}), true),
+            ("refused", json!({"type": "integer", "description": "Calls refused by the rate limit (429)"}), true),
+            ("clientErrors", json!({"type": "integer", "description": "Other 4xx answers"}), true),
+            ("serverErrors", json!({"type": "integer", "description": "5xx answers"}), true),
+            ("capacityUnits", json!({"type": "number", "description": "DynamoDB read and write capacity units the calls consumed"}), true),
+            ("deliveryAttempts", json!({"type": "integer", "description": "Webhook delivery attempts"}), true),
+            ("failedAttempts", json!({"type": "integer", "description": "Delivery attempts that failed"}), true)]),
+        "Usage": object(&[("today", json!({"allOf": [r("UsageCounts"), object(&[("date", json!({"type": "string", "format": "date"}), true)])]}), true),
+            ("month", json!({"allOf": [r("UsageCounts"), object(&[("month", json!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}), true)])]}), true),
+            ("updatedEverySeconds", json!({"type": "integer", "description": "Each function adds its counts at least this often; 0: after every call"}), true)]),
+        "Webhook": object(&[("id", string(), true), ("url", string(), true), ("topics", array(string()), true),
+            ("description", nullable("string"), true), ("enabled", json!({"type": "boolean"}), true),
+            ("status", json!({"enum": ["enabled", "disabled"]}), true),
+            ("disabledReason", json!({"type": "string", "description": "Only while disabled: by a request (PATCH enabled: false), or automatically after every delivery failed for the configured period (5 days)"}), false),
+            ("previousSecretExpiresAt", json!({"type": "string", "format": "date-time", "description": "While the secret before the last rotation still signs beside the current one"}), false),
+            ("createdAt", time(), true), ("updatedAt", time(), true),
+            ("secret", json!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$", "description": "Shown only on creation and rotation. The part after whsec_ is base64 (the Standard Webhooks key)."}), false)]),
+        "Delivery": object(&[("id", string(), true), ("event", string(), true), ("identifier", string(), true),
+            ("entityType", string(), true), ("occurredAt", time(), true),
+            ("status", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), true),
+            ("attempts", json!({"type": "integer"}), true), ("lastStatusCode", nullable("integer"), false),
+            ("lastError", nullable("string"), false), ("nextAttemptAt", json!({"type": ["string", "null"]}), false),
+            ("replayOf", nullable("string"), false), ("createdAt", time(), true), ("updatedAt", time(), true),
+            ("attemptLog", array(json!({"type": "object"})), false)]),
+    });
+    let payload = json!({
+        "WebhookPayload": object(&[
+            ("id", json!({"type": "string", "description": "Delivery id: the idempotency key, the same on every retry."}), true),
+            ("event", json!({"type": "string", "example": "product.updated"}), true),
+            ("identifier", json!({"type": "string", "description": "The entity's REST identifier (`<definition>/<identifier>` for metaobjects)."}), true),
+            ("entity_type", json!({"enum": ["product", "variant", "sku", "bundle", "metaobject", "category", "asset", "webhook"], "description": "`webhook` only in a test event (`webhook.test`, the subscription's id as identifier)"}), true),
+            ("occurred_at", time(), true)]),
+        "TestEvent": object(&[("deliveryId", json!({"type": "string", "description": "The test delivery's id, as in the delivery log and the payload"}), true)]),
+        "EventType": object(&[("name", json!({"type": "string", "example": "product.created", "description": "The topic"}), true),
+            ("description", string(), true),
+            ("example", r("WebhookPayload"), true)]),
+    });
+    let inputs = json!({
+        "ProductPatch": input(&[("name", string(), false), ("values", values.clone(), false),
+            ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
+            ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
+        "ProductBulk": {"type": "array", "maxItems": crate::http::request::MAX_BULK_ITEMS,
+            "description": "PATCH /products/{identifier} bodies, each with its `identifier`; or the same objects as NDJSON (`Content-Type: application/x-ndjson`, one per line). At most 1,000 items and 6 MiB (413 beyond, nothing written).",
+            "items": input(&[("identifier", identifier(), true), ("name", string(), false), ("values", values.clone(), false),
+                ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
+                ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)])},
+        "ImportCreate": input(&[("format", json!({"enum": ["ndjson"]}), false)]),
+        "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
+        "AssetCreate": asset_input,
+        "AssetPatch": input(&[("url", http_url(), false), ("name", name(), false),
+            ("mimeType", media_type(), false), ("values", values.clone(), false)]),
+        "AssetLinks": input(&[("assets", array(identifier()), false)]),
+        "AttributeCreate": input(&[("displayName", name(), true), ("key", matching(KEY), true),
+            ("targetEntity", target_entity(), true),
+            ("type", json!({"enum": AttributeType::ALL.map(AttributeType::as_str)}), true),
+            ("isChannelScoped", json!({"type": "boolean"}), false), ("isLocalized", json!({"type": "boolean"}), false),
+            ("isMulti", json!({"type": "boolean"}), false), ("options", array(string()), false),
+            ("presets", json!({"type": "array", "items": string(), "deprecated": true}), false),
+            ("metaobjectDefinition", string(), false)]),
+        "FamilyCreate": input(&[("name", name(), true), ("attributes", array(string()), false)]),
+        "ChannelCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
+            ("locales", array(string()), false), ("isDefault", json!({"type": "boolean"}), false)]),
+        "LanguageCreate": input(&[("code", language_tag(), true), ("name", name(), false), ("isDefault", json!({"type": "boolean"}), false)]),
+        "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
+            ("requiredAttributes", array(string()), true), ("locales", array(string()), false), ("channels", array(string()), false)]),
+        "ApiKeyCreate": input(&[("name", name(), true),
+            ("scopes", json!({"type": "array", "minItems": 1, "items": r("Scope")}), true)]),
+        "WebhookCreate": input(&[("url", http_url(), true), ("topics", array(string()), true),
+            ("description", string(), false)]),
+        "WebhookRotate": input(&[("expireCurrentInSeconds", json!({"type": "integer", "minimum": 0, "maximum": 86400, "description": "How long the old secret keeps signing beside the new one (default 0)"}), false)]),
+        "WebhookPatch": input(&[("url", http_url(), false), ("topics", array(string()), false),
+            ("description", nullable("string"), false), ("enabled", json!({"type": "boolean"}), false)]),
+    });
+    let inputs2 = json!({
+        "MetaobjectDefinitionCreate": input(&[("name", matching(KEY), true),
+            ("displayName", name(), false), ("fields", array(field), true)]),
+        "MetaobjectPut": input(&[("name", name(), false), ("values", values.clone(), false)]),
+        "CategoryPut": input(&[("name", name(), true), ("parent", json!({"type": ["string", "null"]}), false)]),
+        "BundlePut": input(&[("name", name(), true), ("values", values, false), ("items", array(r("BundleLine")), true)]),
+    });
+    for part in [more, payload, inputs, inputs2] {
+        if let (Value::Object(a), Value::Object(b)) = (&mut all, part) {
+            a.extend(b);
+        }
+    }
+    all
+}

@@ -1,0 +1,460 @@
+//! A warm Lambda's copy of what lists sort and filter on: per organization and entity type,
+//! every entity's identifier, parents, timestamps, name, family and values. It is read once
+//! from the type's `byChange` partition, then brought up to date on every list call by one
+//! Query of the entries changed since (tombstones bring deletions), so a filtered page of any
+//! depth is computed in memory and only the page's items are read.
+
+use super::entities::{Entities, Entry};
+use super::items::EntityKind;
+use super::keys::{change_pks, index_shards};
+use super::packed::PackedValues;
+use super::parallel::try_all;
+use super::selections::{Selection, Selections};
+use super::writes::TOMBSTONE_RETENTION_SECS;
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use crate::domain::values::StoredValues;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod refresh;
+
+#[cfg(test)]
+mod tests;
+
+/// One row of the `byChange` index as its projection reads (or a tombstone, `del`).
+#[derive(Debug, Deserialize)]
+struct Projected {
+    id: String,
+    #[serde(default)]
+    pid: Option<String>,
+    #[serde(default)]
+    vid: Option<String>,
+    su: Timestamp,
+    tu: Timestamp,
+    #[serde(default)]
+    ver: u64,
+    #[serde(default)]
+    name: String,
+    #[serde(rename = "familyId", default)]
+    family_id: Option<i64>,
+    #[serde(default)]
+    vals: StoredValues,
+    #[serde(default)]
+    del: bool,
+}
+
+/// A decoded row: the compact entry, or a tombstone for its identifier and time.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    entry: Entry,
+    del: bool,
+}
+
+impl From<Projected> for Row {
+    fn from(p: Projected) -> Self {
+        Row {
+            entry: Entry {
+                id: p.id.into(),
+                pid: p.pid.map(Into::into),
+                vid: p.vid.map(Into::into),
+                su: p.su,
+                tu: p.tu,
+                ver: p.ver,
+                name: p.name.into(),
+                family_id: p.family_id,
+                vals: PackedValues::pack(&p.vals),
+            },
+            del: p.del,
+        }
+    }
+}
+
+/// Projection of the snapshot Query (`name` is a reserved word).
+const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
+
+/// Entries and recent deletions, as rows of the index are applied to them.
+#[derive(Debug, Default)]
+struct Rows {
+    entries: Entities,
+    /// Deletions seen, kept while an overlapping delta could still bring an older image.
+    deleted: HashMap<String, Timestamp>,
+    bytes: usize,
+}
+
+impl Rows {
+    /// Applies rows in change order; re-applying a row already seen changes nothing.
+    /// Returns whether an entity changed.
+    fn apply(&mut self, rows: Vec<Row>) -> bool {
+        let mut changed = false;
+        for Row { entry: row, del } in rows {
+            if del {
+                if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
+                    if let Some(old) = self.entries.remove(&row.id) {
+                        self.bytes -= old.weight();
+                        changed = true;
+                    }
+                }
+                let t = self.deleted.entry(row.id.to_string()).or_insert(row.tu);
+                *t = (*t).max(row.tu);
+                continue;
+            }
+            if self.deleted.get(&*row.id).is_some_and(|t| *t >= row.tu) {
+                continue;
+            }
+            match self.entries.get(&row.id) {
+                // the same image again (an overlapping delta), or an older one
+                Some(e) if (e.tu, e.ver) >= (row.tu, row.ver) => {}
+                _ => {
+                    self.bytes += row.weight();
+                    if let Some(old) = self.entries.insert(row) {
+                        self.bytes -= old.weight();
+                    }
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    /// Adds the rows of another shard (disjoint identifiers).
+    fn absorb(&mut self, other: Rows) {
+        let mut entries = other.entries;
+        self.entries.append(&mut entries);
+        self.deleted.extend(other.deleted);
+        self.bytes += other.bytes;
+    }
+
+    /// Forgets deletions older than every later delta's start can meet again.
+    fn forget_deletions_before(&mut self, horizon: i64) {
+        self.deleted.retain(|_, t| t.millis() >= horizon);
+    }
+}
+
+/// Where a shard's full read stands.
+#[derive(Debug, Clone)]
+enum Cursor {
+    Start,
+    After(HashMap<String, AttributeValue>),
+    Done,
+}
+
+/// One shard of a full read: its cursor and what it has read so far.
+#[derive(Debug)]
+struct ShardLoad {
+    cursor: Cursor,
+    rows: Rows,
+}
+
+/// A full read of one type's `byChange` partitions in progress. It survives the call that
+/// could not finish it: the next call goes on from each shard's cursor.
+#[derive(Debug)]
+struct Load {
+    /// When the read started: every change older than this minus the overlap is in it, and
+    /// a delta from there brings what changed while it ran.
+    started: Timestamp,
+    shards: Vec<ShardLoad>,
+}
+
+impl Load {
+    fn new(shards: u32) -> Self {
+        Self {
+            started: Timestamp::now(),
+            shards: (0..shards)
+                .map(|_| ShardLoad {
+                    cursor: Cursor::Start,
+                    rows: Rows::default(),
+                })
+                .collect(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.shards.iter().all(|s| matches!(s.cursor, Cursor::Done))
+    }
+
+    fn entries_read(&self) -> usize {
+        self.shards.iter().map(|s| s.rows.entries.len()).sum()
+    }
+}
+
+/// The snapshot of one organization's entities of one type.
+#[derive(Debug)]
+struct TypeSnapshot {
+    rows: Rows,
+    /// When the read the rows are synced to started (local clock); `None` until a full read
+    /// completed.
+    synced: Option<Timestamp>,
+    loaded: Instant,
+    used: Instant,
+    /// A full read under way (the first one, or a reload).
+    load: Option<Load>,
+    /// Changes whenever the entities change (unique in the process, never reused).
+    generation: u64,
+}
+
+/// A generation no snapshot of this process had before.
+fn next_generation() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl TypeSnapshot {
+    fn new() -> Self {
+        Self {
+            rows: Rows::default(),
+            synced: None,
+            loaded: Instant::now(),
+            used: Instant::now(),
+            load: None,
+            generation: 0,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.rows.bytes
+            + self
+                .load
+                .as_ref()
+                .map_or(0, |l| l.shards.iter().map(|s| s.rows.bytes).sum())
+    }
+
+    /// Applies a delta read that started at `started`.
+    fn apply(&mut self, rows: Vec<Row>, started: Timestamp, overlap: Duration) {
+        if self.rows.apply(rows) {
+            self.generation = next_generation();
+        }
+        self.synced = Some(started);
+        self.rows
+            .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
+    }
+}
+
+/// How the snapshots are kept (see docs/architecture.md, Lists).
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotPolicy {
+    /// How far back each delta re-reads, to catch writes that become visible in the index
+    /// after later ones (clock skew between writers, index propagation).
+    pub overlap: Duration,
+    /// Age after which a snapshot is read again in full.
+    pub reload_after: Duration,
+    /// Most bytes (as `Entry::weight` counts them) the process's snapshots hold; the least
+    /// recently used snapshots of other organizations go first.
+    pub max_bytes: usize,
+    /// How long one call may spend on the first full read of a type before it answers 503
+    /// (the read goes on from where it stopped in the next call).
+    pub load_budget: Duration,
+    /// How long one call spends on a reload while the old snapshot still serves.
+    pub reload_slice: Duration,
+    /// Items per Query page of a full read (`None`: DynamoDB's 1 MB pages); tests make it
+    /// small to see a read stop and go on between pages.
+    pub load_page_items: Option<i32>,
+}
+
+impl Default for SnapshotPolicy {
+    fn default() -> Self {
+        Self {
+            overlap: Duration::from_secs(5),
+            reload_after: Duration::from_secs(900),
+            max_bytes: 1 << 30,
+            load_budget: Duration::from_secs(5),
+            reload_slice: Duration::from_secs(1),
+            load_page_items: None,
+        }
+    }
+}
+
+/// Every snapshot of this process.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    policy: SnapshotPolicy,
+    inner: Mutex<HashMap<(String, EntityKind), TypeSnapshot>>,
+    /// Filtered lists computed over the snapshots (always locked after `inner`).
+    selections: Mutex<Selections>,
+}
+
+/// Read access to the snapshots of one organization.
+pub struct Levels<'a> {
+    map: &'a HashMap<(String, EntityKind), TypeSnapshot>,
+    org: &'a str,
+}
+
+static EMPTY: Entities = Entities::new();
+
+/// Runs `f` over levels holding `entities` (for tests of what lists select).
+#[cfg(test)]
+pub(crate) fn with_levels<R>(
+    entities: Vec<(EntityKind, Vec<Entry>)>,
+    f: impl FnOnce(&Levels<'_>) -> R,
+) -> R {
+    let mut map = HashMap::new();
+    for (kind, list) in entities {
+        let mut snap = TypeSnapshot::new();
+        snap.rows.apply(
+            list.into_iter()
+                .map(|entry| Row { entry, del: false })
+                .collect(),
+        );
+        map.insert(("o".to_string(), kind), snap);
+    }
+    f(&Levels {
+        map: &map,
+        org: "o",
+    })
+}
+
+impl Levels<'_> {
+    /// The entities of `kind` (empty when that type was not refreshed for this call).
+    pub fn of(&self, kind: EntityKind) -> &Entities {
+        self.map
+            .get(&(self.org.to_string(), kind))
+            .map(|s| &s.rows.entries)
+            .unwrap_or(&EMPTY)
+    }
+
+    /// The generations of the organization's snapshots: equal exactly while none changed.
+    fn generations(&self) -> Vec<u64> {
+        [EntityKind::Product, EntityKind::Variant, EntityKind::Sku]
+            .iter()
+            .map(|k| {
+                self.map
+                    .get(&(self.org.to_string(), *k))
+                    .map_or(0, |s| s.generation)
+            })
+            .collect()
+    }
+}
+
+/// What one call does for one type.
+enum Step {
+    /// Changes since a time, applied to a serving snapshot.
+    Delta(Timestamp),
+    /// Continue (or start) a full read; `serving` when an older snapshot still answers.
+    Load {
+        load: Load,
+        serving: Option<Timestamp>,
+    },
+}
+
+impl Snapshots {
+    pub fn new(policy: SnapshotPolicy) -> Self {
+        let reload_cap = Duration::from_secs(TOMBSTONE_RETENTION_SECS as u64 / 2);
+        Self {
+            policy: SnapshotPolicy {
+                reload_after: policy.reload_after.min(reload_cap),
+                ..policy
+            },
+            inner: Mutex::default(),
+            selections: Mutex::default(),
+        }
+    }
+
+    pub fn policy(&self) -> SnapshotPolicy {
+        self.policy
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, EntityKind), TypeSnapshot>> {
+        // A panic while holding the lock leaves whole entries behind: keep using them.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What to read per type; a load under way is taken out until the call puts it back.
+    fn plan(&self, org: &str, kinds: &[EntityKind], shards: u32) -> Vec<(EntityKind, Step)> {
+        let mut map = self.lock();
+        let overlap = self.policy.overlap.as_millis() as i64;
+        kinds
+            .iter()
+            .map(|k| {
+                let snap = map
+                    .entry((org.to_string(), *k))
+                    .or_insert_with(TypeSnapshot::new);
+                let since = snap
+                    .synced
+                    .map(|t| Timestamp::from_millis(t.millis() - overlap));
+                let fresh = snap.loaded.elapsed() < self.policy.reload_after;
+                let step = match (since, fresh, snap.load.take()) {
+                    (Some(t), true, None) => Step::Delta(t),
+                    (serving, _, load) => Step::Load {
+                        load: load.unwrap_or_else(|| Load::new(shards)),
+                        serving,
+                    },
+                };
+                (*k, step)
+            })
+            .collect()
+    }
+
+    /// Stores what one call's reads brought for `kind`.
+    fn store(&self, org: &str, kind: EntityKind, outcome: Outcome) {
+        let mut map = self.lock();
+        let snap = map
+            .entry((org.to_string(), kind))
+            .or_insert_with(TypeSnapshot::new);
+        snap.used = Instant::now();
+        match outcome {
+            // A delta only completes a snapshot that was read in full (not one evicted since).
+            Outcome::Delta { started, rows } if snap.synced.is_some() => {
+                snap.apply(rows, started, self.policy.overlap)
+            }
+            Outcome::Delta { .. } => {}
+            Outcome::Loading(load) => snap.load = Some(load),
+            Outcome::Loaded {
+                load,
+                delta_started,
+                delta,
+            } => {
+                let mut rows = Rows::default();
+                for shard in load.shards {
+                    rows.absorb(shard.rows);
+                }
+                snap.rows = rows;
+                snap.generation = next_generation();
+                snap.loaded = Instant::now();
+                snap.load = None;
+                snap.apply(delta, delta_started, self.policy.overlap);
+            }
+        }
+        self.evict(&mut map, org);
+    }
+
+    /// Drops the least recently used snapshots of other organizations while the process
+    /// holds more than its budget.
+    fn evict(&self, map: &mut HashMap<(String, EntityKind), TypeSnapshot>, org: &str) {
+        let total: usize = map.values().map(TypeSnapshot::bytes).sum();
+        if total <= self.policy.max_bytes {
+            return;
+        }
+        let mut others: Vec<((String, EntityKind), Instant, usize)> = map
+            .iter()
+            .filter(|((o, _), _)| o != org)
+            .map(|(k, s)| (k.clone(), s.used, s.bytes()))
+            .collect();
+        others.sort_by_key(|(_, used, _)| *used);
+        let mut excess = total - self.policy.max_bytes;
+        for (key, _, bytes) in others {
+            if excess == 0 {
+                break;
+            }
+            map.remove(&key);
+            excess = excess.saturating_sub(bytes);
+        }
+    }
+}
+
+/// What one call's reads brought for one type.
+enum Outcome {
+    Delta {
+        started: Timestamp,
+        rows: Vec<Row>,
+    },
+    Loading(Load),
+    Loaded {
+        load: Load,
+        delta_started: Timestamp,
+        delta: Vec<Row>,
+    },
+}

@@ -1,0 +1,183 @@
+//! Unit tests of the parent module.
+
+use super::*;
+
+const T: Timestamp = Timestamp::from_millis(50);
+
+fn row(id: &str, tu: i64, ver: u64, del: bool) -> Row {
+    Row {
+        entry: Entry {
+            id: id.into(),
+            pid: None,
+            vid: None,
+            su: Timestamp::from_millis(tu),
+            tu: Timestamp::from_millis(tu),
+            ver,
+            name: format!("{id}@{ver}").into(),
+            family_id: None,
+            vals: PackedValues::default(),
+        },
+        del,
+    }
+}
+
+fn ids(s: &TypeSnapshot) -> Vec<String> {
+    s.rows
+        .entries
+        .values()
+        .map(|e| format!("{}@{}", e.id, e.ver))
+        .collect()
+}
+
+#[test]
+fn deltas_apply_in_order_and_are_idempotent() {
+    let overlap = Duration::from_secs(5);
+    let mut s = TypeSnapshot::new();
+    s.apply(
+        vec![row("b", 10, 1, false), row("a", 20, 1, false)],
+        T,
+        overlap,
+    );
+    assert_eq!(ids(&s), ["a@1", "b@1"]);
+    // an overlapping delta re-reads a's old image after its update: no step back
+    s.apply(vec![row("a", 30, 2, false)], T, overlap);
+    s.apply(vec![row("a", 20, 1, false)], T, overlap);
+    assert_eq!(ids(&s), ["a@2", "b@1"]);
+    // same millisecond, later version wins
+    s.apply(vec![row("a", 30, 3, false)], T, overlap);
+    assert_eq!(ids(&s), ["a@3", "b@1"]);
+    assert_eq!(s.synced, Some(T));
+}
+
+#[test]
+fn tombstones_remove_and_block_older_images_but_not_recreation() {
+    let overlap = Duration::from_secs(5);
+    let mut s = TypeSnapshot::new();
+    s.apply(
+        vec![row("a", 10, 1, false), row("b", 10, 1, false)],
+        T,
+        overlap,
+    );
+    s.apply(vec![row("a", 11, 0, true)], T, overlap);
+    assert_eq!(ids(&s), ["b@1"]);
+    // the old image again (overlap): stays deleted
+    s.apply(vec![row("a", 10, 1, false)], T, overlap);
+    assert_eq!(ids(&s), ["b@1"]);
+    // recreated later: back
+    s.apply(vec![row("a", 12, 1, false)], T, overlap);
+    assert_eq!(ids(&s), ["a@1", "b@1"]);
+    // a tombstone older than the recreation changes nothing
+    s.apply(vec![row("a", 11, 0, true)], T, overlap);
+    assert_eq!(ids(&s), ["a@1", "b@1"]);
+}
+
+#[test]
+fn old_tombstones_are_forgotten() {
+    let overlap = Duration::from_millis(10);
+    let mut s = TypeSnapshot::new();
+    s.apply(
+        vec![row("a", 1, 0, true)],
+        Timestamp::from_millis(2),
+        overlap,
+    );
+    assert!(s.rows.deleted.contains_key("a"));
+    s.apply(
+        vec![row("b", 100, 1, false)],
+        Timestamp::from_millis(100),
+        overlap,
+    );
+    assert!(!s.rows.deleted.contains_key("a"));
+}
+
+#[test]
+fn weights_follow_inserts_replacements_and_deletions() {
+    let mut rows = Rows::default();
+    rows.apply(vec![row("a", 10, 1, false), row("b", 10, 1, false)]);
+    let two = rows.bytes;
+    assert_eq!(
+        two,
+        row("a", 10, 1, false).entry.weight() + row("b", 10, 1, false).entry.weight()
+    );
+    rows.apply(vec![row("a", 11, 2, false)]);
+    assert_eq!(rows.bytes, two);
+    rows.apply(vec![row("a", 12, 0, true)]);
+    assert_eq!(rows.bytes, row("b", 10, 1, false).entry.weight());
+    let mut other = Rows::default();
+    other.apply(vec![row("c", 10, 1, false)]);
+    rows.absorb(other);
+    assert_eq!(
+        rows.entries.values().map(|e| &*e.id).collect::<Vec<_>>(),
+        ["b", "c"]
+    );
+    assert_eq!(rows.bytes, 2 * row("b", 10, 1, false).entry.weight());
+}
+
+#[test]
+fn eviction_keeps_the_calling_org_and_counts_bytes() {
+    let one = row("0", 1, 1, false).entry.weight();
+    let snaps = Snapshots::new(SnapshotPolicy {
+        max_bytes: 3 * one,
+        ..SnapshotPolicy::default()
+    });
+    let loaded = |n: usize| {
+        let mut load = Load::new(1);
+        load.shards[0]
+            .rows
+            .apply((0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect());
+        load.shards[0].cursor = Cursor::Done;
+        Outcome::Loaded {
+            load,
+            delta_started: T,
+            delta: Vec::new(),
+        }
+    };
+    snaps.store("o1", EntityKind::Product, loaded(2));
+    snaps.store("o2", EntityKind::Product, loaded(2));
+    let map = snaps.lock();
+    assert!(map.contains_key(&("o2".to_string(), EntityKind::Product)));
+    assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));
+}
+
+#[test]
+fn a_delta_never_completes_a_snapshot_that_was_not_read_in_full() {
+    let snaps = Snapshots::new(SnapshotPolicy::default());
+    snaps.store(
+        "o1",
+        EntityKind::Product,
+        Outcome::Delta {
+            started: T,
+            rows: vec![row("a", 1, 1, false)],
+        },
+    );
+    let map = snaps.lock();
+    let s = &map[&("o1".to_string(), EntityKind::Product)];
+    assert_eq!(s.synced, None, "the next call reads it in full");
+    assert!(s.rows.entries.is_empty());
+}
+
+#[test]
+fn a_load_counts_its_shards_until_every_one_is_done() {
+    let mut load = Load::new(3);
+    assert!(!load.done());
+    load.shards[0].rows.apply(vec![row("a", 1, 1, false)]);
+    load.shards[2].rows.apply(vec![row("b", 1, 1, false)]);
+    assert_eq!(load.entries_read(), 2);
+    for s in &mut load.shards {
+        s.cursor = Cursor::Done;
+    }
+    assert!(load.done());
+    let snaps = Snapshots::new(SnapshotPolicy::default());
+    snaps.store(
+        "o1",
+        EntityKind::Sku,
+        Outcome::Loaded {
+            load,
+            delta_started: T,
+            delta: vec![row("c", 60, 1, false), row("a", 61, 0, true)],
+        },
+    );
+    let map = snaps.lock();
+    let s = &map[&("o1".to_string(), EntityKind::Sku)];
+    assert_eq!(ids(s), ["b@1", "c@1"]);
+    assert_eq!(s.synced, Some(T));
+}

@@ -1,0 +1,214 @@
+//! The coalescing windows (pending items) and the delivery log: opened by the change feed, sealed with the log entry by the delivery worker.
+
+use super::*;
+
+impl Store {
+    /// Records a change in the (subscription, entity, event) window: opens it with
+    /// `new_delivery_id` when none is open, else moves its `occurredAt` to this change. One
+    /// UpdateItem; returns the window as it now stands.
+    pub async fn open_pending(
+        &self,
+        key: &PendingKey<'_>,
+        occurred_at: Timestamp,
+        new_delivery_id: &str,
+    ) -> Result<Pending, StoreError> {
+        let ttl = Timestamp::now().millis() / 1000 + PENDING_TTL_SECS;
+        for _ in 0..3 {
+            let out = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key.key()))
+                .update_expression(
+                    "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
+                     #ttl = if_not_exists(#ttl, :ttl)",
+                )
+                .condition_expression("attribute_not_exists(occurredAt) OR occurredAt <= :t")
+                .expression_attribute_names("#ttl", TTL)
+                .expression_attribute_values(":id", s(new_delivery_id))
+                .expression_attribute_values(":t", s(occurred_at.to_string()))
+                .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+            match out {
+                Ok(out) => return decode(out.attributes.unwrap_or_default(), "pending"),
+                // A later change is already recorded: the window stands as it is.
+                Err(StoreError::ConditionFailed) => {
+                    if let Some(p) = self.get_item(key.key(), "pending").await? {
+                        return Ok(p);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "pending window kept changing".into(),
+        ))
+    }
+
+    /// Notes that the window's message is on the queue (a no-op once the window closed).
+    pub async fn mark_queued(
+        &self,
+        key: &PendingKey<'_>,
+        delivery_id: &str,
+    ) -> Result<(), StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key.key()))
+            .update_expression("SET queued = :yes")
+            .condition_expression("deliveryId = :id")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":id", s(delivery_id))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
+        match out {
+            Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The subscription, the delivery's log entry, its open window and the endpoint's
+    /// health: one strongly consistent BatchGetItem.
+    pub async fn delivery_state(
+        &self,
+        key: &PendingKey<'_>,
+        delivery_id: &str,
+    ) -> Result<DeliveryState, StoreError> {
+        let sub_key = item_key(webhooks_pk(key.org), key.webhook_id);
+        let delivery_key = item_key(deliveries_pk(key.org, key.webhook_id), delivery_id);
+        let health_key = item_key(health_pk(key.org, key.webhook_id), HEALTH_SK);
+        let items = self
+            .batch_get(vec![sub_key, delivery_key, key.key(), health_key])
+            .await?;
+        let mut state = DeliveryState::default();
+        let pk_of = |i: &Item| i.get(PK).and_then(|v| v.as_s().ok()).cloned();
+        for item in items {
+            let pk = pk_of(&item).unwrap_or_default();
+            if pk == webhooks_pk(key.org) {
+                state.subscription = Some(decode::<SubscriptionItem>(item, "webhook")?.sub);
+            } else if pk == deliveries_pk(key.org, key.webhook_id) {
+                state.delivery = Some(decode::<DeliveryItem>(item, "delivery")?.delivery);
+            } else if pk == health_pk(key.org, key.webhook_id) {
+                state.health = Some(decode(item, "endpoint health")?);
+            } else {
+                state.pending = Some(decode(item, "pending")?);
+            }
+        }
+        Ok(state)
+    }
+
+    /// Closes the window and writes its delivery log entry, in one transaction:
+    /// `ConditionFailed` when a change moved the window since it was read.
+    pub async fn seal_delivery(
+        &self,
+        key: &PendingKey<'_>,
+        pending: &Pending,
+        delivery: &Delivery,
+    ) -> Result<(), StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key.key()))
+            .condition_expression("deliveryId = :id AND occurredAt = :t")
+            .expression_attribute_values(":id", s(&pending.delivery_id))
+            .expression_attribute_values(":t", s(pending.occurred_at.to_string()))
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))?;
+        let put = self.delivery_put(key.org, delivery)?;
+        self.client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete).build())
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
+        Ok(())
+    }
+
+    fn delivery_put(&self, org: &str, delivery: &Delivery) -> Result<Put, StoreError> {
+        let item = DeliveryItem::new(org, delivery);
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(encode(&item, "delivery")?))
+            .condition_expression("attribute_not_exists(PK)")
+            .build()
+            .map_err(|e| StoreError::Other(e.to_string()))
+    }
+
+    /// Writes a new delivery log entry (a replay): `ConditionFailed` if its id exists.
+    pub async fn create_delivery(&self, org: &str, delivery: &Delivery) -> Result<(), StoreError> {
+        let item = DeliveryItem::new(org, delivery);
+        self.put_new(&item, "delivery").await
+    }
+
+    /// Replaces a delivery log entry after an attempt, unless another worker recorded an
+    /// attempt first (`ConditionFailed`).
+    pub async fn record_attempt(
+        &self,
+        org: &str,
+        delivery: &Delivery,
+        previous_attempts: u32,
+    ) -> Result<(), StoreError> {
+        let item = DeliveryItem::new(org, delivery);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(encode(&item, "delivery")?))
+            .condition_expression("attempts = :prev")
+            .expression_attribute_values(":prev", AttributeValue::N(previous_attempts.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        Ok(())
+    }
+
+    /// Removes a delivery log entry (a replay whose message could not be queued).
+    pub async fn delete_delivery(
+        &self,
+        org: &str,
+        webhook: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        self.delete_key(item_key(deliveries_pk(org, webhook), id))
+            .await
+    }
+
+    pub async fn get_delivery(
+        &self,
+        org: &str,
+        webhook: &str,
+        id: &str,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let item: Option<DeliveryItem> = self
+            .get_item(item_key(deliveries_pk(org, webhook), id), "delivery")
+            .await?;
+        Ok(item.map(|i| i.delivery))
+    }
+
+    /// The log entries `ids` of a subscription, in that order (one BatchGetItem per 100);
+    /// entries gone since are left out.
+    pub async fn get_deliveries(
+        &self,
+        org: &str,
+        webhook: &str,
+        ids: &[String],
+    ) -> Result<Vec<Delivery>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = ids
+            .iter()
+            .map(|id| item_key(deliveries_pk(org, webhook), id.as_str()))
+            .collect();
+        let mut by_id = std::collections::HashMap::new();
+        for item in self.batch_get(keys).await? {
+            let d = decode::<DeliveryItem>(item, "delivery")?.delivery;
+            by_id.insert(d.id.clone(), d);
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+}

@@ -1,0 +1,258 @@
+//! Webhook state in the table: subscriptions, the delivery log, the open coalescing
+//! windows ("pending" items) that turn rapid changes to one entity into one delivery, and
+//! each endpoint's failing streak ("health"), which spaces its attempts and disables it.
+//!
+//! A pending item exists while a delivery's window is open. The change feed creates or
+//! updates it (one UpdateItem per change); the delivery worker closes it by deleting it and
+//! writing the delivery log entry in one transaction, so a change lands either in the
+//! closing delivery or in a new one, never in neither.
+
+use super::keys::{
+    deliveries_pk, delivery_log_change_pk, delivery_log_sk, health_pk, parked_pk, pending_pk,
+    webhooks_pk, HEALTH_SK, PK, SK, TTL,
+};
+use super::ops::{item_key, Item};
+use super::{Store, StoreError};
+use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, ReturnValue, TransactWriteItem};
+use serde::{Deserialize, Serialize};
+
+mod deliveries;
+mod endpoints;
+mod subscriptions;
+
+#[cfg(test)]
+mod tests;
+
+/// A webhook subscription. `secret` signs deliveries; it is shown once (at creation and
+/// rotation) and never rendered otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    pub id: String,
+    pub url: String,
+    pub topics: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub enabled: bool,
+    /// Why it is disabled (absent while enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    pub secret: String,
+    /// The secret before the last rotation, signing beside `secret` until
+    /// `previous_secret_expires_at` (a rotation with `expireCurrentInSeconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret_expires_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Optimistic-concurrency version, incremented by every update.
+    pub ver: u64,
+}
+
+impl Subscription {
+    /// The secrets deliveries are signed with at `now`: the current one, then the previous
+    /// one while its overlap lasts.
+    pub fn signing_secrets(&self, now: Timestamp) -> Vec<&str> {
+        let mut secrets = vec![self.secret.as_str()];
+        if let (Some(old), Some(until)) = (&self.previous_secret, self.previous_secret_expires_at) {
+            if until.millis() > now.millis() {
+                secrets.push(old);
+            }
+        }
+        secrets
+    }
+}
+
+/// What the delivery workers know of a subscription's endpoint, shared through the table:
+/// it answered lately (`good_until`), one delivery is trying it (`probe_started_at`, with
+/// `probe_at` the end of its lease), or every attempt since `failing_since` failed (`probe_at`
+/// the time of its next try). See `workers/deliver/` for how attempts are gated on it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Timestamp>,
+    #[serde(default)]
+    pub failures: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_until: Option<Timestamp>,
+    /// The delivery that stays on the queue for the streak's next probe; the others park.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier: Option<String>,
+    /// Deliveries are parked for this endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<bool>,
+}
+
+impl Health {
+    /// Every attempt since `failing_since` failed.
+    pub fn failing(&self) -> bool {
+        self.failing_since.is_some()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SubscriptionItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(flatten)]
+    sub: Subscription,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    /// Queued, not attempted yet.
+    Pending,
+    /// Attempted and failed; another attempt is scheduled.
+    Retrying,
+    Succeeded,
+    /// Every attempt failed; the message went to the dead-letter queue.
+    Failed,
+    /// Not sent: the subscription was disabled or no longer covers the event.
+    Cancelled,
+}
+
+impl DeliveryStatus {
+    /// Whether no further attempt will be made.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One delivery attempt, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u16>,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A delivery and its log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub id: String,
+    pub webhook_id: String,
+    pub event: String,
+    pub entity_type: String,
+    pub identifier: String,
+    pub occurred_at: Timestamp,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status_code: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    #[serde(default)]
+    pub attempt_log: Vec<Attempt>,
+    /// Epoch seconds after which DynamoDB deletes the entry.
+    #[serde(rename = "ttl")]
+    pub expires: i64,
+}
+
+/// A delivery log entry. Its `byChange` keys (`<createdAt>#<expires>#<id>`) never change
+/// after its first write, so that a warm index of the log learns of it once
+/// (`warm_sources.rs`) and drops it at its TTL.
+#[derive(Serialize, Deserialize)]
+struct DeliveryItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1PK", default, skip_deserializing)]
+    gsi1pk: String,
+    #[serde(rename = "GSI2SK", default, skip_deserializing)]
+    gsi2sk: String,
+    #[serde(flatten)]
+    delivery: Delivery,
+}
+
+impl DeliveryItem {
+    fn new(org: &str, delivery: &Delivery) -> Self {
+        Self {
+            pk: deliveries_pk(org, &delivery.webhook_id),
+            sk: delivery.id.clone(),
+            gsi1pk: delivery_log_change_pk(org, &delivery.webhook_id),
+            gsi2sk: delivery_log_sk(
+                &delivery.created_at.to_string(),
+                delivery.expires,
+                &delivery.id,
+            ),
+            delivery: delivery.clone(),
+        }
+    }
+}
+
+/// An open coalescing window of one (subscription, entity, event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub delivery_id: String,
+    /// The latest change in the window.
+    pub occurred_at: Timestamp,
+    /// Set once the delivery's message is on the queue.
+    #[serde(default)]
+    pub queued: bool,
+}
+
+/// Where one pending window lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingKey<'a> {
+    pub org: &'a str,
+    pub webhook_id: &'a str,
+    /// `pending_sk(entity_type, action, identifier)`.
+    pub sk: &'a str,
+}
+
+impl PendingKey<'_> {
+    fn key(&self) -> Item {
+        item_key(pending_pk(self.org, self.webhook_id), self.sk)
+    }
+}
+
+/// What the delivery worker reads before an attempt, in one BatchGetItem.
+#[derive(Debug, Default)]
+pub struct DeliveryState {
+    pub subscription: Option<Subscription>,
+    pub delivery: Option<Delivery>,
+    pub pending: Option<Pending>,
+    pub health: Option<Health>,
+}
+
+/// A safety net only: a window is normally closed within seconds of its delay.
+const PENDING_TTL_SECS: i64 = 86_400;
+/// An endpoint's streak outlives its last failure by this much (longer than any disable
+/// period), so a deleted subscription's leaves no item behind for good.
+const HEALTH_TTL_SECS: i64 = 30 * 86_400;
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn decode<T: serde::de::DeserializeOwned>(item: Item, what: &str) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|e| StoreError::serde(what, e))
+}
+
+fn encode<T: Serialize>(value: &T, what: &str) -> Result<Item, StoreError> {
+    serde_dynamo::to_item(value).map_err(|e| StoreError::serde(what, e))
+}

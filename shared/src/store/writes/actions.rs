@@ -1,0 +1,136 @@
+//! Single transaction actions beside tree writes: set members, version checks and bumps, tombstones and deletion records.
+
+use super::*;
+
+/// The string set on a SKU's identity item naming the bundles that hold the SKU.
+pub const BUNDLES_SET: &str = "bundles";
+/// The string set on an asset or category naming the products that link it.
+pub const LINKED_BY_SET: &str = "linkedBy";
+
+/// Adds (`add`) or removes `member` in the string set `set` of the item at `key`, which must
+/// exist; the item's version moves, so a delete that read the set notices.
+pub fn set_member(
+    key: Item,
+    set: &str,
+    member: &str,
+    add: bool,
+) -> Result<TransactWriteItem, StoreError> {
+    let expression = if add {
+        "ADD #s :m, ver :one"
+    } else {
+        "DELETE #s :m ADD ver :one"
+    };
+    let update = Update::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .update_expression(expression)
+        .condition_expression("attribute_exists(PK)")
+        .expression_attribute_names("#s", set)
+        .expression_attribute_values(":m", AttributeValue::Ss(vec![member.to_string()]))
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
+
+/// Holds only if the item at `key` is still at version `ver`.
+pub fn version_check(key: Item, ver: u64) -> Result<TransactWriteItem, StoreError> {
+    let check = ConditionCheck::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .condition_expression("ver = :v")
+        .expression_attribute_values(":v", AttributeValue::N(ver.to_string()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
+}
+
+/// Moves the version of the item at `key`, if it is still at version `ver`: a write that read
+/// the item at `ver` then fails its condition and reads again.
+pub fn version_bump(key: Item, ver: u64) -> Result<TransactWriteItem, StoreError> {
+    let update = Update::builder()
+        .table_name("")
+        .set_key(Some(key))
+        .update_expression("ADD ver :one")
+        .condition_expression("ver = :v")
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .expression_attribute_values(":v", AttributeValue::N(ver.to_string()))
+        .build()
+        .map_err(build_err)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
+
+/// How long a tombstone stays: list snapshots older than this reload in full.
+pub const TOMBSTONE_RETENTION_SECS: i64 = 24 * 3600;
+
+/// How long `GET /deletions` remembers a deletion.
+pub const DELETION_RETENTION_SECS: i64 = 30 * 24 * 3600;
+
+/// A deletion in its type's feed: `deletions_pk`, sort key `<at>#<identifier>`.
+pub(super) fn deletion_record(
+    org: &str,
+    entity_type: &str,
+    identifier: &str,
+    at: Timestamp,
+) -> Item {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let mut d = item_key(
+        deletions_pk(org, entity_type),
+        change_sk(&at.to_string(), identifier),
+    );
+    d.insert("entityType".into(), s(entity_type));
+    d.insert("identifier".into(), s(identifier));
+    d.insert("deletedAt".into(), s(&at.to_string()));
+    let expires = at.millis() / 1000 + DELETION_RETENTION_SECS;
+    d.insert(TTL.into(), AttributeValue::N(expires.to_string()));
+    d
+}
+
+/// The tombstone of a deleted entity, in its type's `byChange` partition, timed no earlier
+/// than the entity's last change.
+pub(super) fn tombstone(org: &str, item: &EntityItem, at: Timestamp) -> Item {
+    let kind = item.kind.as_str();
+    let change_pk = entity_change_pk(org, kind, &item.id);
+    tombstone_item(org, kind, &item.id, &item.id, change_pk, at)
+}
+
+/// The tombstone of `id` of type `kind` (`identifier` names it in its type: a metaobject's
+/// is `<definition>/<id>`), in the `byChange` partition `change_pk`.
+pub(super) fn tombstone_item(
+    org: &str,
+    kind: &str,
+    identifier: &str,
+    id: &str,
+    change_pk: String,
+    at: Timestamp,
+) -> Item {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let mut t = item_key(tombstone_pk(org, kind, identifier), TOMBSTONE_SK);
+    t.insert(GSI1PK.into(), AttributeValue::S(change_pk));
+    t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), id)));
+    t.insert("id".into(), s(id));
+    t.insert("su".into(), s(&at.to_string()));
+    t.insert("tu".into(), s(&at.to_string()));
+    t.insert("del".into(), AttributeValue::Bool(true));
+    let expires = at.millis() / 1000 + TOMBSTONE_RETENTION_SECS;
+    t.insert(TTL.into(), AttributeValue::N(expires.to_string()));
+    t
+}
+
+/// Sets the table on an action built without one (the plan does not know the table).
+pub(super) fn with_table(action: &TransactWriteItem, table: &str) -> TransactWriteItem {
+    let mut a = action.clone();
+    if let Some(p) = a.put.as_mut() {
+        p.table_name = table.to_string();
+    }
+    if let Some(d) = a.delete.as_mut() {
+        d.table_name = table.to_string();
+    }
+    if let Some(u) = a.update.as_mut() {
+        u.table_name = table.to_string();
+    }
+    if let Some(c) = a.condition_check.as_mut() {
+        c.table_name = table.to_string();
+    }
+    a
+}

@@ -1,0 +1,204 @@
+//! Unit tests of the parent module.
+
+use super::*;
+
+const ORG: &str = "abc123";
+
+fn item(kind: EntityKind, id: &str, parents: (Option<&str>, Option<&str>), ver: u64) -> EntityItem {
+    let mut e = EntityItem::new(
+        ORG,
+        kind,
+        id,
+        parents,
+        id,
+        StoredValues::new(),
+        Timestamp::from_millis(1_000),
+    );
+    e.ver = ver;
+    e
+}
+
+fn entity(id: &str) -> EntityPatch {
+    EntityPatch {
+        id: id.into(),
+        ..EntityPatch::default()
+    }
+}
+
+fn named(id: &str, name: &str) -> EntityPatch {
+    EntityPatch {
+        id: id.into(),
+        name: Some(name.into()),
+        values: Vec::new(),
+    }
+}
+
+fn tree() -> ProductTree {
+    ProductTree {
+        product: item(EntityKind::Product, "p", (None, None), 3),
+        variants: vec![item(EntityKind::Variant, "v1", (Some("p"), None), 2)],
+        skus: vec![item(EntityKind::Sku, "s1", (Some("p"), Some("v1")), 5)],
+    }
+}
+
+#[test]
+fn a_new_tree_is_created_parents_first_with_identity_claims() {
+    let patch = ProductPatch {
+        entity: named("p", "Chair"),
+        variants: vec![VariantPatch {
+            entity: entity("v1"),
+            skus: vec![entity("s1")],
+        }],
+        ..ProductPatch::default()
+    };
+    let plan = plan(ORG, "p", None, &patch, true).unwrap();
+    assert!(plan.created);
+    assert_eq!(plan.product.name, "Chair");
+    let ids: Vec<&str> = plan.items.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, ["p", "v1", "s1"]);
+    // product; variant + its identity item; SKU + its identity item
+    assert_eq!(plan.write.len(), 5);
+    assert_eq!(plan.write.transaction_sizes(), vec![5]);
+    // one time for the whole write
+    assert!(plan
+        .items
+        .iter()
+        .all(|i| i.su == plan.product.su && i.tu == plan.product.tu));
+}
+
+#[test]
+fn an_update_writes_what_changed_and_raises_the_ancestors() {
+    let patch = ProductPatch {
+        entity: entity("p"),
+        variants: vec![VariantPatch {
+            entity: entity("v1"),
+            skus: vec![named("s1", "Small")],
+        }],
+        ..ProductPatch::default()
+    };
+    let plan = plan(ORG, "p", Some(tree()), &patch, true).unwrap();
+    assert!(!plan.created);
+    let ids: Vec<&str> = plan.items.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, ["p", "v1", "s1"], "the SKU and its ancestors' tu");
+    let sku = plan.item(EntityKind::Sku, "s1").unwrap();
+    assert_eq!(sku.name, "Small");
+    assert!(sku.su > Timestamp::from_millis(1_000));
+    let product = plan.item(EntityKind::Product, "p").unwrap();
+    assert_eq!(
+        product.su,
+        Timestamp::from_millis(1_000),
+        "the product itself is unchanged"
+    );
+    assert!(product.tu > Timestamp::from_millis(1_000));
+    // three conditional puts, no identity claims: they exist
+    assert_eq!(plan.write.len(), 3);
+}
+
+#[test]
+fn a_patch_that_changes_nothing_writes_nothing() {
+    let patch = ProductPatch {
+        entity: named("p", "p"),
+        variants: vec![VariantPatch {
+            entity: entity("v1"),
+            skus: vec![entity("s1")],
+        }],
+        ..ProductPatch::default()
+    };
+    let plan = plan(ORG, "p", Some(tree()), &patch, true).unwrap();
+    assert!(plan.write.is_empty());
+    assert!(plan.items.is_empty());
+    assert!(!plan.created);
+}
+
+#[test]
+fn missing_entities_are_404_without_create_and_a_moved_sku_is_409() {
+    let patch = ProductPatch {
+        entity: entity("p"),
+        variants: vec![VariantPatch {
+            entity: entity("v2"),
+            skus: vec![],
+        }],
+        ..ProductPatch::default()
+    };
+    assert_eq!(
+        plan(ORG, "p", Some(tree()), &patch, false).unwrap_err(),
+        ApiError::entity_not_found("variant", "v2")
+    );
+    assert_eq!(
+        plan(ORG, "q", None, &ProductPatch::default(), false).unwrap_err(),
+        ApiError::entity_not_found("product", "q")
+    );
+    let moved = ProductPatch {
+        entity: entity("p"),
+        variants: vec![VariantPatch {
+            entity: entity("v2"),
+            skus: vec![entity("s1")],
+        }],
+        ..ProductPatch::default()
+    };
+    let err = plan(ORG, "p", Some(tree()), &moved, true).unwrap_err();
+    assert_eq!(
+        (err.status, err.message.as_str()),
+        (409, "sku 's1' belongs to variant 'v1'")
+    );
+}
+
+#[test]
+fn large_writes_split_at_100_actions_never_inside_an_entity() {
+    // 1 product + 50 variants with their identities = 101 actions
+    let patch = ProductPatch {
+        entity: entity("big"),
+        variants: (0..50)
+            .map(|i| VariantPatch {
+                entity: entity(&format!("v{i:02}")),
+                skus: vec![],
+            })
+            .collect(),
+        ..ProductPatch::default()
+    };
+    let plan = plan(ORG, "big", None, &patch, true).unwrap();
+    assert_eq!(plan.write.len(), 101);
+    // the 50th variant and its identity item do not fit: both move to the next one
+    assert_eq!(plan.write.transaction_sizes(), vec![99, 2]);
+}
+
+#[test]
+fn an_import_line_that_created_a_product_reports_201_when_applied_again() {
+    let patch = ProductPatch {
+        entity: named("p", "Chair"),
+        source: Some("imp_1#7".into()),
+        ..ProductPatch::default()
+    };
+    let first = plan(ORG, "p", None, &patch, true).unwrap();
+    assert_eq!(first.product.src.as_deref(), Some("imp_1#7"));
+    let again = plan(
+        ORG,
+        "p",
+        Some(ProductTree {
+            product: first.product.clone(),
+            variants: vec![],
+            skus: vec![],
+        }),
+        &patch,
+        true,
+    )
+    .unwrap();
+    assert!(again.created && again.write.is_empty());
+    let other_line = ProductPatch {
+        source: Some("imp_1#8".into()),
+        ..patch
+    };
+    let updated = plan(
+        ORG,
+        "p",
+        Some(ProductTree {
+            product: first.product,
+            variants: vec![],
+            skus: vec![],
+        }),
+        &other_line,
+        true,
+    )
+    .unwrap();
+    assert!(!updated.created);
+}
