@@ -190,8 +190,8 @@ pub fn render(a: &ResourceItem) -> Value {
         "name": a.name,
         "url": url,
         "mimeType": mime,
-        "attributes": crate::http::render::all_attributes("asset", &a.vals),
-        "updatedAt": a.su,
+        "attributes": crate::http::render::all_attributes("asset", &a.values),
+        "updatedAt": a.self_updated_at,
     })
 }
 
@@ -269,9 +269,9 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .ok_or_else(|| ApiError::entity_not_found("asset", id));
         let mut asset = etags::checked(if_match, asset, etags::resource, "asset")?;
         let expect = Expect::Version(asset.ver);
-        let read = crate::store::counters::refs_of(&asset.vals);
+        let read = crate::store::counters::refs_of(&asset.values);
         if apply(&mut asset, input) {
-            asset.touch(Timestamp::next_after([asset.tu]));
+            asset.touch(Timestamp::next_after([asset.updated_at]));
             let mut write = TreeWrite::new();
             write.put_resource_read(org, &asset, expect, Some(&read))?;
             app.store
@@ -444,7 +444,7 @@ async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, Ap
             )?;
             let expect = Expect::Version(product.ver);
             product.assets = new.clone();
-            product.touch(Timestamp::next_after([product.tu]));
+            product.touch(Timestamp::next_after([product.updated_at]));
             write.put(org, &product, expect)?;
             links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
             app.store.commit(&write).await?;

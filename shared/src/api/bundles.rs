@@ -86,10 +86,10 @@ pub fn render(b: &ResourceItem) -> Value {
     json!({
         "identifier": b.id,
         "name": b.name,
-        "attributes": crate::http::render::all_attributes("bundle", &b.vals),
+        "attributes": crate::http::render::all_attributes("bundle", &b.values),
         "items": b.items,
-        "selfUpdatedAt": b.su,
-        "updatedAt": b.tu,
+        "selfUpdatedAt": b.self_updated_at,
+        "updatedAt": b.updated_at,
     })
 }
 
@@ -220,7 +220,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ))
             .into());
         }
-        let at = Timestamp::next_after(existing.as_ref().map(|b| b.tu));
+        let at = Timestamp::next_after(existing.as_ref().map(|b| b.updated_at));
         let (mut bundle, expect) = match &existing {
             Some(b) => (b.clone(), Expect::Version(b.ver)),
             None => (
@@ -231,17 +231,17 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let old_items = bundle.items.clone();
         let mut vals = crate::domain::values::StoredValues::new();
         values::apply(&mut vals, changes);
-        let changed = bundle.name != name || bundle.items != *items || bundle.vals != vals;
+        let changed = bundle.name != name || bundle.items != *items || bundle.values != vals;
         let status = if existing.is_some() { 200 } else { 201 };
         if existing.is_some() && !changed {
             return Ok(
                 ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle))
             );
         }
-        let read = crate::store::counters::refs_of(&bundle.vals);
+        let read = crate::store::counters::refs_of(&bundle.values);
         bundle.name = name.to_string();
         bundle.items = items.clone();
-        bundle.vals = vals;
+        bundle.values = vals;
         bundle.touch(at);
         let mut write = TreeWrite::new();
         write.put_resource_read(org, &bundle, expect, Some(&read))?;

@@ -77,7 +77,7 @@ pub fn render(c: &ResourceItem) -> Value {
         "identifier": c.id,
         "name": c.name,
         "parent": c.parent,
-        "updatedAt": c.su,
+        "updatedAt": c.self_updated_at,
     })
 }
 
@@ -167,7 +167,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             existing.map(etags::resource).as_deref(),
             "category",
         )?;
-        let at = Timestamp::next_after(existing.map(|c| c.tu));
+        let at = Timestamp::next_after(existing.map(|c| c.updated_at));
         let (mut item, expect) = match existing {
             Some(c) => ((*c).clone(), Expect::Version(c.ver)),
             None => (

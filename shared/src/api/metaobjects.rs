@@ -371,7 +371,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             let changes = values::parse_values("metaobject", m, &def.field_definitions(), &rules)?;
             values::apply(&mut vals, &changes);
         }
-        let at = Timestamp::next_after(existing.as_ref().map(|m| m.tu));
+        let at = Timestamp::next_after(existing.as_ref().map(|m| m.updated_at));
         let (mut item, expect, status) = match existing {
             Some(m) => {
                 let ver = m.ver;
@@ -383,12 +383,12 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
                 201,
             ),
         };
-        if status == 200 && item.name == display && item.vals == vals {
+        if status == 200 && item.name == display && item.values == vals {
             return Ok(ApiResponse::single(status, render_metaobject(&item))
                 .with_etag(etags::resource(&item)));
         }
         item.name = display.to_string();
-        item.vals = vals;
+        item.values = vals;
         item.touch(at);
         if expect == Expect::Absent {
             // a deleted metaobject of this identifier left its counters closed

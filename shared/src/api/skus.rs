@@ -166,7 +166,11 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let tree = sku_path(app, org, id).await;
         let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
         let s = &tree.skus[0];
-        let at = Timestamp::next_after([tree.product.tu, tree.variants[0].tu, s.tu]);
+        let at = Timestamp::next_after([
+            tree.product.updated_at,
+            tree.variants[0].updated_at,
+            s.updated_at,
+        ]);
         let mut write = TreeWrite::new();
         write.delete(org, s).map_err(Retry::from)?;
         for parent in [&tree.variants[0], &tree.product] {

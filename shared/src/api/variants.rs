@@ -127,7 +127,10 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         write.delete(org, variant).map_err(Retry::from)?;
         let mut product = tree.product.clone();
         let expect = Expect::Version(product.ver);
-        product.touch_tree(Timestamp::next_after([product.tu, variant.tu]));
+        product.touch_tree(Timestamp::next_after([
+            product.updated_at,
+            variant.updated_at,
+        ]));
         write.put(org, &product, expect).map_err(Retry::from)?;
         app.store.commit(&write).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))

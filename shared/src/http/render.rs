@@ -33,7 +33,7 @@ fn entity_object(
     obj.insert("identifier".into(), json!(item.id));
     obj.insert("name".into(), json!(item.name));
     obj.insert("attributes".into(), Value::Object(attrs));
-    obj.insert("selfUpdatedAt".into(), json!(item.su));
+    obj.insert("selfUpdatedAt".into(), json!(item.self_updated_at));
     obj.insert("updatedAt".into(), json!(updated));
     obj
 }
@@ -49,19 +49,19 @@ pub struct Embed {
 fn embedded_sku(s: &EntityItem, v: &EntityItem, p: &EntityItem, sel: &Selection) -> Value {
     Value::Object(entity_object(
         s,
-        attributes("sku", &s.vals, sel),
+        attributes("sku", &s.values, sel),
         sku_updated(p, v, s),
     ))
 }
 
 /// `updatedAt` of a variant: its tree's changes and its product's own changes.
 pub fn variant_updated(p: &EntityItem, v: &EntityItem) -> Timestamp {
-    v.tu.max(p.su)
+    v.updated_at.max(p.self_updated_at)
 }
 
 /// `updatedAt` of a SKU: its own changes and its ancestors' own changes.
 pub fn sku_updated(p: &EntityItem, v: &EntityItem, s: &EntityItem) -> Timestamp {
-    s.tu.max(v.su).max(p.su)
+    s.updated_at.max(v.self_updated_at).max(p.self_updated_at)
 }
 
 fn skus_of<'a>(tree: &'a ProductTree, v: &'a EntityItem) -> impl Iterator<Item = &'a EntityItem> {
@@ -78,7 +78,7 @@ fn reference(item: &EntityItem) -> Value {
 /// Embedded entities carry only their own attributes.
 pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
     let p = &tree.product;
-    let mut obj = entity_object(p, attributes("product", &p.vals, sel), p.tu);
+    let mut obj = entity_object(p, attributes("product", &p.values, sel), p.updated_at);
     obj.insert("familyId".into(), json!(p.family_id));
     if let Some(categories) = &p.categories {
         obj.insert("categories".into(), json!(categories));
@@ -90,7 +90,7 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
             .map(|v| {
                 let mut vo = entity_object(
                     v,
-                    attributes("variant", &v.vals, sel),
+                    attributes("variant", &v.values, sel),
                     variant_updated(p, v),
                 );
                 if embed.skus {
@@ -113,8 +113,8 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
 pub fn variant(tree: &ProductTree, with_skus: bool, sel: &Selection) -> Value {
     let p = &tree.product;
     let v = &tree.variants[0];
-    let mut attrs = attributes("product", &p.vals, sel);
-    attrs.extend(attributes("variant", &v.vals, sel));
+    let mut attrs = attributes("product", &p.values, sel);
+    attrs.extend(attributes("variant", &v.values, sel));
     let mut obj = entity_object(v, attrs, variant_updated(p, v));
     obj.insert("product".into(), reference(p));
     if with_skus {
@@ -132,9 +132,9 @@ pub fn sku(tree: &ProductTree, sel: &Selection) -> Value {
     let p = &tree.product;
     let v = &tree.variants[0];
     let s = &tree.skus[0];
-    let mut attrs = attributes("product", &p.vals, sel);
-    attrs.extend(attributes("variant", &v.vals, sel));
-    attrs.extend(attributes("sku", &s.vals, sel));
+    let mut attrs = attributes("product", &p.values, sel);
+    attrs.extend(attributes("variant", &v.values, sel));
+    attrs.extend(attributes("sku", &s.values, sel));
     let mut obj = entity_object(s, attrs, sku_updated(p, v, s));
     obj.insert("product".into(), reference(p));
     obj.insert("variant".into(), reference(v));
@@ -151,7 +151,7 @@ pub fn write_result(item: &EntityItem, updated: Timestamp) -> Value {
     json!({
         "identifier": item.id,
         "name": item.name,
-        "selfUpdatedAt": item.su,
+        "selfUpdatedAt": item.self_updated_at,
         "updatedAt": updated,
     })
 }

@@ -125,9 +125,9 @@ fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
     let su = |k: EntityKind, id: &Option<std::sync::Arc<str>>| {
         id.as_deref()
             .and_then(|id| levels.of(k).get(id))
-            .map(|p| p.su)
+            .map(|p| p.self_updated_at)
     };
-    let mut t = e.tu;
+    let mut t = e.updated_at;
     if kind != EntityKind::Product {
         t = t.max(su(EntityKind::Product, &e.pid).unwrap_or(t));
     }
@@ -179,7 +179,7 @@ fn entity_matches(
     now: Timestamp,
 ) -> bool {
     let (t, values) = match &f.field {
-        Field::Attribute { key, attr_type, .. } => (*attr_type, scalars(e.vals.get(key))),
+        Field::Attribute { key, attr_type, .. } => (*attr_type, scalars(e.values.get(key))),
         Field::Family => (
             AttributeType::Select,
             e.family_id
@@ -257,7 +257,7 @@ fn satisfies(e: &Entry, r: &Requirement, c: &Completeness) -> bool {
     if r.builtin_name {
         return !e.name.trim().is_empty();
     }
-    has_value(e.vals.get(&r.key), &c.locales, c.channel.as_deref())
+    has_value(e.values.get(&r.key), &c.locales, c.channel.as_deref())
 }
 
 /// Products that are not complete because of one of their variants or SKUs.

@@ -16,13 +16,13 @@ pub struct Entry {
     pub pid: Option<Arc<str>>,
     pub vid: Option<Arc<str>>,
     /// When the entity itself last changed.
-    pub su: Timestamp,
+    pub self_updated_at: Timestamp,
     /// When the entity or a descendant last changed.
-    pub tu: Timestamp,
+    pub updated_at: Timestamp,
     pub ver: u64,
     pub name: Box<str>,
     pub family_id: Option<i64>,
-    pub vals: PackedValues,
+    pub values: PackedValues,
 }
 
 /// Bytes of one row of a `BTreeSet` index or map slot beyond its key (node share).
@@ -35,8 +35,8 @@ impl Entry {
             id: self.id.to_string(),
             pid: s(&self.pid),
             vid: s(&self.vid),
-            su: self.su,
-            tu: self.tu,
+            self_updated_at: self.self_updated_at,
+            updated_at: self.updated_at,
         }
     }
 
@@ -50,7 +50,7 @@ impl Entry {
             + arc(&self.pid)
             + arc(&self.vid)
             + self.name.len()
-            + self.vals.len()
+            + self.values.len()
             + 3 * INDEX_ROW
     }
 }
@@ -144,8 +144,8 @@ impl Entities {
     }
 
     fn unindex(&mut self, e: &Entry) {
-        self.by_tu.remove(&(e.tu, e.id.clone()));
-        self.by_su.remove(&(e.su, e.id.clone()));
+        self.by_tu.remove(&(e.updated_at, e.id.clone()));
+        self.by_su.remove(&(e.self_updated_at, e.id.clone()));
         if let Some(p) = &e.pid {
             self.by_pid.remove(&(p.clone(), e.id.clone()));
         }
@@ -157,8 +157,8 @@ impl Entities {
     /// Puts `e` in place of the entity with its identifier; returns the one it replaced.
     pub fn insert(&mut self, e: Entry) -> Option<Entry> {
         let old = self.remove(&e.id);
-        self.by_tu.insert((e.tu, e.id.clone()));
-        self.by_su.insert((e.su, e.id.clone()));
+        self.by_tu.insert((e.updated_at, e.id.clone()));
+        self.by_su.insert((e.self_updated_at, e.id.clone()));
         if let Some(p) = &e.pid {
             self.by_pid.insert((p.clone(), e.id.clone()));
         }
@@ -194,12 +194,12 @@ mod tests {
             id: id.into(),
             pid: pid.map(Arc::from),
             vid: None,
-            su: Timestamp::from_millis(su),
-            tu: Timestamp::from_millis(tu),
+            self_updated_at: Timestamp::from_millis(su),
+            updated_at: Timestamp::from_millis(tu),
             ver: 1,
             name: "".into(),
             family_id: None,
-            vals: PackedValues::default(),
+            values: PackedValues::default(),
         }
     }
 
@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(ids(a.of_product(&p1)), ["s1", "s2"]);
         // s1 moves to p2 and changes: the old index rows go
         let old = a.insert(e("s1", Some("p2"), 40, 40)).unwrap();
-        assert_eq!(old.tu, t(10));
+        assert_eq!(old.updated_at, t(10));
         assert_eq!(ids(a.of_product(&p1)), ["s2"]);
         assert_eq!(ids(a.tree_changed_after(t(25))), ["s2", "s1"]);
         assert!(a.remove("s2").is_some());

@@ -45,11 +45,14 @@ pub struct EntityItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vid: Option<String>,
     #[serde(default)]
-    pub vals: StoredValues,
+    #[serde(rename = "vals")]
+    pub values: StoredValues,
     /// `selfUpdatedAt`: last change of the entity itself.
-    pub su: Timestamp,
+    #[serde(rename = "su")]
+    pub self_updated_at: Timestamp,
     /// Last change of the entity or anything below it (children's writes and deletions).
-    pub tu: Timestamp,
+    #[serde(rename = "tu")]
+    pub updated_at: Timestamp,
     /// Optimistic-concurrency version, incremented by every write.
     pub ver: u64,
     #[serde(rename = "familyId", default, skip_serializing_if = "Option::is_none")]
@@ -57,7 +60,8 @@ pub struct EntityItem {
     /// Keys of the attributes that hold a value, projected into the indexes so that
     /// "does any entity use this attribute?" never reads whole items.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ak: Vec<String>,
+    #[serde(rename = "ak")]
+    pub attribute_keys: Vec<String>,
     /// A product's linked assets, in order (each asset lists the product in `linkedBy`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assets: Vec<String>,

@@ -17,8 +17,8 @@ pub struct IndexEntry {
     pub id: String,
     pub pid: Option<String>,
     pub vid: Option<String>,
-    pub su: Timestamp,
-    pub tu: Timestamp,
+    pub self_updated_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 impl Store {

@@ -38,7 +38,7 @@ impl EntityItem {
         id: &str,
         parents: (Option<&str>, Option<&str>),
         name: &str,
-        vals: StoredValues,
+        values: StoredValues,
         at: Timestamp,
     ) -> Self {
         let (pid, vid) = parents;
@@ -51,7 +51,7 @@ impl EntityItem {
             EntityKind::Variant => variant_sk(id),
             EntityKind::Sku => sku_sk(vid.expect("SKUs have a variant"), id),
         };
-        let ak = vals.keys().cloned().collect();
+        let attribute_keys = values.keys().cloned().collect();
         Self {
             pk: product_pk(org, product),
             sk,
@@ -62,12 +62,12 @@ impl EntityItem {
             name: name.to_string(),
             pid: pid.map(str::to_string),
             vid: vid.map(str::to_string),
-            vals,
-            su: at,
-            tu: at,
+            values,
+            self_updated_at: at,
+            updated_at: at,
             ver: 1,
             family_id: None,
-            ak,
+            attribute_keys,
             assets: Vec::new(),
             categories: None,
             src: None,
@@ -77,17 +77,17 @@ impl EntityItem {
 
     /// Records a change of the entity itself at `at`: own and tree timestamps.
     pub fn touch(&mut self, at: Timestamp) {
-        self.su = self.su.max(at);
+        self.self_updated_at = self.self_updated_at.max(at);
         self.touch_tree(at);
     }
 
     /// Records a change below the entity (a descendant written or deleted) at `at`: only
     /// the tree timestamp moves. Also refreshes the derived index fields and the version.
     pub fn touch_tree(&mut self, at: Timestamp) {
-        self.tu = self.tu.max(at);
+        self.updated_at = self.updated_at.max(at);
         self.gsi1pk = reshard(&self.gsi1pk, &self.id);
-        self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
-        self.ak = self.vals.keys().cloned().collect();
+        self.gsi2sk = change_sk(&self.updated_at.to_string(), &self.id);
+        self.attribute_keys = self.values.keys().cloned().collect();
         self.ver += 1;
     }
 }

@@ -104,9 +104,12 @@ pub struct ResourceItem {
     pub def: Option<String>,
     pub name: String,
     #[serde(default)]
-    pub vals: StoredValues,
-    pub su: Timestamp,
-    pub tu: Timestamp,
+    #[serde(rename = "vals")]
+    pub values: StoredValues,
+    #[serde(rename = "su")]
+    pub self_updated_at: Timestamp,
+    #[serde(rename = "tu")]
+    pub updated_at: Timestamp,
     /// Optimistic-concurrency version: every write of the item, link changes included.
     pub ver: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +127,8 @@ pub struct ResourceItem {
     pub items: Vec<BundleLine>,
     /// Keys of the attributes that hold a value (as on entities, for `attribute_in_use`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ak: Vec<String>,
+    #[serde(rename = "ak")]
+    pub attribute_keys: Vec<String>,
     /// Products that link this asset or category: maintained with set `ADD`/`DELETE` in the
     /// same transactions as the links, so a delete knows whom to unlink.
     #[serde(
@@ -151,16 +155,16 @@ impl ResourceItem {
             id: id.to_string(),
             def: shelf.definition.map(str::to_string),
             name: name.to_string(),
-            vals: StoredValues::new(),
-            su: at,
-            tu: at,
+            values: StoredValues::new(),
+            self_updated_at: at,
+            updated_at: at,
             ver: 0,
             url: None,
             mime_type: None,
             parent: None,
             cver: 0,
             items: Vec::new(),
-            ak: Vec::new(),
+            attribute_keys: Vec::new(),
             linked_by: Vec::new(),
             mr: None,
         }
@@ -169,11 +173,11 @@ impl ResourceItem {
     /// Records a change of the resource at `at` (never backwards) and refreshes the derived
     /// index fields and the version.
     pub fn touch(&mut self, at: Timestamp) {
-        self.su = self.su.max(at);
-        self.tu = self.tu.max(at);
+        self.self_updated_at = self.self_updated_at.max(at);
+        self.updated_at = self.updated_at.max(at);
         self.gsi1pk = reshard(&self.gsi1pk, &self.id);
-        self.gsi2sk = change_sk(&self.tu.to_string(), &self.id);
-        self.ak = self.vals.keys().cloned().collect();
+        self.gsi2sk = change_sk(&self.updated_at.to_string(), &self.id);
+        self.attribute_keys = self.values.keys().cloned().collect();
         self.ver += 1;
     }
 

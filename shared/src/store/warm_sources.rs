@@ -64,7 +64,8 @@ impl Followed<'_> {
 struct ShelfRow {
     #[serde(rename = "SK")]
     sk: String,
-    tu: Timestamp,
+    #[serde(rename = "tu")]
+    updated_at: Timestamp,
     #[serde(default)]
     ver: u64,
     #[serde(default)]
@@ -77,7 +78,8 @@ struct ChangeRow {
     #[serde(rename = "PK")]
     pk: String,
     id: String,
-    tu: Timestamp,
+    #[serde(rename = "tu")]
+    updated_at: Timestamp,
     #[serde(default)]
     ver: u64,
     #[serde(default)]
@@ -161,7 +163,7 @@ impl Store {
                     .map_err(|e| StoreError::serde("resource", e))?;
                 rows.into_iter()
                     .map(|r| Change {
-                        mark: shelf_mark(shelf.kind, r.tu, r.ver, &r.name),
+                        mark: shelf_mark(shelf.kind, r.updated_at, r.ver, &r.name),
                         key: r.sk,
                         del: false,
                     })
@@ -228,7 +230,7 @@ impl Store {
                     };
                     if ours {
                         rows.push(Change {
-                            mark: shelf_mark(shelf.kind, r.tu, r.ver, &r.name),
+                            mark: shelf_mark(shelf.kind, r.updated_at, r.ver, &r.name),
                             key: r.id,
                             del: r.del,
                         });

@@ -141,7 +141,7 @@ impl RawAsset<'_> {
 
 /// Applies an asset write; whether anything changed.
 pub fn apply(item: &mut ResourceItem, input: &AssetInput) -> bool {
-    let mut changed = values::apply(&mut item.vals, &input.values);
+    let mut changed = values::apply(&mut item.values, &input.values);
     if let Some(n) = input.name.as_ref().filter(|n| **n != item.name) {
         item.name = n.clone();
         changed = true;

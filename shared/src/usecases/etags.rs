@@ -49,7 +49,7 @@ mod tests {
             at,
         );
         let mut later = p.clone();
-        later.tu = Timestamp::from_millis(1_700_000_000_999);
+        later.updated_at = Timestamp::from_millis(1_700_000_000_999);
         later.ver += 3;
         assert_eq!(entity(&p), entity(&later));
         later.name = "Q".into();

@@ -126,7 +126,7 @@ pub async fn delete_everywhere(
             match links {
                 Some(list) if list.iter().any(|l| l == id) => {
                     list.retain(|l| l != id);
-                    product.touch(Timestamp::next_after([product.tu]));
+                    product.touch(Timestamp::next_after([product.updated_at]));
                     write.put(org, &product, expect).map_err(Retry::from)?;
                 }
                 _ => {
@@ -203,7 +203,7 @@ pub fn product_link_writes(
         )?;
     }
     if let Some(assets) = &patch.assets {
-        let at = Timestamp::next_after(targets.iter().map(|t| t.tu));
+        let at = Timestamp::next_after(targets.iter().map(|t| t.updated_at));
         let mut whole = HashSet::new();
         for (i, input) in assets.iter().enumerate() {
             let id = &input.identifier;
@@ -216,7 +216,7 @@ pub fn product_link_writes(
                     ))))
                 }
             };
-            let read = crate::store::counters::refs_of(&item.vals);
+            let read = crate::store::counters::refs_of(&item.values);
             let changed = expect == Expect::Absent || apply(&mut item, input);
             if changed {
                 if !item.linked_by.iter().any(|p| p == pid) {

@@ -75,8 +75,10 @@ pub async fn upsert_product(
                 return Err(references::named(e, &patch.value_changes()));
             }
         }
-        Ok(tree_patch::written(&plan, &plan.product, plan.product.tu)
-            .with_etag(etags::entity(&plan.product)))
+        Ok(
+            tree_patch::written(&plan, &plan.product, plan.product.updated_at)
+                .with_etag(etags::entity(&plan.product)),
+        )
     })
     .await
 }

@@ -147,8 +147,8 @@ pub fn render_metaobject(m: &ResourceItem) -> Value {
         "definition": m.def,
         "identifier": m.id,
         "name": m.name,
-        "attributes": render::all_attributes("metaobject", &m.vals),
-        "updatedAt": m.su,
+        "attributes": render::all_attributes("metaobject", &m.values),
+        "updatedAt": m.self_updated_at,
     })
 }
 
@@ -219,7 +219,7 @@ pub async fn first_referrer(
             levels
                 .of(*k)
                 .values()
-                .find(|e| references_packed(&e.vals, def, id))
+                .find(|e| references_packed(&e.values, def, id))
                 .map(|e| format!("{} '{}'", k.as_str(), e.id))
         })
     });
@@ -227,7 +227,7 @@ pub async fn first_referrer(
         shelves
             .iter()
             .flatten()
-            .find(|r| references(&r.vals, def, id))
+            .find(|r| references(&r.values, def, id))
             .map(|r| format!("{} '{}'", r.kind, r.id))
     }))
 }

@@ -39,9 +39,11 @@ struct EntityImage {
     #[serde(default)]
     def: Option<String>,
     #[serde(default)]
-    su: Option<Timestamp>,
+    #[serde(rename = "su")]
+    self_updated_at: Option<Timestamp>,
     #[serde(default)]
-    tu: Option<Timestamp>,
+    #[serde(rename = "tu")]
+    updated_at: Option<Timestamp>,
     #[serde(default)]
     del: Option<bool>,
 }
@@ -78,7 +80,7 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
         "MODIFY" => {
             let new = image(&record.change.new_image)?;
             let old = image(&record.change.old_image);
-            if old.is_some_and(|o| o.su == new.su) {
+            if old.is_some_and(|o| o.self_updated_at == new.self_updated_at) {
                 return None;
             }
             (Action::Updated, new)
@@ -94,8 +96,11 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
             .timestamp_millis(),
     );
     let occurred_at = match action {
-        Action::Deleted => entity.tu.map_or(recorded, |tu| tu.max(recorded)),
-        _ => entity.su.or(entity.tu).unwrap_or(recorded),
+        Action::Deleted => entity.updated_at.map_or(recorded, |tu| tu.max(recorded)),
+        _ => entity
+            .self_updated_at
+            .or(entity.updated_at)
+            .unwrap_or(recorded),
     };
     let identifier = match entity.def {
         Some(def) => format!("{def}/{}", entity.id),

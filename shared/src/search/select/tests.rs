@@ -82,12 +82,12 @@ fn entity(id: &str, pid: Option<&str>, vid: Option<&str>, su: i64, tu: i64) -> E
         id: id.into(),
         pid: pid.map(Into::into),
         vid: vid.map(Into::into),
-        su: Timestamp::from_millis(su),
-        tu: Timestamp::from_millis(tu),
+        self_updated_at: Timestamp::from_millis(su),
+        updated_at: Timestamp::from_millis(tu),
         ver: 1,
         name: id.into(),
         family_id: None,
-        vals: PackedValues::default(),
+        values: PackedValues::default(),
     }
 }
 
@@ -177,7 +177,7 @@ fn select_at_scale() {
     for i in 0..n {
         let pid = format!("bench-{i:07}");
         let mut p = entity(&pid, None, None, 1, 1);
-        p.vals = PackedValues::pack(&StoredValues::from([
+        p.values = PackedValues::pack(&StoredValues::from([
             (
                 "brand".into(),
                 text(format!("Brand {:02}", i % 40), AttributeType::Text),
@@ -199,7 +199,7 @@ fn select_at_scale() {
         variants.push(entity(&vid, Some(&pid), None, 1, 1));
         for s in 0..3 {
             let mut k = entity(&format!("{pid}-s{s}"), Some(&pid), Some(&vid), 1, 1);
-            k.vals = PackedValues::pack(&StoredValues::from([
+            k.values = PackedValues::pack(&StoredValues::from([
                 (
                     "price".into(),
                     text(

@@ -34,8 +34,10 @@ struct Projected {
     pid: Option<String>,
     #[serde(default)]
     vid: Option<String>,
-    su: Timestamp,
-    tu: Timestamp,
+    #[serde(rename = "su")]
+    self_updated_at: Timestamp,
+    #[serde(rename = "tu")]
+    updated_at: Timestamp,
     #[serde(default)]
     ver: u64,
     #[serde(default)]
@@ -43,7 +45,8 @@ struct Projected {
     #[serde(rename = "familyId", default)]
     family_id: Option<i64>,
     #[serde(default)]
-    vals: StoredValues,
+    #[serde(rename = "vals")]
+    values: StoredValues,
     #[serde(default)]
     del: bool,
 }
@@ -62,12 +65,12 @@ impl From<Projected> for Row {
                 id: p.id.into(),
                 pid: p.pid.map(Into::into),
                 vid: p.vid.map(Into::into),
-                su: p.su,
-                tu: p.tu,
+                self_updated_at: p.self_updated_at,
+                updated_at: p.updated_at,
                 ver: p.ver,
                 name: p.name.into(),
                 family_id: p.family_id,
-                vals: PackedValues::pack(&p.vals),
+                values: PackedValues::pack(&p.values),
             },
             del: p.del,
         }
@@ -93,22 +96,33 @@ impl Rows {
         let mut changed = false;
         for Row { entry: row, del } in rows {
             if del {
-                if self.entries.get(&row.id).is_none_or(|e| e.tu <= row.tu) {
+                if self
+                    .entries
+                    .get(&row.id)
+                    .is_none_or(|e| e.updated_at <= row.updated_at)
+                {
                     if let Some(old) = self.entries.remove(&row.id) {
                         self.bytes -= old.weight();
                         changed = true;
                     }
                 }
-                let t = self.deleted.entry(row.id.to_string()).or_insert(row.tu);
-                *t = (*t).max(row.tu);
+                let t = self
+                    .deleted
+                    .entry(row.id.to_string())
+                    .or_insert(row.updated_at);
+                *t = (*t).max(row.updated_at);
                 continue;
             }
-            if self.deleted.get(&*row.id).is_some_and(|t| *t >= row.tu) {
+            if self
+                .deleted
+                .get(&*row.id)
+                .is_some_and(|t| *t >= row.updated_at)
+            {
                 continue;
             }
             match self.entries.get(&row.id) {
                 // the same image again (an overlapping delta), or an older one
-                Some(e) if (e.tu, e.ver) >= (row.tu, row.ver) => {}
+                Some(e) if (e.updated_at, e.ver) >= (row.updated_at, row.ver) => {}
                 _ => {
                     self.bytes += row.weight();
                     if let Some(old) = self.entries.insert(row) {

@@ -219,7 +219,7 @@ impl TreeWrite {
             &mut av,
             org,
             &item.id,
-            &item.vals,
+            &item.values,
             item.mr.as_deref(),
             read,
             expect == Expect::Absent,
@@ -278,7 +278,7 @@ impl TreeWrite {
         self.start_group();
         self.push(TransactWriteItem::builder().delete(del).build());
         let identifier = resource_identifier(item.def.as_deref(), &item.id);
-        let at = Timestamp::next_after([item.tu]);
+        let at = Timestamp::next_after([item.updated_at]);
         let change_pk = entity_change_pk(org, &item.kind, &item.id);
         for record in [
             tombstone_item(org, &item.kind, &identifier, &item.id, change_pk, at),
@@ -434,7 +434,7 @@ impl TreeWrite {
             &mut av,
             org,
             &item.id,
-            &item.vals,
+            &item.values,
             item.mr.as_deref(),
             read,
             expect == Expect::Absent,
@@ -499,7 +499,7 @@ impl TreeWrite {
                 target,
             ));
         }
-        let at = Timestamp::next_after([item.tu]);
+        let at = Timestamp::next_after([item.updated_at]);
         for record in [
             tombstone(org, item, at),
             deletion_record(org, item.kind.as_str(), &item.id, at),

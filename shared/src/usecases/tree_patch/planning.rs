@@ -22,7 +22,7 @@ impl Plan {
 
 /// Applies name and values to an item; whether anything changed.
 fn apply_entity(item: &mut EntityItem, patch: &EntityPatch) -> bool {
-    let mut changed = values::apply(&mut item.vals, &patch.values);
+    let mut changed = values::apply(&mut item.values, &patch.values);
     if let Some(n) = &patch.name {
         if *n != item.name {
             item.name = n.clone();
@@ -46,7 +46,7 @@ struct Planned {
 impl Planned {
     fn existing(item: EntityItem) -> Self {
         let expect = Expect::Version(item.ver);
-        let read = refs_of(&item.vals);
+        let read = refs_of(&item.values);
         Self {
             item,
             expect,
@@ -76,7 +76,7 @@ impl Planned {
     }
 
     fn stamps(&self) -> [Timestamp; 2] {
-        [self.item.su, self.item.tu]
+        [self.item.self_updated_at, self.item.updated_at]
     }
 
     fn stamp(&mut self, at: Timestamp) {

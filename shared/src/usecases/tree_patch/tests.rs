@@ -63,7 +63,8 @@ fn a_new_tree_is_created_parents_first_with_identity_claims() {
     assert!(plan
         .items
         .iter()
-        .all(|i| i.su == plan.product.su && i.tu == plan.product.tu));
+        .all(|i| i.self_updated_at == plan.product.self_updated_at
+            && i.updated_at == plan.product.updated_at));
 }
 
 #[test]
@@ -82,14 +83,14 @@ fn an_update_writes_what_changed_and_raises_the_ancestors() {
     assert_eq!(ids, ["p", "v1", "s1"], "the SKU and its ancestors' tu");
     let sku = plan.item(EntityKind::Sku, "s1").unwrap();
     assert_eq!(sku.name, "Small");
-    assert!(sku.su > Timestamp::from_millis(1_000));
+    assert!(sku.self_updated_at > Timestamp::from_millis(1_000));
     let product = plan.item(EntityKind::Product, "p").unwrap();
     assert_eq!(
-        product.su,
+        product.self_updated_at,
         Timestamp::from_millis(1_000),
         "the product itself is unchanged"
     );
-    assert!(product.tu > Timestamp::from_millis(1_000));
+    assert!(product.updated_at > Timestamp::from_millis(1_000));
     // three conditional puts, no identity claims: they exist
     assert_eq!(plan.write.len(), 3);
 }
