@@ -46,7 +46,7 @@ pub type StoredValues = BTreeMap<String, StoredAttribute>;
 
 /// A scope: locale and channel, each absent for unscoped values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
+pub struct ValueScope {
     pub locale: Option<String>,
     pub channel: Option<String>,
 }
@@ -57,20 +57,20 @@ pub enum ValueChange {
     /// `null`: remove every value of the attribute.
     ClearAll { key: String },
     /// Remove the value of one scope (`{"locale": "de-DE", "value": null}`).
-    Clear { key: String, scope: Scope },
+    Clear { key: String, scope: ValueScope },
     /// Set the value of one scope; carries the shape the attribute is stored with.
     Set {
         key: String,
-        scope: Scope,
+        scope: ValueScope,
         raw: String,
-        shape: Shape,
+        shape: StorageShape,
     },
 }
 
 /// How an attribute's values are stored and rendered: its type, multi flag and metaobject
 /// definition, copied from the definition when a value is set.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shape {
+pub struct StorageShape {
     pub attr_type: AttributeType,
     pub is_multi: bool,
     pub metaobject_definition: Option<String>,
@@ -118,7 +118,7 @@ pub fn parse_values(
                 }
             }
             plain => {
-                let scope = Scope {
+                let scope = ValueScope {
                     locale: None,
                     channel: None,
                 };
@@ -151,7 +151,7 @@ fn scoped(
             Some(_) => Err(format!("'{field}' must be a string")),
         }
     };
-    let scope = Scope {
+    let scope = ValueScope {
         locale: text("locale")?,
         channel: text("channel")?,
     };
@@ -164,7 +164,7 @@ fn scoped(
 
 fn check_scope(
     def: &AttributeDefinition,
-    scope: &Scope,
+    scope: &ValueScope,
     rules: &ScopeRules<'_>,
 ) -> Result<(), String> {
     match (&scope.locale, def.shape.is_localized) {
@@ -204,7 +204,7 @@ fn check_scope(
 fn set_or_clear(
     key: &str,
     def: &AttributeDefinition,
-    scope: Scope,
+    scope: ValueScope,
     value: &Value,
 ) -> Result<ValueChange, String> {
     let key = key.to_string();
@@ -233,7 +233,7 @@ fn set_or_clear(
     if raw.len() > MAX_VALUE_BYTES {
         return Err(format!("value is longer than {MAX_VALUE_BYTES} bytes"));
     }
-    let shape = Shape {
+    let shape = StorageShape {
         attr_type: def.shape.attr_type,
         is_multi: def.shape.is_multi,
         metaobject_definition: def.metaobject_definition.clone(),

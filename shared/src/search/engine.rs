@@ -6,7 +6,7 @@
 use super::select::{select, Criteria};
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
-use crate::store::selections::Selection;
+use crate::store::selections::SelectedIds;
 use crate::store::snapshot::Levels;
 use crate::store::{Store, StoreError};
 use lambda_http::BoxFuture;
@@ -82,7 +82,7 @@ impl ListEngine for Embedded<'_> {
             });
         }
         // A filtered list is selected once for as long as the snapshots stay the same.
-        let selected = |levels: &Levels<'_>| -> Selection {
+        let selected = |levels: &Levels<'_>| -> SelectedIds {
             select(levels, target, criteria)
                 .iter()
                 .map(|e| e.id.clone())

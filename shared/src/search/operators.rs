@@ -81,7 +81,7 @@ pub enum Operator {
 
 /// What an operator's `value` must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub enum OperandShape {
     /// No value (absent or null).
     None,
     /// One scalar.
@@ -133,12 +133,12 @@ impl Operator {
         Self::ALL.into_iter().find(|o| o.name() == s)
     }
 
-    pub fn shape(self) -> Shape {
+    pub fn shape(self) -> OperandShape {
         match self {
-            Self::Empty | Self::NotEmpty => Shape::None,
-            Self::In | Self::NotIn => Shape::Many,
-            Self::InTheLast | Self::NotInTheLast => Shape::Duration,
-            _ => Shape::One,
+            Self::Empty | Self::NotEmpty => OperandShape::None,
+            Self::In | Self::NotIn => OperandShape::Many,
+            Self::InTheLast | Self::NotInTheLast => OperandShape::Duration,
+            _ => OperandShape::One,
         }
     }
 

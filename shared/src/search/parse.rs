@@ -3,7 +3,7 @@
 //! filter against its attribute's definition. Every refusal names the key, the operator and
 //! the problem.
 
-use super::operators::{parse_duration, Category, Operator, Shape};
+use super::operators::{parse_duration, Category, OperandShape, Operator};
 use crate::domain::attributes::{
     is_valid_key, AttributeDefinition, AttributeType, TargetEntity, KEY_RULE,
 };
@@ -256,22 +256,22 @@ fn condition(
     let at = |problem: String| bad(key, format!("operator '{op_name}': {problem}"));
     let value = value.filter(|v| !v.is_null());
     let operand = match (op.shape(), value) {
-        (Shape::None, None) => Operand::None,
-        (Shape::None, Some(_)) => return Err(at("takes no value".into())),
+        (OperandShape::None, None) => Operand::None,
+        (OperandShape::None, Some(_)) => return Err(at("takes no value".into())),
         (_, None) => return Err(at("needs a value".into())),
-        (Shape::Duration, Some(v)) => v
+        (OperandShape::Duration, Some(v)) => v
             .as_str()
             .and_then(parse_duration)
             .map(Operand::Duration)
             .ok_or_else(|| at("expected a duration such as \"7d\", \"24h\" or \"30m\"".into()))?,
-        (Shape::Many, Some(Value::Array(items))) if !items.is_empty() => Operand::Texts(
+        (OperandShape::Many, Some(Value::Array(items))) if !items.is_empty() => Operand::Texts(
             items
                 .iter()
                 .map(|v| preset_text(field, v).ok_or_else(|| at(scalar_problem(field))))
                 .collect::<Result<_, _>>()?,
         ),
-        (Shape::Many, Some(_)) => return Err(at("expected a non-empty array".into())),
-        (Shape::One, Some(v)) => {
+        (OperandShape::Many, Some(_)) => return Err(at("expected a non-empty array".into())),
+        (OperandShape::One, Some(v)) => {
             one(field, category, v).ok_or_else(|| at(scalar_problem(field)))?
         }
     };

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The identifiers a list selected, in identifier order.
-pub type Selection = Arc<[Arc<str>]>;
+pub type SelectedIds = Arc<[Arc<str>]>;
 
 /// Most selections kept, and most identifiers among them (16 bytes each).
 const MAX_SELECTIONS: usize = 32;
@@ -20,7 +20,7 @@ struct Kept {
     key: String,
     /// The organization's snapshot generations the selection was computed from.
     generations: Vec<u64>,
-    ids: Selection,
+    ids: SelectedIds,
 }
 
 /// The process's kept selections, most recently used last.
@@ -35,7 +35,7 @@ impl Selections {
         target: EntityKind,
         key: &str,
         generations: &[u64],
-    ) -> Option<Selection> {
+    ) -> Option<SelectedIds> {
         let at = self
             .0
             .iter()
@@ -56,7 +56,7 @@ impl Selections {
         target: EntityKind,
         key: String,
         generations: Vec<u64>,
-        ids: Selection,
+        ids: SelectedIds,
     ) {
         if ids.len() > MAX_IDS {
             return;
@@ -82,7 +82,7 @@ impl Selections {
 mod tests {
     use super::*;
 
-    fn sel(ids: &[&str]) -> Selection {
+    fn sel(ids: &[&str]) -> SelectedIds {
         ids.iter().map(|s| Arc::from(*s)).collect()
     }
 
@@ -111,7 +111,7 @@ mod tests {
         s.put("o", p, "new".into(), vec![1], sel(&["a"]));
         assert!(s.get("o", p, "0", &[1]).is_some(), "used, so kept");
         assert!(s.get("o", p, "1", &[1]).is_none(), "the oldest went");
-        let big: Selection = (0..MAX_IDS).map(|i| Arc::from(i.to_string())).collect();
+        let big: SelectedIds = (0..MAX_IDS).map(|i| Arc::from(i.to_string())).collect();
         s.put("o", p, "big".into(), vec![1], big);
         assert!(s.get("o", p, "big", &[1]).is_some());
         assert!(

@@ -9,7 +9,7 @@ use super::items::EntityKind;
 use super::keys::{change_pks, index_shards};
 use super::packed::PackedValues;
 use super::parallel::try_all;
-use super::selections::{Selection, Selections};
+use super::selections::{SelectedIds, Selections};
 use super::writes::TOMBSTONE_RETENTION_SECS;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;

@@ -143,8 +143,8 @@ impl Store {
         org: &str,
         target: EntityKind,
         key: Option<String>,
-        select: impl FnOnce(&Levels<'_>) -> Selection,
-        f: impl FnOnce(&Levels<'_>, &Selection) -> R,
+        select: impl FnOnce(&Levels<'_>) -> SelectedIds,
+        f: impl FnOnce(&Levels<'_>, &SelectedIds) -> R,
     ) -> R {
         let map = self.snapshots.lock();
         let levels = Levels { map: &map, org };
