@@ -1,25 +1,25 @@
 //! Route handlers, one module per function, plus the rendering they share.
 
-pub mod api_keys;
+pub(crate) mod api_keys;
 pub mod assets;
 pub mod attributes;
-pub mod bulk;
+pub(crate) mod bulk;
 pub mod bundles;
 pub mod categories;
-pub mod deletions;
+pub(crate) mod deletions;
 pub mod fallback;
 pub mod imports;
-pub mod include;
-pub mod lists;
+pub(crate) mod include;
+pub(crate) mod lists;
 pub mod metaobjects;
 pub mod openapi;
 pub mod products;
-pub mod quotas;
+pub(crate) mod quotas;
 pub mod samples;
 pub mod settings;
-pub mod shelf_pages;
+pub(crate) mod shelf_pages;
 pub mod skus;
-pub mod usage;
+pub(crate) mod usage;
 pub mod variants;
 pub mod webhooks;
 

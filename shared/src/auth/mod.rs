@@ -3,9 +3,9 @@
 //! the warm Lambda so most requests spend no DynamoDB request on authentication.
 
 pub mod apikey;
-pub mod cache;
-pub mod rate;
-pub mod scope;
+pub(crate) mod cache;
+pub(crate) mod rate;
+pub(crate) mod scope;
 
 pub use apikey::{ApiKey, ParsedKey};
 pub use cache::Authenticator;

@@ -2,13 +2,13 @@
 
 pub mod attributes;
 pub mod identifier;
-pub mod invalid;
+pub(crate) mod invalid;
 pub mod limits;
-pub mod names;
-pub mod rate;
+pub(crate) mod names;
+pub(crate) mod rate;
 pub mod selection;
 pub mod time;
-pub mod usage;
+pub(crate) mod usage;
 pub mod values;
 
 pub use invalid::Invalid;

@@ -1,16 +1,16 @@
 //! HTTP plumbing shared by every function: decoding API Gateway requests, matching routes,
 //! reading query parameters and JSON bodies, and writing JSON responses.
 
-pub mod body;
+pub(crate) mod body;
 pub mod cursor;
-pub mod doc;
-pub mod etag;
-pub mod event;
+pub(crate) mod doc;
+pub(crate) mod etag;
+pub(crate) mod event;
 pub mod idempotency;
-pub mod query;
-pub mod render;
-pub mod request;
-pub mod response;
+pub(crate) mod query;
+pub(crate) mod render;
+pub(crate) mod request;
+pub(crate) mod response;
 pub mod routes;
 
 pub use body::JsonBody;

@@ -5,7 +5,7 @@
 //! bar; the worker that runs a job is `workers/import.rs`).
 
 pub mod client;
-pub mod lines;
+pub(crate) mod lines;
 
 use std::time::Duration;
 

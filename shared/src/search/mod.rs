@@ -3,8 +3,8 @@
 //! entities a list returns across levels and with completeness (`select.rs`), and the list
 //! engine port the handlers call (`engine.rs`).
 
-pub mod engine;
-pub mod eval;
-pub mod operators;
+pub(crate) mod engine;
+pub(crate) mod eval;
+pub(crate) mod operators;
 pub mod parse;
-pub mod select;
+pub(crate) mod select;

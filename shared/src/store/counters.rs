@@ -135,10 +135,6 @@ impl Counts {
         self.0.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The keys of the guarded counter items, with their metaobject.
     pub fn guarded(&self) -> Vec<(Item, Ref)> {
         self.0

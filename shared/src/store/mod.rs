@@ -2,34 +2,34 @@
 //! submodule adds the operations of one capability (organizations and keys, attribute
 //! definitions, the product tree).
 
-pub mod attributes;
-pub mod counters;
-pub mod entities;
-pub mod errors;
+pub(crate) mod attributes;
+pub(crate) mod counters;
+pub(crate) mod entities;
+pub(crate) mod errors;
 pub mod idempotency;
-pub mod imports;
+pub(crate) mod imports;
 pub mod items;
 pub mod keys;
-pub mod limits;
-pub mod lists;
-pub mod metaobjects;
+pub(crate) mod limits;
+pub(crate) mod lists;
+pub(crate) mod metaobjects;
 pub mod metrics;
-pub mod ops;
-pub mod orgs;
-pub mod packed;
-pub mod parallel;
-pub mod products;
-pub mod quotas;
-pub mod rate;
-pub mod resources;
-pub mod selections;
-pub mod settings;
-pub mod slots;
-pub mod snapshot;
+pub(crate) mod ops;
+pub(crate) mod orgs;
+pub(crate) mod packed;
+pub(crate) mod parallel;
+pub(crate) mod products;
+pub(crate) mod quotas;
+pub(crate) mod rate;
+pub(crate) mod resources;
+pub(crate) mod selections;
+pub(crate) mod settings;
+pub(crate) mod slots;
+pub(crate) mod snapshot;
 pub mod table;
-pub mod usage;
-pub mod warm;
-pub mod warm_sources;
+pub(crate) mod usage;
+pub(crate) mod warm;
+pub(crate) mod warm_sources;
 pub mod webhooks;
 pub mod writes;
 

@@ -3,11 +3,11 @@
 //! import worker call them with a [`Context`](crate::context::Context) and an organization;
 //! nothing here knows the HTTP pipeline.
 
-pub mod asset_input;
-pub mod bulk;
-pub mod etags;
-pub mod links;
-pub mod product_write;
-pub mod references;
-pub mod retry;
+pub(crate) mod asset_input;
+pub(crate) mod bulk;
+pub(crate) mod etags;
+pub(crate) mod links;
+pub(crate) mod product_write;
+pub(crate) mod references;
+pub(crate) mod retry;
 pub mod tree_patch;

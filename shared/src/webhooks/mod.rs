@@ -3,7 +3,7 @@
 //! `workers/`. See docs/webhooks.md.
 
 pub mod config;
-pub mod event_types;
+pub(crate) mod event_types;
 pub mod queue;
 pub mod signature;
 pub mod topics;
