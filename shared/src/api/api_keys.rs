@@ -6,10 +6,12 @@ use crate::admin;
 use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::names;
+use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::items::KeyItem;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -59,14 +61,40 @@ pub const ENDPOINTS: &[Endpoint] = &[
 /// Most live keys one organization may have.
 pub const MAX_KEYS: usize = 100;
 
+/// An API key as served; `key` (the secret) only in the answer that created it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyView<'a> {
+    id: &'a str,
+    name: &'a str,
+    scopes: Vec<&'a str>,
+    created_at: Timestamp,
+    last_used_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+}
+
+/// The body of POST /api-keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewKey {
+    name: String,
+    scopes: Vec<Value>,
+}
+
 fn render(k: &KeyItem) -> Value {
-    json!({
-        "id": k.key_id,
-        "name": k.name,
-        "scopes": k.scopes,
-        "createdAt": k.created_at.to_string(),
-        "lastUsedAt": k.last_used_at.map(|t| t.to_string()),
+    to_json(&KeyView {
+        id: &k.key_id,
+        name: &k.name,
+        scopes: k.scopes.iter().map(|s| s.as_str()).collect(),
+        created_at: k.created_at,
+        last_used_at: k.last_used_at,
+        key: None,
     })
+}
+
+fn to_json(view: &KeyView<'_>) -> Value {
+    serde_json::to_value(view).expect("a key view serializes")
 }
 
 async fn live_keys(app: &App, org: &str) -> Result<Vec<KeyItem>, ApiError> {
@@ -89,10 +117,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 /// The requested scopes: known, at least one, each at most once, and each held by the caller.
-fn scopes_field(body: &JsonBody, held: &[Scope]) -> Result<Vec<Scope>, ApiError> {
-    let raw = body
-        .opt_array("scopes")?
-        .ok_or_else(|| ApiError::bad_request("field 'scopes' is required"))?;
+fn scopes_field(raw: &[Value], held: &[Scope]) -> Result<Vec<Scope>, ApiError> {
     let mut scopes = Vec::new();
     for v in raw {
         let scope = v.as_str().and_then(Scope::parse).ok_or_else(|| {
@@ -120,26 +145,25 @@ fn scopes_field(body: &JsonBody, held: &[Scope]) -> Result<Vec<Scope>, ApiError>
 
 /// POST /api-keys: 201 with the key in `key`, shown this once.
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "scopes"])?;
-    let name = body.req_str("name")?;
+    let body: NewKey = JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let name = body.name.as_str();
     names::validate("name", name)?;
-    let scopes = scopes_field(&body, &call.principal.scopes)?;
+    let scopes = scopes_field(&body.scopes, &call.principal.scopes)?;
     if live_keys(app, call.org()).await?.len() >= MAX_KEYS {
         return Err(ApiError::conflict(format!(
             "an organization may have at most {MAX_KEYS} API keys; revoke one first"
         )));
     }
     let created = admin::create_key(&app.store, call.org(), name, &scopes).await?;
-    let mut result = json!({
-        "id": created.key_id,
-        "name": name,
-        "scopes": created.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        "createdAt": created.created_at.to_string(),
-        "lastUsedAt": null,
-    });
-    result["key"] = json!(created.plain);
-    Ok(ApiResponse::single(201, result))
+    let view = KeyView {
+        id: &created.key_id,
+        name,
+        scopes: created.scopes.iter().map(|s| s.as_str()).collect(),
+        created_at: created.created_at,
+        last_used_at: None,
+        key: Some(&created.plain),
+    };
+    Ok(ApiResponse::single(201, to_json(&view)))
 }
 
 /// DELETE /api-keys/{id}: revokes a live key of the organization; a key cannot revoke itself.

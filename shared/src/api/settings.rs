@@ -8,11 +8,13 @@ use crate::domain::attributes::{is_valid_key, TargetEntity};
 use crate::domain::names;
 use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
+use serde::Deserialize;
 use serde_json::Value;
 
 const SETTINGS_ENDPOINTS: &[Endpoint] = &[
@@ -375,19 +377,45 @@ async fn update_scopes(
     .await
 }
 
+/// The body of POST /languages.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewLanguage {
+    code: String,
+    #[serde(default, deserialize_with = "present")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    is_default: Option<bool>,
+}
+
+/// The body of POST /channels.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewChannel {
+    identifier: String,
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    locales: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    is_default: Option<bool>,
+}
+
 /// POST /languages {code, name?, isDefault?}: the first language is the default until
 /// another is created with `isDefault: true`.
 async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["code", "name", "isDefault"])?;
-    let code = body.req_str("code")?.to_string();
+    let body: NewLanguage =
+        JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let code = body.code;
     if !is_language_tag(&code) {
         return Err(ApiError::bad_request(format!(
             "field 'code': '{code}' is not a BCP 47 language tag"
         )));
     }
-    let name = name_field(&body, "name", false)?.unwrap_or_else(|| code.clone());
-    let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
+    if let Some(n) = &body.name {
+        names::validate("name", n)?;
+    }
+    let name = body.name.unwrap_or_else(|| code.clone());
+    let is_default = body.is_default.unwrap_or(false);
     update_scopes(app, call.org(), |scopes| {
         let language = Language {
             code: code.clone(),
@@ -402,13 +430,14 @@ async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError
 /// POST /channels {identifier, name, locales?, isDefault?}: the first channel is the
 /// default until another is created with `isDefault: true`.
 async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["identifier", "name", "locales", "isDefault"])?;
-    let identifier = body.req_str("identifier")?.to_string();
+    let body: NewChannel =
+        JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let identifier = body.identifier;
     crate::domain::identifier::validate("identifier", &identifier)?;
-    let name = name_field(&body, "name", true)?.unwrap_or_default();
+    names::validate("name", &body.name)?;
+    let name = body.name;
     let mut locales = Vec::new();
-    for v in body.opt_array("locales")?.map_or(&[][..], Vec::as_slice) {
+    for v in body.locales.unwrap_or_default() {
         match v.as_str() {
             Some(l) if is_language_tag(l) => locales.push(l.to_string()),
             _ => {
@@ -418,7 +447,7 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
             }
         }
     }
-    let is_default = body.opt_bool("isDefault")?.unwrap_or(false);
+    let is_default = body.is_default.unwrap_or(false);
     update_scopes(app, call.org(), |scopes| {
         let codes = scopes.language_codes();
         if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
