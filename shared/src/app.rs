@@ -43,6 +43,11 @@ impl Call {
     pub fn org(&self) -> &str {
         &self.principal.org
     }
+
+    /// The request's body, a JSON object within the configured size, parsed as a `T`.
+    pub fn body<T: serde::de::DeserializeOwned>(&self, app: &App) -> Result<T, ApiError> {
+        crate::http::JsonBody::from_request(&self.request, app.config.max_body_bytes)?.parse()
+    }
 }
 
 pub type Handler = fn(&'static App, Call) -> BoxFuture<'static, Result<ApiResponse, ApiError>>;

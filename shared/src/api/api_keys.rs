@@ -9,7 +9,7 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::items::KeyItem;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -145,7 +145,7 @@ fn scopes_field(raw: &[Value], held: &[Scope]) -> Result<Vec<Scope>, ApiError> {
 
 /// POST /api-keys: 201 with the key in `key`, shown this once.
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body: NewKey = JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let body: NewKey = call.body(app)?;
     let name = body.name.as_str();
     names::validate("name", name)?;
     let scopes = scopes_field(&body.scopes, &call.principal.scopes)?;

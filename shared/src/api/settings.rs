@@ -10,7 +10,7 @@ use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
@@ -240,24 +240,12 @@ fn add_scope<T: ScopeEntry>(list: &mut Vec<T>, mut entry: T) -> Result<Value, Ap
     Ok(json(&entry))
 }
 
-fn name_field(body: &JsonBody, field: &str, required: bool) -> Result<Option<String>, ApiError> {
-    let name = if required {
-        Some(body.req_str(field)?)
-    } else {
-        body.opt_str(field)?
-    };
-    if let Some(n) = name {
-        names::validate(field, n)?;
-    }
-    Ok(name.map(str::to_string))
-}
-
 /// POST /families: 201 with the new integer `id`.
 async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "attributes"])?;
-    let name = name_field(&body, "name", true)?.unwrap_or_default();
-    let keys = attribute_keys(&body, "attributes", ALL_ENTITIES)?;
+    let body: NewFamily = call.body(app)?;
+    names::validate("name", &body.name)?;
+    let name = body.name;
+    let keys = attribute_keys(body.attributes.as_deref(), "attributes", ALL_ENTITIES)?;
     if !keys.is_empty() {
         let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
         let ctx = app.store.write_context(call.org(), &wanted, &[]).await?;
@@ -295,12 +283,12 @@ const TREE_ENTITIES: &[TargetEntity] = &[
 /// A body array of distinct attribute keys `<entity>.<key>` with `entity` one of
 /// `entities`: (entity, key, qualified key) each.
 fn attribute_keys(
-    body: &JsonBody,
+    list: Option<&[Value]>,
     field: &str,
     entities: &[TargetEntity],
 ) -> Result<Vec<(TargetEntity, String, String)>, ApiError> {
     let mut out: Vec<(TargetEntity, String, String)> = Vec::new();
-    for v in body.opt_array(field)?.map_or(&[][..], Vec::as_slice) {
+    for v in list.unwrap_or_default() {
         let key = v.as_str().unwrap_or_default();
         let parsed = key
             .split_once('.')
@@ -377,6 +365,29 @@ async fn update_scopes(
     .await
 }
 
+/// The body of POST /families.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewFamily {
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    attributes: Option<Vec<Value>>,
+}
+
+/// The body of POST /completeness-profiles.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewProfile {
+    identifier: String,
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    required_attributes: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    locales: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    channels: Option<Vec<Value>>,
+}
+
 /// The body of POST /languages.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -403,8 +414,7 @@ struct NewChannel {
 /// POST /languages {code, name?, isDefault?}: the first language is the default until
 /// another is created with `isDefault: true`.
 async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body: NewLanguage =
-        JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let body: NewLanguage = call.body(app)?;
     let code = body.code;
     if !is_language_tag(&code) {
         return Err(ApiError::bad_request(format!(
@@ -430,8 +440,7 @@ async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError
 /// POST /channels {identifier, name, locales?, isDefault?}: the first channel is the
 /// default until another is created with `isDefault: true`.
 async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body: NewChannel =
-        JsonBody::from_request(&call.request, app.config.max_body_bytes)?.parse()?;
+    let body: NewChannel = call.body(app)?;
     let identifier = body.identifier;
     crate::domain::identifier::validate("identifier", &identifier)?;
     names::validate("name", &body.name)?;
@@ -479,13 +488,13 @@ fn render_profile(p: &CompletenessProfile) -> Value {
 
 /// A body array of distinct strings, each one of `known` (`what` names them in errors).
 fn known_strings(
-    body: &JsonBody,
+    list: Option<&[Value]>,
     field: &str,
     known: &[String],
     what: &str,
 ) -> Result<Vec<String>, ApiError> {
     let mut out: Vec<String> = Vec::new();
-    for v in body.opt_array(field)?.map_or(&[][..], Vec::as_slice) {
+    for v in list.unwrap_or_default() {
         let Some(s) = v.as_str() else {
             return Err(ApiError::bad_request(format!(
                 "field '{field}': {v} is not a string"
@@ -510,26 +519,21 @@ fn known_strings(
 /// 201; 409 when the identifier exists. Required attributes must exist, except
 /// `<entity>.name`, which names the entity's own name when no attribute `name` is defined.
 async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&[
-        "identifier",
-        "name",
-        "requiredAttributes",
-        "locales",
-        "channels",
-    ])?;
-    let identifier = body.req_str("identifier")?.to_string();
+    let body: NewProfile = call.body(app)?;
+    let identifier = body.identifier;
     crate::domain::identifier::validate("identifier", &identifier)?;
-    let name = name_field(&body, "name", true)?.unwrap_or_default();
-    if body
-        .opt_array("requiredAttributes")?
-        .is_none_or(Vec::is_empty)
-    {
+    names::validate("name", &body.name)?;
+    let name = body.name;
+    if body.required_attributes.as_ref().is_none_or(Vec::is_empty) {
         return Err(ApiError::bad_request(
             "field 'requiredAttributes' must be a non-empty array of attribute keys",
         ));
     }
-    let keys = attribute_keys(&body, "requiredAttributes", TREE_ENTITIES)?;
+    let keys = attribute_keys(
+        body.required_attributes.as_deref(),
+        "requiredAttributes",
+        TREE_ENTITIES,
+    )?;
     let wanted: Vec<_> = keys.iter().map(|(e, k, _)| (*e, k.clone())).collect();
     let ctx = app.store.write_context(call.org(), &wanted, &[]).await?;
     let mut builtin_names = Vec::new();
@@ -547,8 +551,18 @@ async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         identifier,
         name,
         required_attributes: keys.into_iter().map(|(_, _, key)| key).collect(),
-        locales: known_strings(&body, "locales", &ctx.scopes.language_codes(), "language")?,
-        channels: known_strings(&body, "channels", &ctx.scopes.channel_ids(), "channel")?,
+        locales: known_strings(
+            body.locales.as_deref(),
+            "locales",
+            &ctx.scopes.language_codes(),
+            "language",
+        )?,
+        channels: known_strings(
+            body.channels.as_deref(),
+            "channels",
+            &ctx.scopes.channel_ids(),
+            "channel",
+        )?,
         builtin_names,
     };
     super::quotas::below(
