@@ -7,6 +7,7 @@ use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
@@ -19,6 +20,7 @@ use crate::webhooks::event_types;
 use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -182,7 +184,20 @@ pub const API: Api = Api {
 /// limit: concurrent creations may pass it by a few.
 pub const MAX_WEBHOOKS: usize = 50;
 const MAX_DESCRIPTION: usize = 500;
-const FIELDS: &[&str] = &["url", "topics", "description", "enabled"];
+/// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
+/// `url` and `topics`); `description: null` clears it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookFields {
+    #[serde(default, deserialize_with = "present")]
+    url: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    topics: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    enabled: Option<bool>,
+}
 
 /// Why a subscription is disabled when a request disabled it (or created it disabled).
 pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
@@ -266,8 +281,8 @@ fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
 }
 
 /// The `topics` field: a non-empty array of distinct valid topics, order kept.
-fn topics_field(body: &JsonBody) -> Result<Option<Vec<String>>, ApiError> {
-    let Some(items) = body.opt_array("topics")? else {
+fn topics_field(items: Option<&[Value]>) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(items) = items else {
         return Ok(None);
     };
     if items.is_empty() || items.len() > MAX_TOPICS {
@@ -289,8 +304,8 @@ fn topics_field(body: &JsonBody) -> Result<Option<Vec<String>>, ApiError> {
 }
 
 /// The `description` field: `Some(None)` when it is `null` (cleared).
-fn description_field(body: &JsonBody) -> Result<Option<Option<String>>, ApiError> {
-    match body.0.get("description") {
+fn description_field(value: Option<&Value>) -> Result<Option<Option<String>>, ApiError> {
+    match value {
         None => Ok(None),
         Some(Value::Null) => Ok(Some(None)),
         Some(Value::String(s)) if s.chars().count() <= MAX_DESCRIPTION => Ok(Some(Some(s.clone()))),
@@ -322,14 +337,16 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// POST /webhooks: 201 with the signing secret, shown this once.
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(FIELDS)?;
-    let raw_url = body.req_str("url")?;
-    let topics =
-        topics_field(&body)?.ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
+    let body: WebhookFields = call.body(app)?;
+    let raw_url = body
+        .url
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("field 'url' is required"))?;
+    let topics = topics_field(body.topics.as_deref())?
+        .ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
     reads_catalog(call, "subscribing to catalog topics")?;
-    let description = description_field(&body)?.flatten();
-    let enabled = body.opt_bool("enabled")?.unwrap_or(true);
+    let description = description_field(body.description.as_ref())?.flatten();
+    let enabled = body.enabled.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
     let subs = app.store.list_subscriptions(call.org()).await?;
     if subs.len() >= MAX_WEBHOOKS {
@@ -388,19 +405,15 @@ async fn modify(
 
 /// PATCH /webhooks/{id}: omitted fields stay as they are; `description: null` clears it.
 async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(FIELDS)?;
-    let topics = topics_field(&body)?;
+    let body: WebhookFields = call.body(app)?;
+    let topics = topics_field(body.topics.as_deref())?;
     if topics.is_some() {
         reads_catalog(call, "subscribing to catalog topics")?;
     }
-    let description = description_field(&body)?;
-    let enabled = body.opt_bool("enabled")?;
-    let url = match body.opt_str("url")? {
+    let description = description_field(body.description.as_ref())?;
+    let enabled = body.enabled;
+    let url = match body.url.as_deref() {
         Some(raw) => Some(checked_url(app, raw).await?),
-        None if body.has("url") => {
-            return Err(ApiError::bad_request("field 'url' must be a string"))
-        }
         None => None,
     };
     if let Some(u) = &url {
