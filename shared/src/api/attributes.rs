@@ -7,8 +7,10 @@ use crate::domain::attributes::{
 };
 use crate::domain::names;
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 const ENDPOINTS: &[Endpoint] = &[
@@ -94,39 +96,50 @@ pub fn render(def: &AttributeDefinition) -> Value {
     v
 }
 
-const CREATE_FIELDS: &[&str] = &[
-    "displayName",
-    "key",
-    "targetEntity",
-    "type",
-    "isChannelScoped",
-    "isLocalized",
-    "isMulti",
-    "options",
-    "presets",
-    "metaobjectDefinition",
-];
+/// The body of POST /attributes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewDefinition {
+    display_name: String,
+    key: String,
+    target_entity: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    #[serde(default, deserialize_with = "present")]
+    is_channel_scoped: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    is_localized: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    is_multi: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    options: Option<Vec<Value>>,
+    /// The deprecated alias of `options`.
+    #[serde(default, deserialize_with = "present")]
+    presets: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    metaobject_definition: Option<String>,
+}
 
 /// Validates a POST /attributes body into a definition.
-pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError> {
-    body.only(CREATE_FIELDS)?;
+fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError> {
+    let body: NewDefinition = body.parse()?;
     let bad = |m: String| ApiError::bad_request(m);
-    let name = body.req_str("displayName")?;
+    let name = body.display_name.as_str();
     names::validate("displayName", name)?;
-    let key = body.req_str("key")?;
+    let key = body.key.as_str();
     if !is_valid_key(key) {
         return Err(bad(format!(
             "field 'key': '{key}' must match [a-z][a-z0-9_]{{0,63}}"
         )));
     }
-    let target = body.req_str("targetEntity")?;
+    let target = body.target_entity.as_str();
     let target_entity = TargetEntity::parse(target).ok_or_else(|| {
         bad(format!(
             "field 'targetEntity': '{target}' is not one of {}",
             TargetEntity::names()
         ))
     })?;
-    let type_name = body.req_str("type")?;
+    let type_name = body.type_name.as_str();
     let attr_type = AttributeType::parse(type_name).ok_or_else(|| {
         let all: Vec<&str> = AttributeType::ALL.iter().map(|t| t.as_str()).collect();
         bad(format!(
@@ -134,17 +147,16 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
             all.join(", ")
         ))
     })?;
-    if body.has("options") && body.has("presets") {
-        return Err(bad(
-            "give 'options' or its deprecated alias 'presets', not both".into(),
-        ));
-    }
-    let options_field = if body.has("presets") {
-        "presets"
-    } else {
-        "options"
+    let (options_field, list) = match (body.options, body.presets) {
+        (Some(_), Some(_)) => {
+            return Err(bad(
+                "give 'options' or its deprecated alias 'presets', not both".into(),
+            ))
+        }
+        (None, Some(presets)) => ("presets", Some(presets)),
+        (options, None) => ("options", options),
     };
-    let options: Vec<String> = match body.opt_array(options_field)? {
+    let options: Vec<String> = match list {
         None => Vec::new(),
         Some(list) => {
             let mut out: Vec<String> = Vec::new();
@@ -169,7 +181,7 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
             "field '{options_field}' applies only to select attributes"
         )));
     }
-    let metaobject_definition = body.opt_str("metaobjectDefinition")?.map(str::to_string);
+    let metaobject_definition = body.metaobject_definition;
     match (attr_type, &metaobject_definition) {
         (AttributeType::Metaobject, None) => {
             return Err(bad(
@@ -194,11 +206,11 @@ pub fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError
         name: name.to_string(),
         shape: ValueShape {
             attr_type,
-            is_localized: body.opt_bool("isLocalized")?.unwrap_or(false),
-            is_multi: body.opt_bool("isMulti")?.unwrap_or(false),
+            is_localized: body.is_localized.unwrap_or(false),
+            is_multi: body.is_multi.unwrap_or(false),
             options,
         },
-        is_channel_scoped: body.opt_bool("isChannelScoped")?.unwrap_or(false),
+        is_channel_scoped: body.is_channel_scoped.unwrap_or(false),
         metaobject_definition,
     })
 }
