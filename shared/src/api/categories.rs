@@ -8,12 +8,13 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::retry::with_retries;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -128,6 +129,15 @@ fn ancestors<'a>(
     Ok(chain)
 }
 
+/// The body of PUT /categories/{identifier}; `parent: null` is no parent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CategoryFields {
+    name: String,
+    #[serde(default)]
+    parent: Option<Value>,
+}
+
 /// PUT /categories/{identifier} {name, parent?}: creates (201) or replaces (200). The
 /// parent must exist and not be the category or below it. One Query of the categories, then
 /// one transaction: the category, the parent's version moved (so a concurrent delete of the
@@ -135,12 +145,11 @@ fn ancestors<'a>(
 /// moves cannot close a cycle).
 async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "parent"])?;
-    let name = body.req_str("name")?;
+    let body: CategoryFields = call.body(app)?;
+    let name = body.name.as_str();
     names::validate("name", name)?;
-    let parent = match body.0.get("parent") {
-        None | Some(Value::Null) => None,
+    let parent = match &body.parent {
+        None => None,
         Some(Value::String(p)) => {
             crate::domain::identifier::validate("category", p)
                 .map_err(|e| ApiError::bad_request(format!("field 'parent': {}", e.message)))?;

@@ -7,10 +7,12 @@ use crate::auth::apikey::prefixed_ulid;
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::doc::PAGE;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::imports::object_key;
 use crate::store::imports::ImportItem;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -50,12 +52,19 @@ pub fn render(job: &ImportItem) -> Value {
     })
 }
 
+/// The body of POST /imports.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewImport {
+    #[serde(default, deserialize_with = "present")]
+    format: Option<String>,
+}
+
 /// POST /imports `{"format": "ndjson"}`: 201 with the upload URL (valid one hour).
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["format"])?;
-    match body.opt_str("format")? {
+    let body: NewImport = call.body(app)?;
+    match body.format.as_deref() {
         None | Some("ndjson") => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
