@@ -11,9 +11,10 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::keys::{sku_ref_pk, REF_SK};
 use crate::store::ops::item_key;
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
@@ -23,7 +24,8 @@ use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::references;
 use crate::usecases::retry::with_retries;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -109,11 +111,20 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::single(200, render(&b)).with_etag(etags::resource(&b)))
 }
 
+/// The body of PUT /bundles/{identifier}.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BundleFields {
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    values: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "present")]
+    items: Option<Vec<Value>>,
+}
+
 /// The `items` of a PUT body: 1 to `MAX_ITEMS` lines with distinct SKUs.
-fn parse_items(body: &JsonBody) -> Result<Vec<BundleLine>, ApiError> {
-    let list = body
-        .opt_array("items")?
-        .ok_or_else(|| ApiError::bad_request("field 'items' is required"))?;
+fn parse_items(list: Option<&[Value]>) -> Result<Vec<BundleLine>, ApiError> {
+    let list = list.ok_or_else(|| ApiError::bad_request("field 'items' is required"))?;
     if list.is_empty() || list.len() > MAX_ITEMS {
         return Err(ApiError::bad_request(format!(
             "field 'items' must hold 1 to {MAX_ITEMS} lines"
@@ -163,12 +174,11 @@ fn parse_items(body: &JsonBody) -> Result<Vec<BundleLine>, ApiError> {
 /// trip), then one transaction: the bundle, and the `bundles` sets of SKUs added and removed.
 async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "values", "items"])?;
-    let name = body.req_str("name")?;
+    let body: BundleFields = call.body(app)?;
+    let name = body.name.as_str();
     names::validate("name", name)?;
-    let items = &parse_items(&body)?;
-    let input = body.opt_object("values")?;
+    let items = &parse_items(body.items.as_deref())?;
+    let input = body.values.as_ref();
     let wanted: Vec<_> = input
         .into_iter()
         .flat_map(|m| m.keys().map(|k| (TargetEntity::Bundle, k.clone())))

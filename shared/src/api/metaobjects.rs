@@ -9,6 +9,7 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
+use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
@@ -20,7 +21,8 @@ use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::references::{first_referrer, render_metaobject};
 use crate::usecases::retry::with_retries;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -153,19 +155,53 @@ fn render_definition(d: &MetaobjectDefinition) -> Value {
 }
 
 /// One `fields` element of a definition body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FieldInput {
+    key: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    #[serde(default, deserialize_with = "present")]
+    is_localized: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    is_multi: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    options: Option<Vec<Value>>,
+}
+
+/// The body of POST /metaobject-definitions.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewMetaDefinition {
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    display_name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    fields: Option<Vec<Value>>,
+}
+
+/// The body of PUT /metaobjects/{definition}/{identifier}.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetaobjectFields {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    values: Option<Map<String, Value>>,
+}
+
+/// One `fields` element of a definition body, checked.
 fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
     let bad = |m: String| ApiError::bad_request(format!("fields[{i}]: {m}"));
     let obj = v
         .as_object()
         .ok_or_else(|| bad("expected an object {key, type, ...}".into()))?;
-    let body = JsonBody(obj.clone());
-    body.only(&["key", "type", "isLocalized", "isMulti", "options"])
-        .map_err(|e| bad(e.message))?;
-    let key = body.req_str("key").map_err(|e| bad(e.message))?;
+    let body: FieldInput = JsonBody(obj.clone()).parse().map_err(|e| bad(e.message))?;
+    let key = body.key.as_str();
     if !is_valid_key(key) {
         return Err(bad(format!("'{key}' must match [a-z][a-z0-9_]{{0,63}}")));
     }
-    let type_name = body.req_str("type").map_err(|e| bad(e.message))?;
+    let type_name = body.type_name.as_str();
     let attr_type = AttributeType::parse(type_name)
         .filter(|t| *t != AttributeType::Metaobject)
         .ok_or_else(|| {
@@ -174,11 +210,7 @@ fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
             ))
         })?;
     let mut options: Vec<String> = Vec::new();
-    for o in body
-        .opt_array("options")
-        .map_err(|e| bad(e.message))?
-        .map_or(&[][..], Vec::as_slice)
-    {
+    for o in body.options.as_deref().unwrap_or_default() {
         let s = o
             .as_str()
             .filter(|s| !s.is_empty())
@@ -195,14 +227,8 @@ fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
         key: key.to_string(),
         shape: ValueShape {
             attr_type,
-            is_localized: body
-                .opt_bool("isLocalized")
-                .map_err(|e| bad(e.message))?
-                .unwrap_or(false),
-            is_multi: body
-                .opt_bool("isMulti")
-                .map_err(|e| bad(e.message))?
-                .unwrap_or(false),
+            is_localized: body.is_localized.unwrap_or(false),
+            is_multi: body.is_multi.unwrap_or(false),
             options,
         },
     })
@@ -210,18 +236,18 @@ fn parse_field(i: usize, v: &Value) -> Result<MetaField, ApiError> {
 
 /// POST /metaobject-definitions {name, displayName?, fields}: 201; 409 when the name exists.
 async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "displayName", "fields"])?;
-    let name = body.req_str("name")?;
+    let body: NewMetaDefinition = call.body(app)?;
+    let name = body.name.as_str();
     if !is_valid_key(name) {
         return Err(ApiError::bad_request(format!(
             "field 'name': '{name}' must match [a-z][a-z0-9_]{{0,63}}"
         )));
     }
-    let display_name = body.opt_str("displayName")?.unwrap_or(name);
+    let display_name = body.display_name.as_deref().unwrap_or(name);
     names::validate("displayName", display_name)?;
     let list = body
-        .opt_array("fields")?
+        .fields
+        .as_deref()
         .ok_or_else(|| ApiError::bad_request("field 'fields' is required"))?;
     if list.len() > MAX_FIELDS {
         return Err(ApiError::bad_request(format!(
@@ -338,11 +364,10 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "values"])?;
-    let display = body.opt_str("name")?.unwrap_or(id);
+    let body: MetaobjectFields = call.body(app)?;
+    let display = body.name.as_deref().unwrap_or(id);
     names::validate("name", display)?;
-    let input = body.opt_object("values")?;
+    let input = body.values.as_ref();
     let org = call.org();
     let shelf = Shelf::metaobjects(name);
     let if_match = call.request.if_match.as_deref();
