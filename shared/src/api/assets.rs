@@ -20,6 +20,7 @@ use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::references;
 use crate::usecases::retry::{with_retries, Retry};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -378,11 +379,12 @@ async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     linked_envelope(call, &assets)
 }
 
-/// The `assets` field of a link request: distinct asset identifiers.
-fn asset_ids(body: &JsonBody) -> Result<Vec<String>, ApiError> {
-    body.only(&["assets"])?;
-    let list = body.opt_array("assets")?.map_or(&[][..], Vec::as_slice);
-    crate::usecases::asset_input::distinct_ids(list, "assets", "asset")
+/// The body of a link request: `assets`, distinct asset identifiers.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssetLinks {
+    #[serde(default, deserialize_with = "crate::http::body::present")]
+    assets: Option<Vec<Value>>,
 }
 
 /// PUT (`replace`) or POST /products/{identifier}/assets: the given assets become the
@@ -401,9 +403,10 @@ async fn add_links(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, ApiError> {
     let pid = call.route.identifier(0, "product")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    let ids = &asset_ids(&body)?;
-    if !replace && !body.has("assets") {
+    let body: AssetLinks = call.body(app)?;
+    let list = body.assets.as_deref().unwrap_or_default();
+    let ids = &crate::usecases::asset_input::distinct_ids(list, "assets", "asset")?;
+    if !replace && body.assets.is_none() {
         return Err(ApiError::bad_request("field 'assets' is required"));
     }
     let org = call.org();

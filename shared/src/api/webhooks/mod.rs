@@ -9,7 +9,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
@@ -184,6 +184,14 @@ pub const API: Api = Api {
 /// limit: concurrent creations may pass it by a few.
 pub const MAX_WEBHOOKS: usize = 50;
 const MAX_DESCRIPTION: usize = 500;
+/// The body of POST /webhooks/{id}/rotate-secret (optional).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Rotation {
+    #[serde(default, deserialize_with = "present")]
+    expire_current_in_seconds: Option<Value>,
+}
+
 /// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
 /// `url` and `topics`); `description: null` clears it.
 #[derive(Deserialize)]
@@ -456,9 +464,8 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// secret, shown this once. The old one keeps signing beside it for that many seconds
 /// (default 0: it stops at once); a secret older than the old one stops at once.
 async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["expireCurrentInSeconds"])?;
-    let overlap = match body.0.get("expireCurrentInSeconds") {
+    let body: Rotation = call.body(app)?;
+    let overlap = match body.expire_current_in_seconds {
         None => 0,
         Some(v) => v
             .as_u64()
