@@ -31,7 +31,8 @@ def resolve(path, cur):
 edges={m:set() for m in mods}
 for m,p in mods.items():
     src=open(p).read()
-    src=src.split('#[cfg(test)]')[0]
+    cut=re.search(r'#\[cfg\(test\)\]\s*mod \w+\s*\{',src)
+    if cut: src=src[:cut.start()]
     for mm in re.finditer(r'\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)',src):
         t=resolve(mm.group(1),m)
         if t and t!=m and not m.startswith(t+'::') and not t.startswith(m+'::') and t!='':

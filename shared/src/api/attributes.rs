@@ -121,7 +121,7 @@ struct NewDefinition {
 }
 
 /// Validates a POST /attributes body into a definition.
-fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError> {
+fn parse_definition(body: JsonBody) -> Result<AttributeDefinition, ApiError> {
     let body: NewDefinition = body.parse()?;
     let bad = |m: String| ApiError::bad_request(m);
     let name = body.display_name.as_str();
@@ -218,7 +218,7 @@ fn parse_definition(body: &JsonBody) -> Result<AttributeDefinition, ApiError> {
 /// POST /attributes: 201, or 409 when the key exists for the target entity.
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    let def = parse_definition(&body)?;
+    let def = parse_definition(body)?;
     if let Some(name) = &def.metaobject_definition {
         if app
             .store
@@ -328,7 +328,7 @@ mod tests {
     use super::*;
 
     fn parse(v: Value) -> Result<AttributeDefinition, ApiError> {
-        parse_definition(&JsonBody(v.as_object().unwrap().clone()))
+        parse_definition(JsonBody(v.as_object().unwrap().clone()))
     }
 
     #[test]

@@ -28,8 +28,8 @@ impl JsonBody {
 
     /// The body as a `T` (declared with `#[serde(deny_unknown_fields)]`), each error in the
     /// words the field-by-field accessors use: the field's path and what it must be.
-    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
-        serde_path_to_error::deserialize(Value::Object(self.0.clone())).map_err(|e| {
+    pub fn parse<T: DeserializeOwned>(self) -> Result<T, ApiError> {
+        serde_path_to_error::deserialize(Value::Object(self.0)).map_err(|e| {
             ApiError::bad_request(describe(&e.path().to_string(), &e.inner().to_string()))
         })
     }
