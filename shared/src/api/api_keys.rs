@@ -9,8 +9,10 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::items::KeyItem;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -38,7 +40,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create an API key, shown once in `key`; it may hold only scopes the calling key holds",
                 &[],
-                Some("ApiKeyCreate"),
+                Some(request::<NewKey>),
                 201,
                 Body::Single("ApiKeyCreated"),
             ),
@@ -75,11 +77,19 @@ struct KeyView<'a> {
 }
 
 /// The body of POST /api-keys.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ApiKeyCreate")]
 struct NewKey {
+    #[schemars(schema_with = "schema::name")]
     name: String,
+    #[schemars(schema_with = "scopes")]
     scopes: Vec<Value>,
+}
+
+/// One scope or more.
+fn scopes(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/Scope"}})
 }
 
 fn render(k: &KeyItem) -> Value {

@@ -8,18 +8,22 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::doc::PAGE;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::schema::{self, request};
+use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Mark;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
-use crate::usecases::asset_input::{apply, new_asset, raw_asset, RawAsset, MAX_LINKS};
+use crate::usecases::asset_input::{
+    apply, new_asset, AssetCreate, AssetFields, AssetItem, RawAsset, MAX_LINKS,
+};
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::references;
 use crate::usecases::retry::{with_retries, Retry};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -48,7 +52,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create an asset (409 when the identifier exists)",
                 &[],
-                Some("AssetCreate"),
+                Some(request::<AssetCreate>),
                 201,
                 Body::Single("Asset"),
             ),
@@ -72,7 +76,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Update an asset; omitted fields are unchanged",
                 &[],
-                Some("AssetPatch"),
+                Some(request::<AssetFields>),
                 200,
                 Body::Single("Asset"),
             ),
@@ -111,7 +115,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Make the given assets the complete set, in order",
                 &[],
-                Some("AssetLinks"),
+                Some(request::<AssetLinks>),
                 200,
                 Body::List("Asset"),
             ),
@@ -126,7 +130,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Add assets without replacing (already linked: no duplicate)",
                 &[],
-                Some("AssetLinks"),
+                Some(request::<AssetLinks>),
                 200,
                 Body::List("Asset"),
             ),
@@ -210,19 +214,14 @@ pub async fn context(
     Ok(app.store.write_context(org, &wanted, &[]).await?)
 }
 
-const CREATE_FIELDS: &[&str] = &["identifier", "url", "name", "mimeType", "values"];
-const PATCH_FIELDS: &[&str] = &["url", "name", "mimeType", "values"];
-
 /// POST /assets: 201; 409 when the identifier exists (one conditional PutItem decides).
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    let raw = raw_asset(String::new(), &body.0, CREATE_FIELDS)?;
-    let id = raw
-        .identifier
-        .ok_or_else(|| ApiError::bad_request("field 'identifier' is required"))?;
-    if raw.url.is_none() {
+    let body: AssetItem = call.body(app)?;
+    if body.url.is_none() {
         return Err(ApiError::bad_request("field 'url' is required"));
     }
+    let id = body.identifier.as_str();
+    let raw = RawAsset::new(String::new(), Some(id), body.fields())?;
     let ctx = context(app, call.org(), &[&raw]).await?;
     let input = raw.validate(id, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
@@ -255,8 +254,8 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// PATCH /assets/{identifier}: omitted fields unchanged; 404 when the asset does not exist.
 async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    let raw = raw_asset(String::new(), &body.0, PATCH_FIELDS)?;
+    let body: AssetFields = call.body(app)?;
+    let raw = RawAsset::new(String::new(), None, body.fields())?;
     let ctx = context(app, call.org(), &[&raw]).await?;
     let input = &raw.validate(id, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
@@ -380,11 +379,16 @@ async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 }
 
 /// The body of a link request: `assets`, distinct asset identifiers.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct AssetLinks {
     #[serde(default, deserialize_with = "crate::http::body::present")]
-    assets: Option<Vec<Value>>,
+    #[schemars(schema_with = "links")]
+    assets: Option<Vec<String>>,
+}
+
+fn links(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schema::identifiers(MAX_LINKS)
 }
 
 /// PUT (`replace`) or POST /products/{identifier}/assets: the given assets become the

@@ -8,8 +8,10 @@ use crate::domain::attributes::{
 use crate::domain::names;
 use crate::error::ApiError;
 use crate::http::body::present;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -37,7 +39,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create an attribute definition",
                 &[],
-                Some("AttributeCreate"),
+                Some(request::<NewDefinition>),
                 201,
                 Body::Single("AttributeDefinition"),
             ),
@@ -97,26 +99,37 @@ pub fn render(def: &AttributeDefinition) -> Value {
 }
 
 /// The body of POST /attributes.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "AttributeCreate")]
 struct NewDefinition {
+    #[schemars(schema_with = "schema::name")]
     display_name: String,
+    #[schemars(schema_with = "schema::key")]
     key: String,
+    #[schemars(schema_with = "schema::target_entity")]
     target_entity: String,
     #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::attribute_type")]
     type_name: String,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     is_channel_scoped: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     is_localized: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     is_multi: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::strings")]
     options: Option<Vec<Value>>,
     /// The deprecated alias of `options`.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::strings", extend("deprecated" = true))]
     presets: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "String")]
     metaobject_definition: Option<String>,
 }
 

@@ -14,6 +14,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::keys::{sku_ref_pk, REF_SK};
 use crate::store::ops::item_key;
@@ -24,6 +25,7 @@ use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::references;
 use crate::usecases::retry::with_retries;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -54,7 +56,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create (201) or replace (200) a bundle",
                 &[],
-                Some("BundlePut"),
+                Some(request::<BundleFields>),
                 200,
                 Body::Single("Bundle"),
             )
@@ -112,14 +114,23 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 /// The body of PUT /bundles/{identifier}.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "BundlePut", transform = schema::Required(&["items"]))]
 struct BundleFields {
+    #[schemars(schema_with = "schema::name")]
     name: String,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::values")]
     values: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "lines")]
     items: Option<Vec<Value>>,
+}
+
+/// The schema of `items`: bundle lines as a bundle shows them.
+fn lines(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "minItems": 1, "maxItems": MAX_ITEMS, "items": {"$ref": "#/components/schemas/BundleLine"}})
 }
 
 /// The `items` of a PUT body: 1 to `MAX_ITEMS` lines with distinct SKUs.

@@ -8,12 +8,14 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::retry::with_retries;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -45,7 +47,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create (201) or replace (200) a category",
                 &[],
-                Some("CategoryPut"),
+                Some(request::<CategoryFields>),
                 200,
                 Body::Single("Category"),
             )
@@ -130,11 +132,15 @@ fn ancestors<'a>(
 }
 
 /// The body of PUT /categories/{identifier}; `parent: null` is no parent.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "CategoryPut")]
 struct CategoryFields {
+    #[schemars(schema_with = "schema::name")]
     name: String,
+    /// The parent category's identifier.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     parent: Option<Value>,
 }
 

@@ -9,9 +9,11 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
+use crate::http::schema::request;
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::imports::object_key;
 use crate::store::imports::ImportItem;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -21,7 +23,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(list),
     ),
     Endpoint::new(
-        Route::new("POST", "/imports", Scope::CatalogWrite, Doc::new("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some("ImportCreate"), 201, Body::Single("ImportCreated"))),
+        Route::new("POST", "/imports", Scope::CatalogWrite, Doc::new("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some(request::<NewImport>), 201, Body::Single("ImportCreated"))),
         handler!(create),
     ),
     Endpoint::new(
@@ -53,11 +55,18 @@ pub fn render(job: &ImportItem) -> Value {
 }
 
 /// The body of POST /imports.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ImportCreate")]
 struct NewImport {
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "ndjson")]
     format: Option<String>,
+}
+
+/// The one file format.
+fn ndjson(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["ndjson"]})
 }
 
 /// POST /imports `{"format": "ndjson"}`: 201 with the upload URL (valid one hour).

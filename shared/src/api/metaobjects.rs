@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
@@ -21,6 +22,7 @@ use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::references::{first_referrer, render_metaobject};
 use crate::usecases::retry::with_retries;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -48,7 +50,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create a metaobject definition",
                 &[],
-                Some("MetaobjectDefinitionCreate"),
+                Some(request::<NewMetaDefinition>),
                 201,
                 Body::Single("MetaobjectDefinition"),
             ),
@@ -108,7 +110,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create (201) or replace (200) a metaobject",
                 &[],
-                Some("MetaobjectPut"),
+                Some(request::<MetaobjectFields>),
                 200,
                 Body::Single("Metaobject"),
             )
@@ -155,38 +157,52 @@ fn render_definition(d: &MetaobjectDefinition) -> Value {
 }
 
 /// One `fields` element of a definition body.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "MetaobjectFieldCreate")]
 struct FieldInput {
+    #[schemars(schema_with = "schema::key")]
     key: String,
     #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::attribute_type")]
     type_name: String,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     is_localized: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     is_multi: Option<bool>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::strings")]
     options: Option<Vec<Value>>,
 }
 
 /// The body of POST /metaobject-definitions.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "MetaobjectDefinitionCreate", transform = schema::Required(&["fields"]))]
 struct NewMetaDefinition {
+    #[schemars(schema_with = "schema::key")]
     name: String,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::name")]
     display_name: Option<String>,
+    /// Each checked as it is read: errors name the field's index.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Vec<FieldInput>")]
     fields: Option<Vec<Value>>,
 }
 
 /// The body of PUT /metaobjects/{definition}/{identifier}.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MetaobjectPut")]
 struct MetaobjectFields {
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::name")]
     name: Option<String>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::values")]
     values: Option<Map<String, Value>>,
 }
 

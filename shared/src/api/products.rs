@@ -7,7 +7,8 @@ use crate::auth::Scope;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::render::{self, Embed};
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
+use crate::http::schema::request;
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
@@ -15,7 +16,7 @@ use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::references::with_included;
 use crate::usecases::retry::{with_retries, Retry};
-use crate::usecases::tree_patch;
+use crate::usecases::tree_patch::{self, ProductBody, ProductBulk};
 
 const PRODUCT_LIST_QUERY: &[&str] = &crate::app::concat::<
     &str,
@@ -28,7 +29,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(list_products),
     ),
     Endpoint::new(
-        Route::new("PATCH", "/products", Scope::CatalogWrite, Doc::new("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some("ProductBulk"), 200, Body::Lines("BulkLine"))),
+        Route::new("PATCH", "/products", Scope::CatalogWrite, Doc::new("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some(request::<ProductBulk>), 200, Body::Lines("BulkLine"))),
         handler!(super::bulk::patch_products),
     ),
     Endpoint::new(
@@ -36,7 +37,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(get_product),
     ),
     Endpoint::new(
-        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some("ProductPatch"), 200, Body::Single("WriteResult")).creates()),
+        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some(request::<ProductBody>), 200, Body::Single("WriteResult")).creates()),
         handler!(patch_product),
     ),
     Endpoint::new(
@@ -112,7 +113,7 @@ async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
 /// 201 when the product was created, 200 otherwise. The whole body is validated first.
 async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
+    let body: ProductBody = call.body(app)?;
     let patch = tree_patch::parse_product_patch(app, call.org(), id, &body).await?;
     let if_match = call.request.if_match.as_deref();
     crate::usecases::product_write::upsert_product(app, call.org(), id, &patch, None, if_match)

@@ -8,11 +8,12 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::render;
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Query, Route};
+use crate::http::schema::request;
+use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
-use crate::usecases::tree_patch::{self, ProductPatch, VariantPatch};
+use crate::usecases::tree_patch::{self, ProductPatch, SkuPatchBody, VariantPatch};
 
 use super::include;
 use crate::usecases::etags;
@@ -52,7 +53,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Update a SKU",
                 &[],
-                Some("SkuPatch"),
+                Some(request::<SkuPatchBody>),
                 200,
                 Body::Single("WriteResult"),
             ),
@@ -121,8 +122,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// variant's and product's tree timestamps move in the same transaction.
 async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
-    let body = JsonBody::from_request(&call.request, app.config.max_body_bytes)?;
-    body.only(&["name", "values"])?;
+    let body: SkuPatchBody = call.body(app)?;
     let sku_patch = tree_patch::parse_sku_patch(app, call.org(), id, &body).await?;
     let org = call.org();
     let sku_patch = &sku_patch;

@@ -17,14 +17,17 @@ pub enum Body {
     Document,
 }
 
+/// A request body's schema: [`super::schema::request`] of the type the handler parses.
+pub type RequestSchema = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
 /// One operation's description.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Doc {
     pub summary: &'static str,
     /// Query parameters, by component name.
     pub query: &'static [&'static str],
     /// The request body's schema, when the route takes one.
-    pub request: Option<&'static str>,
+    pub request: Option<RequestSchema>,
     /// The success status.
     pub status: u16,
     pub body: Body,
@@ -38,7 +41,7 @@ impl Doc {
     pub const fn new(
         summary: &'static str,
         query: &'static [&'static str],
-        request: Option<&'static str>,
+        request: Option<RequestSchema>,
         status: u16,
         body: Body,
     ) -> Self {

@@ -12,6 +12,7 @@ pub(crate) mod render;
 pub(crate) mod request;
 pub(crate) mod response;
 pub mod routes;
+pub(crate) mod schema;
 
 pub use body::JsonBody;
 pub use doc::{Body, Doc};

@@ -9,7 +9,7 @@ use crate::error::ApiError;
 use percent_encoding::percent_decode_str;
 
 /// One route a function serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Route {
     pub method: &'static str,
     /// Pattern under `/v1`, with `{name}` segments: `/products/{identifier}`.
@@ -48,7 +48,7 @@ impl AsRef<Route> for Route {
 }
 
 /// A matched route with its decoded path parameters, in pattern order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RouteMatch {
     pub route: Route,
     /// The matched entry's position in the table searched.

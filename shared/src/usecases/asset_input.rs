@@ -8,8 +8,12 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, ValueChange};
 use crate::error::ApiError;
+use crate::http::body::present;
+use crate::http::schema;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Most assets, or categories, one product links.
@@ -46,63 +50,110 @@ fn is_media_type(s: &str) -> bool {
     s.split_once('/').is_some_and(|(a, b)| token(a) && token(b))
 }
 
-/// Shape-checks an asset object (`fields` are the ones allowed there).
-pub fn raw_asset<'a>(
-    at: String,
-    obj: &'a Map<String, Value>,
-    fields: &[&str],
-) -> Result<RawAsset<'a>, ApiError> {
-    let bad = |m: String| ApiError::bad_request(format!("{at}{m}"));
-    if let Some(k) = obj.keys().find(|k| !fields.contains(&k.as_str())) {
-        return Err(bad(format!(
-            "unknown field '{k}' (allowed: {})",
-            fields.join(", ")
-        )));
-    }
-    let text = |field: &str| -> Result<Option<&'a str>, ApiError> {
-        match obj.get(field) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(bad(format!("field '{field}' must be a string"))),
+/// Declares an asset body type: `$identifier` fields first, then the fields every asset
+/// body has, and `fields()` to read those.
+macro_rules! asset_body {
+    ($(#[$doc:meta])* $name:ident { $($identifier:tt)* }) => {
+        #[derive(Debug, Default, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        $(#[$doc])*
+        pub struct $name {
+            $($identifier)*
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(schema_with = "schema::http_url")]
+            pub url: Option<String>,
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(schema_with = "schema::name")]
+            pub name: Option<String>,
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(schema_with = "schema::media_type")]
+            pub mime_type: Option<String>,
+            #[serde(default)]
+            #[schemars(schema_with = "schema::values")]
+            pub values: Option<Map<String, Value>>,
+        }
+
+        impl $name {
+            /// The asset's fields, borrowed.
+            pub fn fields(&self) -> AssetFieldsRef<'_> {
+                AssetFieldsRef {
+                    url: self.url.as_deref(),
+                    name: self.name.as_deref(),
+                    mime_type: self.mime_type.as_deref(),
+                    values: self.values.as_ref(),
+                }
+            }
         }
     };
-    let identifier = text("identifier")?;
-    if let Some(id) = identifier {
-        identifier::validate("asset", id).map_err(|e| bad(e.message))?;
+}
+
+asset_body!(
+    /// An asset object in a product body's `assets` (linked, and created or updated as
+    /// given), or the body of POST /assets. A new asset needs its `url`.
+    #[schemars(rename = "ProductAsset")]
+    AssetItem {
+        #[schemars(schema_with = "schema::an_identifier")]
+        pub identifier: String,
     }
-    let name = text("name")?;
-    if let Some(n) = name {
-        names::validate("name", n).map_err(|e| bad(e.message))?;
-    }
-    let url = text("url")?;
-    if let Some(u) = url {
-        let ok = url::Url::parse(u)
-            .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
-        if !ok || u.len() > 2048 {
+);
+
+schema::requiring!(
+    /// The body of POST /assets: an asset with its `url`.
+    AssetCreate = AssetItem, ["url"]
+);
+
+asset_body!(
+    /// The body of PATCH /assets/{identifier}: the fields given change.
+    #[schemars(rename = "AssetPatch")]
+    AssetFields {}
+);
+
+/// The fields of an asset body, borrowed.
+#[derive(Clone, Copy, Default)]
+pub struct AssetFieldsRef<'a> {
+    pub url: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub mime_type: Option<&'a str>,
+    pub values: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> RawAsset<'a> {
+    /// Checks an asset's fields (`at` prefixes errors: `""` or `"assets[2]: "`).
+    pub fn new(
+        at: String,
+        identifier: Option<&'a str>,
+        fields: AssetFieldsRef<'a>,
+    ) -> Result<Self, ApiError> {
+        let bad = |m: String| ApiError::bad_request(format!("{at}{m}"));
+        if let Some(id) = identifier {
+            identifier::validate("asset", id).map_err(|e| bad(e.message))?;
+        }
+        if let Some(n) = fields.name {
+            names::validate("name", n).map_err(|e| bad(e.message))?;
+        }
+        if let Some(u) = fields.url {
+            let ok = url::Url::parse(u)
+                .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+            if !ok || u.len() > 2048 {
+                return Err(bad(format!(
+                    "field 'url': '{u}' is not an absolute http(s) URL of at most 2048 characters"
+                )));
+            }
+        }
+        if let Some(m) = fields.mime_type.filter(|m| !is_media_type(m)) {
             return Err(bad(format!(
-                "field 'url': '{u}' is not an absolute http(s) URL of at most 2048 characters"
+                "field 'mimeType': '{m}' is not a media type like image/png"
             )));
         }
+        Ok(RawAsset {
+            at,
+            identifier,
+            name: fields.name,
+            url: fields.url,
+            mime_type: fields.mime_type,
+            values: fields.values,
+        })
     }
-    let mime_type = text("mimeType")?;
-    if let Some(m) = mime_type.filter(|m| !is_media_type(m)) {
-        return Err(bad(format!(
-            "field 'mimeType': '{m}' is not a media type like image/png"
-        )));
-    }
-    let values = match obj.get("values") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m),
-        Some(_) => return Err(bad("field 'values' must be an object".into())),
-    };
-    Ok(RawAsset {
-        at,
-        identifier,
-        name,
-        url,
-        mime_type,
-        values,
-    })
 }
 
 impl RawAsset<'_> {
@@ -167,25 +218,22 @@ pub fn new_asset(org: &str, input: &AssetInput, at: Timestamp) -> ResourceItem {
 }
 
 /// A body array of distinct identifiers of `what` (at most `MAX_LINKS`).
-pub fn distinct_ids(list: &[Value], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+pub fn distinct_ids(list: &[String], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
     if list.len() > MAX_LINKS {
         return Err(ApiError::bad_request(format!(
             "field '{field}': at most {MAX_LINKS} {what} identifiers"
         )));
     }
     let mut ids: Vec<String> = Vec::new();
-    for v in list {
-        let id = v.as_str().ok_or_else(|| {
-            ApiError::bad_request(format!("field '{field}': {v} is not a {what} identifier"))
-        })?;
+    for id in list {
         identifier::validate(what, id)
             .map_err(|e| ApiError::bad_request(format!("field '{field}': {}", e.message)))?;
-        if ids.iter().any(|x| x == id) {
+        if ids.contains(id) {
             return Err(ApiError::bad_request(format!(
                 "field '{field}': {what} '{id}' is given twice"
             )));
         }
-        ids.push(id.to_string());
+        ids.push(id.clone());
     }
     Ok(ids)
 }

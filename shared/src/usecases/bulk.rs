@@ -7,7 +7,7 @@
 
 use super::product_write::upsert_product;
 use super::references;
-use super::tree_patch::{self, ProductPatch, RawProductPatch};
+use super::tree_patch::{self, ProductBody, ProductPatch, RawProductPatch};
 use crate::context::Context;
 use crate::domain::identifier;
 use crate::error::ApiError;
@@ -45,44 +45,51 @@ impl LineOutcome {
     }
 }
 
-/// An item's identifier: the required `identifier` field, checked like a path identifier.
-fn item_identifier(body: &JsonBody) -> Result<&str, ApiError> {
-    let id = match body.0.get("identifier") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "field 'identifier' is required and must be a string",
-            ))
-        }
-    };
-    identifier::validate("product", id)?;
-    Ok(id)
+/// One item of a bulk request by its line: its identifier and body, or why it is refused
+/// with the `identifier` it was sent (echoed in the answer when it is a string).
+pub type ParsedLine = (
+    usize,
+    Result<(String, ProductBody), (Option<String>, ApiError)>,
+);
+
+/// Parses each item: the required `identifier` (checked like a path identifier) taken out,
+/// the rest read as a PATCH /products/{identifier} body.
+pub fn parse_lines(items: Vec<BulkItem>) -> Vec<ParsedLine> {
+    items
+        .into_iter()
+        .map(|BulkItem { line, body }| {
+            let mut body = match body {
+                Ok(b) => b,
+                Err(e) => return (line, Err((None, e))),
+            };
+            let Some(Value::String(id)) = body.remove("identifier") else {
+                let e =
+                    ApiError::bad_request("field 'identifier' is required and must be a string");
+                return (line, Err((None, e)));
+            };
+            let parsed = identifier::validate("product", &id)
+                .map_err(ApiError::from)
+                .and_then(|()| JsonBody(body).parse());
+            match parsed {
+                Ok(body) => (line, Ok((id, body))),
+                Err(e) => (line, Err((Some(id), e))),
+            }
+        })
+        .collect()
 }
 
-/// Structural checks of every item, and the later line of a repeated identifier refused
-/// naming the earlier one. Keeps input order.
-pub fn shape<'a>(
-    bodies: &'a [(usize, Result<JsonBody, ApiError>)],
-) -> Vec<(
-    usize,
-    Option<&'a str>,
-    Result<RawProductPatch<'a>, ApiError>,
-)> {
+/// Structural checks of every parsed item, and the later line of a repeated identifier
+/// refused naming the earlier one. Keeps input order.
+pub fn shape(
+    lines: &[ParsedLine],
+) -> Vec<(usize, Option<&str>, Result<RawProductPatch<'_>, ApiError>)> {
     let mut first_line: HashMap<&str, usize> = HashMap::new();
-    bodies
+    lines
         .iter()
-        .map(|(line, body)| {
-            let body = match body {
-                Ok(b) => b,
-                Err(e) => return (*line, None, Err(e.clone())),
-            };
-            let id = match item_identifier(body) {
-                Ok(id) => id,
-                // a refused identifier is still echoed as sent, when it is a string
-                Err(e) => {
-                    let sent = body.0.get("identifier").and_then(Value::as_str);
-                    return (*line, sent, Err(e));
-                }
+        .map(|(line, parsed)| {
+            let (id, body) = match parsed {
+                Ok((id, body)) => (id.as_str(), body),
+                Err((id, e)) => return (*line, id.as_deref(), Err(e.clone())),
             };
             if let Some(first) = first_line.get(id) {
                 let e = ApiError::bad_request(format!(
@@ -91,11 +98,7 @@ pub fn shape<'a>(
                 return (*line, Some(id), Err(e));
             }
             first_line.insert(id, *line);
-            (
-                *line,
-                Some(id),
-                RawProductPatch::parse(id, body, &["identifier"]),
-            )
+            (*line, Some(id), RawProductPatch::new(id, body))
         })
         .collect()
 }
@@ -113,11 +116,8 @@ pub async fn write_items(
     items: Vec<BulkItem>,
     source: Option<&str>,
 ) -> Result<Vec<LineOutcome>, ApiError> {
-    let bodies: Vec<(usize, Result<JsonBody, ApiError>)> = items
-        .into_iter()
-        .map(|BulkItem { line, body }| (line, body.map(JsonBody)))
-        .collect();
-    let shaped = shape(&bodies);
+    let lines = parse_lines(items);
+    let shaped = shape(&lines);
 
     // One read of everything the valid items name: definitions, scopes, families.
     let mut wanted = Vec::new();
@@ -321,20 +321,21 @@ async fn write_line(
 mod tests {
     use super::*;
 
-    fn bodies(items: Value) -> Vec<(usize, Result<JsonBody, ApiError>)> {
-        items
+    fn bodies(items: Value) -> Vec<ParsedLine> {
+        let items = items
             .as_array()
             .unwrap()
             .iter()
             .enumerate()
-            .map(|(i, v)| match v {
-                Value::Object(m) => (i + 1, Ok(JsonBody(m.clone()))),
-                _ => (
-                    i + 1,
-                    Err(ApiError::bad_request("item must be a JSON object")),
-                ),
+            .map(|(i, v)| BulkItem {
+                line: i + 1,
+                body: match v {
+                    Value::Object(m) => Ok(m.clone()),
+                    _ => Err(ApiError::bad_request("item must be a JSON object")),
+                },
             })
-            .collect()
+            .collect();
+        parse_lines(items)
     }
 
     #[test]
@@ -346,7 +347,8 @@ mod tests {
             {"identifier": "p2", "colour": 1},
             {"identifier": " bad"},
             7,
-            {"identifier": "p3", "variants": [{"identifier": "v"}, {"identifier": "v"}]}
+            {"identifier": "p3", "variants": [{"identifier": "v"}, {"identifier": "v"}]},
+            {"identifier": "p4", "name": 7}
         ]));
         let shaped = shape(&b);
         let errors: Vec<Option<String>> = shaped
@@ -372,6 +374,7 @@ mod tests {
             errors[6].as_deref(),
             Some("variants[1]: variant 'v' is given twice")
         );
+        assert_eq!(errors[7].as_deref(), Some("field 'name' must be a string"));
         let ids: Vec<Option<&str>> = shaped.iter().map(|(_, id, _)| *id).collect();
         assert_eq!(
             ids,
@@ -382,7 +385,8 @@ mod tests {
                 Some("p2"),
                 Some(" bad"),
                 None,
-                Some("p3")
+                Some("p3"),
+                Some("p4")
             ]
         );
     }

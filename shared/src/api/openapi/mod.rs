@@ -5,9 +5,10 @@
 
 use super::samples::{self, Sample};
 use crate::app::{handler, App, Call, Endpoint};
-use crate::domain::attributes::{AttributeType, TargetEntity};
+use crate::domain::attributes::TargetEntity;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use schemars::SchemaGenerator;
 use serde_json::{json, Map, Value};
 
 mod schemas;
@@ -181,7 +182,7 @@ fn success(op: &Doc) -> Value {
     json!({"description": "Success", "content": content(schema)})
 }
 
-fn operation(route: &Route, tag: &str) -> Value {
+fn operation(route: &Route, tag: &str, g: &mut SchemaGenerator) -> Value {
     let op = &route.doc;
     let samples = samples_of(route);
     let mut params: Vec<Value> = route
@@ -289,7 +290,11 @@ fn operation(route: &Route, tag: &str) -> Value {
         None => v["security"] = json!([]),
     }
     if let Some(schema) = op.request {
-        let mut body = content(r(schema));
+        let schema = Value::from(schema(g));
+        let name = schema["$ref"].as_str().and_then(|r| r.rsplit('/').next());
+        // A body whose every field is optional may be left out.
+        let required = !name.is_some_and(|n| OPTIONAL_BODIES.contains(&n));
+        let mut body = content(schema);
         let examples: Map<String, Value> = samples
             .iter()
             .filter_map(|(s, _)| Some((s.name.to_string(), json!({"value": s.body.clone()?}))))
@@ -297,8 +302,6 @@ fn operation(route: &Route, tag: &str) -> Value {
         if !examples.is_empty() {
             body["application/json"]["examples"] = examples.into();
         }
-        // A body whose every field is optional may be left out.
-        let required = !OPTIONAL_BODIES.contains(&schema);
         v["requestBody"] = json!({"required": required, "content": body});
     }
     v
@@ -340,12 +343,18 @@ fn operation_id(route: &Route) -> String {
 /// The whole document.
 pub fn document() -> Value {
     let mut paths = Map::new();
+    // Request schemas are derived from the types the handlers parse, collected here.
+    let mut g = crate::http::schema::generator();
     for api in super::FUNCTIONS {
         for route in api.routes() {
             let key = route.path.to_string();
             let entry = paths.entry(key).or_insert_with(|| json!({}));
-            entry[route.method.to_ascii_lowercase()] = operation(route, api.function);
+            entry[route.method.to_ascii_lowercase()] = operation(route, api.function, &mut g);
         }
+    }
+    let mut schemas = schemas();
+    if let Value::Object(all) = &mut schemas {
+        all.extend(g.take_definitions(true));
     }
     json!({
         "openapi": "3.1.0",
@@ -378,7 +387,7 @@ pub fn document() -> Value {
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "cat_<12 char id>_<secret>"}},
-            "schemas": schemas(),
+            "schemas": schemas,
             "parameters": parameters(),
             "responses": responses(),
         },

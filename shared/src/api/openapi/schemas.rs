@@ -1,6 +1,7 @@
 //! The document's component schemas, and the small builders of JSON Schema they are written with.
 
 use super::*;
+use crate::http::schema;
 
 pub(super) fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -36,66 +37,21 @@ pub(super) fn object(fields: &[(&str, Value, bool)]) -> Value {
     o
 }
 
-/// A request-body object: no field beyond `fields` is accepted.
-pub(super) fn input(fields: &[(&str, Value, bool)]) -> Value {
-    let mut o = object(fields);
-    o["additionalProperties"] = json!(false);
-    o
-}
-
-/// A string schema matching the whole of `body`. The `(?!\n)` keeps Python's `$` (schemathesis
-/// generates with Python's `re`) from also matching before a final newline, which ECMA's never
-/// does and the API refuses.
+/// [`schema::matching`] as a value.
 pub(super) fn matching(body: &str) -> Value {
-    json!({"type": "string", "pattern": format!("^{body}(?!\\n)$")})
+    schema::matching(body).to_value()
 }
 
-/// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.
-pub(super) const KEY: &str = "[a-z][a-z0-9_]{0,63}";
-
-/// decisions.md's identifier: 1 to 255 characters and at most 300 bytes of UTF-8, no control
-/// character, no `/`, no leading or trailing space (`domain/identifier.rs`). JSON Schema
-/// counts characters only: the byte limit is in the description.
+/// [`schema::identifier`] as a value.
 pub(super) fn identifier() -> Value {
-    let mut schema = matching("[^/\\s\\u0000-\\u001f\\u007f-\\u009f](?:[^/\\u0000-\\u001f\\u007f-\\u009f]*[^/\\s\\u0000-\\u001f\\u007f-\\u009f])?");
-    schema["minLength"] = json!(1);
-    schema["maxLength"] = json!(crate::domain::identifier::MAX_IDENTIFIER_CHARS);
-    schema["description"] = json!(format!(
-        "1 to {} characters and at most {} bytes of UTF-8; no control character, no '/', no leading or trailing space",
-        crate::domain::identifier::MAX_IDENTIFIER_CHARS,
-        crate::domain::identifier::MAX_IDENTIFIER_BYTES
-    ));
-    schema
+    schema::identifier().to_value()
 }
+
+pub(super) use schema::KEY;
 
 /// An attribute's target entity.
 pub(super) fn target_entity() -> Value {
-    json!({"enum": TargetEntity::ALL.map(TargetEntity::as_str)})
-}
-
-/// A display name (`domain/names.rs`): 1 to 255 characters, not blank, no control character.
-pub(super) fn name() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": crate::domain::names::MAX_NAME_CHARS, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"})
-}
-
-/// A media type, as `api/assets.rs` checks it.
-pub(super) fn media_type() -> Value {
-    let token = "[A-Za-z0-9!#$&^_.+-]{1,127}";
-    let mut schema = matching(&format!("{token}/{token}"));
-    schema["example"] = json!("image/jpeg");
-    schema
-}
-
-/// An absolute http(s) URL.
-pub(super) fn http_url() -> Value {
-    json!({"type": "string", "description": "An absolute http(s) URL", "maxLength": 2048, "pattern": "^https?://[^/?#\\s]+"})
-}
-
-/// A BCP 47 language tag, as `domain/values.rs` checks it.
-pub(super) fn language_tag() -> Value {
-    let mut schema = matching("[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*");
-    schema["example"] = json!("en-US");
-    schema
+    schema::target_entities().to_value()
 }
 
 pub(super) fn entity(extra: &[(&str, Value, bool)]) -> Value {
@@ -111,25 +67,6 @@ pub(super) fn entity(extra: &[(&str, Value, bool)]) -> Value {
 }
 
 pub(super) fn schemas() -> Value {
-    let values = json!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "additionalProperties": true});
-    let asset_input = input(&[
-        ("identifier", identifier(), true),
-        ("url", http_url(), false),
-        ("name", name(), false),
-        ("mimeType", media_type(), false),
-        ("values", values.clone(), false),
-    ]);
-    let sku_input = input(&[
-        ("identifier", identifier(), true),
-        ("name", string(), false),
-        ("values", values.clone(), false),
-    ]);
-    let variant_input = input(&[
-        ("identifier", identifier(), true),
-        ("name", string(), false),
-        ("values", values.clone(), false),
-        ("skus", array(sku_input), false),
-    ]);
     let field = json!({"type": "object", "properties": {
         "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
         "isMulti": {"type": "boolean"}, "options": array(string())}, "required": ["key", "type"]});
@@ -284,50 +221,7 @@ pub(super) fn schemas() -> Value {
             ("description", string(), true),
             ("example", r("WebhookPayload"), true)]),
     });
-    let inputs = json!({
-        "ProductPatch": input(&[("name", string(), false), ("values", values.clone(), false),
-            ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
-            ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)]),
-        "ProductBulk": {"type": "array", "maxItems": crate::http::request::MAX_BULK_ITEMS,
-            "description": "PATCH /products/{identifier} bodies, each with its `identifier`; or the same objects as NDJSON (`Content-Type: application/x-ndjson`, one per line). At most 1,000 items and 6 MiB (413 beyond, nothing written).",
-            "items": input(&[("identifier", identifier(), true), ("name", string(), false), ("values", values.clone(), false),
-                ("familyId", nullable("integer"), false), ("variants", array(variant_input.clone()), false),
-                ("assets", array(asset_input.clone()), false), ("categories", array(identifier()), false)])},
-        "ImportCreate": input(&[("format", json!({"enum": ["ndjson"]}), false)]),
-        "SkuPatch": input(&[("name", string(), false), ("values", values.clone(), false)]),
-        "AssetCreate": asset_input,
-        "AssetPatch": input(&[("url", http_url(), false), ("name", name(), false),
-            ("mimeType", media_type(), false), ("values", values.clone(), false)]),
-        "AssetLinks": input(&[("assets", array(identifier()), false)]),
-        "AttributeCreate": input(&[("displayName", name(), true), ("key", matching(KEY), true),
-            ("targetEntity", target_entity(), true),
-            ("type", json!({"enum": AttributeType::ALL.map(AttributeType::as_str)}), true),
-            ("isChannelScoped", json!({"type": "boolean"}), false), ("isLocalized", json!({"type": "boolean"}), false),
-            ("isMulti", json!({"type": "boolean"}), false), ("options", array(string()), false),
-            ("presets", json!({"type": "array", "items": string(), "deprecated": true}), false),
-            ("metaobjectDefinition", string(), false)]),
-        "FamilyCreate": input(&[("name", name(), true), ("attributes", array(string()), false)]),
-        "ChannelCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
-            ("locales", array(string()), false), ("isDefault", json!({"type": "boolean"}), false)]),
-        "LanguageCreate": input(&[("code", language_tag(), true), ("name", name(), false), ("isDefault", json!({"type": "boolean"}), false)]),
-        "CompletenessProfileCreate": input(&[("identifier", identifier(), true), ("name", name(), true),
-            ("requiredAttributes", array(string()), true), ("locales", array(string()), false), ("channels", array(string()), false)]),
-        "ApiKeyCreate": input(&[("name", name(), true),
-            ("scopes", json!({"type": "array", "minItems": 1, "items": r("Scope")}), true)]),
-        "WebhookCreate": input(&[("url", http_url(), true), ("topics", array(string()), true),
-            ("description", string(), false)]),
-        "WebhookRotate": input(&[("expireCurrentInSeconds", json!({"type": "integer", "minimum": 0, "maximum": 86400, "description": "How long the old secret keeps signing beside the new one (default 0)"}), false)]),
-        "WebhookPatch": input(&[("url", http_url(), false), ("topics", array(string()), false),
-            ("description", nullable("string"), false), ("enabled", json!({"type": "boolean"}), false)]),
-    });
-    let inputs2 = json!({
-        "MetaobjectDefinitionCreate": input(&[("name", matching(KEY), true),
-            ("displayName", name(), false), ("fields", array(field), true)]),
-        "MetaobjectPut": input(&[("name", name(), false), ("values", values.clone(), false)]),
-        "CategoryPut": input(&[("name", name(), true), ("parent", json!({"type": ["string", "null"]}), false)]),
-        "BundlePut": input(&[("name", name(), true), ("values", values, false), ("items", array(r("BundleLine")), true)]),
-    });
-    for part in [more, payload, inputs, inputs2] {
+    for part in [more, payload] {
         if let (Value::Object(a), Value::Object(b)) = (&mut all, part) {
             a.extend(b);
         }

@@ -9,6 +9,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
@@ -20,6 +21,7 @@ use crate::webhooks::event_types;
 use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -52,7 +54,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Create a webhook subscription (the secret is shown once)",
                 &[],
-                Some("WebhookCreate"),
+                Some(request::<WebhookCreate>),
                 201,
                 Body::Single("Webhook"),
             ),
@@ -82,7 +84,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Update a webhook subscription",
                 &[],
-                Some("WebhookPatch"),
+                Some(request::<WebhookFields>),
                 200,
                 Body::Single("Webhook"),
             ),
@@ -106,7 +108,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Rotate the signing secret (shown once); the old one may sign beside it for a while",
                 &[],
-                Some("WebhookRotate"),
+                Some(request::<Rotation>),
                 200,
                 Body::Single("Webhook"),
             ),
@@ -185,25 +187,38 @@ pub const API: Api = Api {
 pub const MAX_WEBHOOKS: usize = 50;
 const MAX_DESCRIPTION: usize = 500;
 /// The body of POST /webhooks/{id}/rotate-secret (optional).
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "WebhookRotate")]
 struct Rotation {
+    /// How long the old secret keeps signing beside the new one (default 0)
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "u32", range(min = 0, max = 86_400))]
     expire_current_in_seconds: Option<Value>,
 }
 
-/// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
-/// `url` and `topics`); `description: null` clears it.
-#[derive(Deserialize)]
+schema::requiring!(
+    /// The body of POST /webhooks: `url` and `topics` required.
+    WebhookCreate = WebhookFields, ["url", "topics"]
+);
+
+/// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires `url`
+/// and `topics`, `enabled: false` creates it disabled); `description: null` clears it.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "WebhookPatch")]
 struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::http_url")]
     url: Option<String>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "schema::strings")]
     topics: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>")]
     description: Option<Value>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     enabled: Option<bool>,
 }
 

@@ -2,7 +2,7 @@
 //! body is parsed and validated whole before anything is read or written, then each attempt
 //! plans the conditional writes against a fresh read of the tree and commits them.
 
-use super::asset_input::{distinct_ids, raw_asset, AssetInput, RawAsset, MAX_LINKS};
+use super::asset_input::{distinct_ids, AssetInput, AssetItem, RawAsset, MAX_LINKS};
 use super::references;
 use crate::context::Context;
 use crate::domain::attributes::TargetEntity;
@@ -15,7 +15,7 @@ use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::domain::{identifier, names};
 use crate::error::ApiError;
 use crate::http::render;
-use crate::http::{ApiResponse, JsonBody};
+use crate::http::ApiResponse;
 use crate::store::counters::{refs_of, Ref};
 use crate::store::items::{EntityItem, EntityKind};
 use crate::store::products::{ProductTree, TreeDepth};
@@ -24,8 +24,11 @@ use crate::store::writes::{Expect, TreeWrite};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+mod body;
 mod planning;
 
+use body::VariantBody;
+pub use body::{ProductBody, ProductBulk, SkuPatchBody};
 pub use planning::{plan, written, Plan};
 
 #[cfg(test)]
@@ -69,49 +72,35 @@ struct RawEntity<'a> {
     values: Option<&'a Map<String, Value>>,
 }
 
-const VARIANT_FIELDS: &[&str] = &["identifier", "name", "values", "skus"];
-const SKU_FIELDS: &[&str] = &["identifier", "name", "values"];
-
-fn raw_entity<'a>(
-    at: String,
-    what: &str,
-    v: &'a Value,
-    fields: &[&str],
-) -> Result<(RawEntity<'a>, &'a Map<String, Value>), ApiError> {
-    let bad = |m: String| ApiError::bad_request(format!("{at}: {m}"));
-    let obj = v
-        .as_object()
-        .ok_or_else(|| bad("expected an object".into()))?;
-    let body = JsonBody(obj.clone());
-    body.only(fields).map_err(|e| bad(e.message))?;
-    let id = match obj.get("identifier") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => {
-            return Err(bad(
-                "field 'identifier' is required and must be a string".into()
-            ))
+impl<'a> RawEntity<'a> {
+    /// Checks an entity's identifier (`what` names its kind), name and value count; `at`
+    /// names it in errors (`""` for the product, `"variants[0]"`).
+    fn new(
+        at: String,
+        what: &str,
+        id: &'a str,
+        name: Option<&'a str>,
+        values: Option<&'a Map<String, Value>>,
+    ) -> Result<Self, ApiError> {
+        let bad = |e: ApiError| {
+            if at.is_empty() {
+                e
+            } else {
+                ApiError::bad_request(format!("{at}: {}", e.message))
+            }
+        };
+        if !at.is_empty() {
+            identifier::validate(what, id).map_err(|e| bad(e.into()))?;
         }
-    };
-    identifier::validate(what, id).map_err(|e| bad(e.message))?;
-    let name = match obj.get("name") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(entity_name(s).map_err(|e| bad(e.message))?),
-        Some(_) => return Err(bad("field 'name' must be a string".into())),
-    };
-    let values = match obj.get("values") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(values_within_limit(m).map_err(|e| bad(e.message))?),
-        Some(_) => return Err(bad("field 'values' must be an object".into())),
-    };
-    Ok((
-        RawEntity {
+        let name = name.map(entity_name).transpose().map_err(bad)?;
+        let values = values.map(values_within_limit).transpose().map_err(bad)?;
+        Ok(Self {
             at,
             id,
             name,
             values,
-        },
-        obj,
-    ))
+        })
+    }
 }
 
 /// An entity's `name` (product, variant, SKU), checked like every display name: 1 to 255
@@ -122,8 +111,10 @@ fn entity_name(name: &str) -> Result<&str, ApiError> {
     Ok(name)
 }
 
-/// The `variants` array of a PATCH /products body, structurally checked.
-fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, ApiError> {
+/// The `variants` of a product body, checked: counts, identifiers, names, no duplicates.
+fn raw_variants(
+    list: &[VariantBody],
+) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, ApiError> {
     if list.len() > MAX_VARIANTS_PER_PRODUCT {
         return Err(ApiError::bad_request(format!(
             "field 'variants': a product has at most {MAX_VARIANTS_PER_PRODUCT} variants; this body names {}",
@@ -132,7 +123,7 @@ fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>
     }
     let skus: usize = list
         .iter()
-        .filter_map(|v| v.get("skus").and_then(Value::as_array))
+        .filter_map(|v| v.skus.as_ref())
         .map(Vec::len)
         .sum();
     if skus > MAX_SKUS_PER_PRODUCT {
@@ -144,7 +135,14 @@ fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>
     let mut seen_skus = HashSet::new();
     let mut out = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let (variant, obj) = raw_entity(format!("variants[{i}]"), "variant", v, VARIANT_FIELDS)?;
+        let at = format!("variants[{i}]");
+        let variant = RawEntity::new(
+            at,
+            "variant",
+            &v.identifier,
+            v.name.as_deref(),
+            v.values.as_ref(),
+        )?;
         if !seen_variants.insert(variant.id) {
             return Err(ApiError::bad_request(format!(
                 "variants[{i}]: variant '{}' is given twice",
@@ -152,26 +150,22 @@ fn raw_variants(list: &[Value]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>
             )));
         }
         let mut skus = Vec::new();
-        match obj.get("skus") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(list)) => {
-                for (j, s) in list.iter().enumerate() {
-                    let at = format!("variants[{i}].skus[{j}]");
-                    let (sku, _) = raw_entity(at.clone(), "sku", s, SKU_FIELDS)?;
-                    if !seen_skus.insert(sku.id) {
-                        return Err(ApiError::bad_request(format!(
-                            "{at}: sku '{}' is given twice",
-                            sku.id
-                        )));
-                    }
-                    skus.push(sku);
-                }
-            }
-            Some(_) => {
+        for (j, s) in v.skus.iter().flatten().enumerate() {
+            let at = format!("variants[{i}].skus[{j}]");
+            let sku = RawEntity::new(
+                at.clone(),
+                "sku",
+                &s.identifier,
+                s.name.as_deref(),
+                s.values.as_ref(),
+            )?;
+            if !seen_skus.insert(sku.id) {
                 return Err(ApiError::bad_request(format!(
-                    "variants[{i}]: field 'skus' must be an array"
-                )))
+                    "{at}: sku '{}' is given twice",
+                    sku.id
+                )));
             }
+            skus.push(sku);
         }
         out.push((variant, skus));
     }
@@ -249,16 +243,6 @@ fn entity_patch(
     })
 }
 
-/// The fields of a PATCH /products/{identifier} body.
-pub const PATCH_FIELDS: &[&str] = &[
-    "name",
-    "values",
-    "familyId",
-    "variants",
-    "assets",
-    "categories",
-];
-
 /// A PATCH /products body, structurally checked (fields, types, identifiers, duplicates)
 /// but not yet validated against the organization's definitions: what it needs to read.
 pub struct RawProductPatch<'a> {
@@ -270,38 +254,22 @@ pub struct RawProductPatch<'a> {
 }
 
 impl<'a> RawProductPatch<'a> {
-    /// Checks the body's shape; `extra` names fields the caller allows beyond
-    /// [`PATCH_FIELDS`] (the bulk route's `identifier`).
-    pub fn parse(id: &'a str, body: &'a JsonBody, extra: &[&str]) -> Result<Self, ApiError> {
-        let allowed: Vec<&str> = PATCH_FIELDS.iter().chain(extra).copied().collect();
-        body.only(&allowed)?;
-        let name = body.opt_str("name")?.map(entity_name).transpose()?;
-        let values = body
-            .opt_object("values")?
-            .map(values_within_limit)
-            .transpose()?;
-        let family = match body.0.get("familyId") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(v) => Some(Some(v.as_i64().filter(|n| *n > 0).ok_or_else(|| {
-                ApiError::bad_request("field 'familyId' must be a positive integer or null")
-            })?)),
-        };
+    /// Checks a parsed body for product `id` (already checked as an identifier).
+    pub fn new(id: &'a str, body: &'a ProductBody) -> Result<Self, ApiError> {
         Ok(Self {
-            product: RawEntity {
-                at: String::new(),
+            product: RawEntity::new(
+                String::new(),
+                "product",
                 id,
-                name,
-                values,
-            },
-            family,
-            variants: raw_variants(body.opt_array("variants")?.map_or(&[], Vec::as_slice))?,
-            assets: body
-                .opt_array("assets")?
-                .map(|l| raw_assets(l))
-                .transpose()?,
+                body.name.as_deref(),
+                body.values.as_ref(),
+            )?,
+            family: body.family_id,
+            variants: raw_variants(body.variants.as_deref().unwrap_or_default())?,
+            assets: body.assets.as_deref().map(raw_assets).transpose()?,
             categories: body
-                .opt_array("categories")?
+                .categories
+                .as_deref()
                 .map(|l| distinct_ids(l, "categories", "category"))
                 .transpose()?,
         })
@@ -401,9 +369,9 @@ pub async fn parse_product_patch(
     cx: &Context,
     org: &str,
     id: &str,
-    body: &JsonBody,
+    body: &ProductBody,
 ) -> Result<ProductPatch, ApiError> {
-    let raw = RawProductPatch::parse(id, body, &[])?;
+    let raw = RawProductPatch::new(id, body)?;
     let wanted = distinct_keys(raw.wanted())?;
     let families: Vec<i64> = raw.family_id().into_iter().collect();
     let ctx = if wanted.is_empty() && families.is_empty() {
@@ -416,29 +384,20 @@ pub async fn parse_product_patch(
     Ok(patch)
 }
 
-const ASSET_ITEM_FIELDS: &[&str] = &["identifier", "url", "name", "mimeType", "values"];
-
-/// The `assets` array of a PATCH /products body: asset objects with distinct identifiers.
-fn raw_assets(list: &[Value]) -> Result<Vec<RawAsset<'_>>, ApiError> {
+/// The `assets` of a product body: asset objects with distinct identifiers.
+fn raw_assets(list: &[AssetItem]) -> Result<Vec<RawAsset<'_>>, ApiError> {
     if list.len() > MAX_LINKS {
         return Err(ApiError::bad_request(format!(
             "field 'assets': a product links at most {MAX_LINKS} assets"
         )));
     }
     let mut out: Vec<RawAsset<'_>> = Vec::new();
-    for (i, v) in list.iter().enumerate() {
-        let obj = v.as_object().ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "assets[{i}]: expected an object with an 'identifier'"
-            ))
-        })?;
-        let raw = raw_asset(format!("assets[{i}]: "), obj, ASSET_ITEM_FIELDS)?;
-        let id = raw.identifier.ok_or_else(|| {
-            ApiError::bad_request(format!("assets[{i}]: field 'identifier' is required"))
-        })?;
-        if out.iter().any(|a| a.identifier == Some(id)) {
+    for (i, a) in list.iter().enumerate() {
+        let raw = RawAsset::new(format!("assets[{i}]: "), Some(&a.identifier), a.fields())?;
+        if out.iter().any(|o| o.identifier == raw.identifier) {
             return Err(ApiError::bad_request(format!(
-                "assets[{i}]: asset '{id}' is given twice"
+                "assets[{i}]: asset '{}' is given twice",
+                a.identifier
             )));
         }
         out.push(raw);
@@ -451,17 +410,15 @@ pub async fn parse_sku_patch(
     cx: &Context,
     org: &str,
     id: &str,
-    body: &JsonBody,
+    body: &SkuPatchBody,
 ) -> Result<EntityPatch, ApiError> {
-    let raw = RawEntity {
-        at: String::new(),
+    let raw = RawEntity::new(
+        String::new(),
+        "sku",
         id,
-        name: body.opt_str("name")?.map(entity_name).transpose()?,
-        values: body
-            .opt_object("values")?
-            .map(values_within_limit)
-            .transpose()?,
-    };
+        body.name.as_deref(),
+        body.values.as_ref(),
+    )?;
     let wanted: Vec<_> = wanted_keys(TargetEntity::Sku, raw.values).collect();
     let ctx = if wanted.is_empty() {
         WriteContext::default()

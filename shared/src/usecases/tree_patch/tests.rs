@@ -203,3 +203,84 @@ fn an_import_line_that_created_a_product_reports_201_when_applied_again() {
     .unwrap();
     assert!(!updated.created);
 }
+
+/// The error a product body gets from parsing and shape checks, or `""`.
+fn body_error(body: serde_json::Value) -> String {
+    let parsed: Result<ProductBody, ApiError> =
+        crate::http::JsonBody(body.as_object().expect("an object").clone()).parse();
+    match parsed {
+        Err(e) => e.message,
+        Ok(b) => RawProductPatch::new("p", &b)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default(),
+    }
+}
+
+#[test]
+fn a_product_body_is_parsed_whole_and_errors_name_the_path() {
+    use serde_json::json;
+    let cases = [
+        (
+            json!({"variants": [{"name": "x"}]}),
+            "field 'variants[0].identifier' is required",
+        ),
+        (
+            json!({"variants": [{"identifier": "v1"}, {"identifier": "v1"}]}),
+            "variants[1]: variant 'v1' is given twice",
+        ),
+        (
+            json!({"variants": [{"identifier": "v", "skus": [{"identifier": "s"}]},
+                                {"identifier": "w", "skus": [{"identifier": "s"}]}]}),
+            "variants[1].skus[0]: sku 's' is given twice",
+        ),
+        (
+            json!({"variants": [{"identifier": "v", "colour": 1}]}),
+            "unknown field 'variants[0].colour' (allowed: identifier, name, values, skus)",
+        ),
+        (
+            json!({"variants": [7]}),
+            "field 'variants[0]' must be an object",
+        ),
+        (json!({"variants": {}}), "field 'variants' must be an array"),
+        (
+            json!({"variants": null}),
+            "field 'variants' must be an array",
+        ),
+        (
+            json!({"familyId": 0}),
+            "field 'familyId' must be a positive integer or null",
+        ),
+        (
+            json!({"familyId": "1"}),
+            "field 'familyId' must be a positive integer or null",
+        ),
+        (json!({"name": 7}), "field 'name' must be a string"),
+        (json!({"name": null}), "field 'name' must be a string"),
+        (
+            json!({"assets": [{"identifier": "a"}, {"identifier": "a"}]}),
+            "assets[1]: asset 'a' is given twice",
+        ),
+        (
+            json!({"assets": [{"identifier": "a", "mimeType": "png"}]}),
+            "assets[0]: field 'mimeType': 'png' is not a media type like image/png",
+        ),
+        (
+            json!({"categories": ["c", "c"]}),
+            "field 'categories': category 'c' is given twice",
+        ),
+        (
+            json!({"nmae": 1}),
+            "unknown field 'nmae' (allowed: name, values, familyId, variants, assets, categories)",
+        ),
+        // a variant's or SKU's name and values, and a variant's skus, may be null
+        (
+            json!({"familyId": null, "variants": [{"identifier": "v", "name": null, "values": null, "skus": null}]}),
+            "",
+        ),
+    ];
+    for (body, error) in cases {
+        assert_eq!(body_error(body.clone()), error, "{body}");
+    }
+    assert!(body_error(json!({"variants": [{"identifier": " v"}]})).starts_with("variants[0]: "));
+}

@@ -232,8 +232,9 @@ async fn raw_floor(org: &Org, range: std::ops::Range<usize>, parallel: usize) ->
         let mut body = tree(i);
         let id = body["identifier"].as_str().unwrap().to_string();
         body.as_object_mut().unwrap().remove("identifier");
-        let body = catalog::http::JsonBody(body.as_object().unwrap().clone());
-        let raw = catalog::usecases::tree_patch::RawProductPatch::parse(&id, &body, &[]).unwrap();
+        let body: catalog::usecases::tree_patch::ProductBody =
+            serde_json::from_value(body).expect("a product body");
+        let raw = catalog::usecases::tree_patch::RawProductPatch::new(&id, &body).unwrap();
         let patch = raw.validate(&ctx).unwrap();
         let plan = catalog::usecases::tree_patch::plan(&org.id, &id, None, &patch, true).unwrap();
         let mut write = TreeWrite::new();
