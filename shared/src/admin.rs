@@ -56,7 +56,7 @@ pub async fn create_key(
             created_at: Timestamp::now(),
             last_used_at: None,
         };
-        match store.put_key(&item).await {
+        match store.put_key(&item, None).await {
             Err(StoreError::ConditionFailed) => continue,
             Err(e) => return Err(e),
             Ok(()) => {

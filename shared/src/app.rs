@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::domain::limits::MAX_CONCURRENT_BULK_WRITES;
 use crate::error::ApiError;
 use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
+use crate::store::idempotency::Guard;
 use crate::store::{metrics, Store};
 use crate::usage::Tally;
 use futures_util::FutureExt;
@@ -37,11 +38,20 @@ pub struct Call {
     pub principal: Principal,
     pub route: RouteMatch,
     pub request: ApiRequest,
+    /// The claim of the request's `Idempotency-Key`, when it has one: every write the
+    /// request makes is given it, and the first to commit moves the key's record to
+    /// `written` in the same transaction (`store/idempotency.rs`).
+    pub guard: Option<Guard>,
 }
 
 impl Call {
     pub fn org(&self) -> &str {
         &self.principal.org
+    }
+
+    /// The claim of the request's `Idempotency-Key`, for its writes.
+    pub fn guard(&self) -> Option<&Guard> {
+        self.guard.as_ref()
     }
 
     /// The request's body, a JSON object within the configured size, parsed as a `T`.
@@ -240,6 +250,7 @@ impl App {
                     principal: Principal::anonymous(),
                     route,
                     request,
+                    guard: None,
                 };
                 return handler(self, call).await;
             }
@@ -376,6 +387,7 @@ impl App {
                     principal,
                     route,
                     request,
+                    guard: None,
                 },
             )
             .await;
@@ -395,7 +407,7 @@ impl App {
         route: RouteMatch,
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
-        use crate::store::idempotency::{guarded, Claimed, Guard};
+        use crate::store::idempotency::Claimed;
         // Bound to the API key that sent it: the same Idempotency-Key from another key of
         // the organization is another request (422), never a replay of this one's answer.
         let fingerprint = crate::http::idempotency::fingerprint(&principal.key_id, &request);
@@ -442,8 +454,9 @@ impl App {
             principal,
             route,
             request,
+            guard: Some(guard.clone()),
         };
-        let response = match guarded(guard.clone(), handler(self, call)).await {
+        let response = match handler(self, call).await {
             Ok(r) => r,
             Err(e) => ApiResponse::error(&e),
         };

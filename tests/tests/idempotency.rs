@@ -7,7 +7,7 @@ use catalog::domain::time::Timestamp;
 use catalog::domain::values::StoredValues;
 use catalog::http::idempotency::fingerprint;
 use catalog::http::ApiRequest;
-use catalog::store::idempotency::{guarded, Claimed, Guard};
+use catalog::store::idempotency::{Claimed, Guard};
 use catalog::store::items::{EntityItem, EntityKind};
 use catalog::store::writes::{Expect, TreeWrite};
 use catalog_e2e::webhooks::{webhooks, Receiver};
@@ -182,7 +182,7 @@ async fn a_key_held_by_a_running_request_is_409() {
     );
     let mut write = TreeWrite::new();
     write.put(&org.id, &item, Expect::Absent).unwrap();
-    guarded(guard, store.commit(&write)).await.unwrap();
+    store.commit(&write, Some(&guard)).await.unwrap();
     let r = keyed(
         &org,
         "PATCH",

@@ -348,7 +348,7 @@ async fn delivery_log_pages_cost_the_same_at_any_depth_and_leave_expired_entries
         let (store, org, hook) = (&store, &org, &hook);
         async move {
             store
-                .create_delivery(&org.id, &entry(hook, i, expires_in))
+                .create_delivery(&org.id, &entry(hook, i, expires_in), None)
                 .await
                 .expect("log entry");
         }

@@ -17,7 +17,7 @@ async fn define(org: &Org, key: &str, t: AttributeType) {
     stack()
         .await
         .store()
-        .put_definition(&org.id, &def)
+        .put_definition(&org.id, &def, None)
         .await
         .unwrap();
 }

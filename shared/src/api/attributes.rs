@@ -251,7 +251,11 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         "attribute definitions",
     )
     .await?;
-    match app.store.put_definition(call.org(), &def).await {
+    match app
+        .store
+        .put_definition(call.org(), &def, call.guard())
+        .await
+    {
         Ok(()) => Ok(ApiResponse::single(201, render(&def))),
         Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
             "attribute '{}' already exists",

@@ -31,7 +31,10 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     app.charge(call, items.len().div_ceil(10).max(1) as u32)
         .await?;
     let outcomes = app
-        .in_bulk_slot(call, write_items(app, call.org(), items, None))
+        .in_bulk_slot(
+            call,
+            write_items(app, call.org(), items, None, call.guard()),
+        )
         .await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
     Ok(ApiResponse::json(200, json!({ "result": lines })))

@@ -274,7 +274,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             write.push(member(org, &l.sku, id, false)?);
         }
         app.store
-            .commit(&write)
+            .commit(&write, call.guard())
             .await
             .map_err(|e| references::named(e, &[(String::new(), changes)]))?;
         Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
@@ -315,7 +315,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         for l in &bundle.items {
             write.push(member(org, &l.sku, id, false)?);
         }
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await

@@ -208,7 +208,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
                 version_check(key, a.ver)?
             });
         }
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)))
     })
     .await
@@ -220,6 +220,14 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
     Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
-    links::delete_everywhere(app, call.org(), Shelf::CATEGORIES, id, if_match).await?;
+    links::delete_everywhere(
+        app,
+        call.org(),
+        Shelf::CATEGORIES,
+        id,
+        if_match,
+        call.guard(),
+    )
+    .await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

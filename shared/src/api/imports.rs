@@ -106,7 +106,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ApiError::internal()
         })?;
     let job = ImportItem::new(call.org(), &id, now, expires);
-    app.store.create_import(&job).await?;
+    app.store.create_import(&job, call.guard()).await?;
     let mut result = render(&job);
     result["uploadUrl"] = json!(upload.uri());
     result["expiresAt"] = json!(expires);

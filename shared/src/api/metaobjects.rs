@@ -295,7 +295,7 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     .await?;
     match app
         .store
-        .create_metaobject_definition(call.org(), &def)
+        .create_metaobject_definition(call.org(), &def, call.guard())
         .await
     {
         Ok(()) => Ok(ApiResponse::single(201, render_definition(&def))),
@@ -436,9 +436,9 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             let mut write = TreeWrite::new();
             write.put_resource(org, &item, expect)?;
             write.open_counters(org, &item)?;
-            app.store.commit(&write).await?;
+            app.store.commit(&write, call.guard()).await?;
         } else {
-            app.store.put_resource(&item, expect).await?;
+            app.store.put_resource(&item, expect, call.guard()).await?;
         }
         Ok(ApiResponse::single(status, render_metaobject(&item)).with_etag(etags::resource(&item)))
     })
@@ -470,7 +470,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
         let mut write = TreeWrite::new();
         write.delete_metaobject(org, &m)?;
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await

@@ -116,8 +116,16 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let body: ProductBody = call.body(app)?;
     let patch = tree_patch::parse_product_patch(app, call.org(), id, &body).await?;
     let if_match = call.request.if_match.as_deref();
-    crate::usecases::product_write::upsert_product(app, call.org(), id, &patch, None, if_match)
-        .await
+    crate::usecases::product_write::upsert_product(
+        app,
+        call.org(),
+        id,
+        &patch,
+        None,
+        if_match,
+        call.guard(),
+    )
+    .await
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity
@@ -141,7 +149,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         }
         write.delete(org, &tree.product).map_err(Retry::from)?;
         links::unlink_dropped(&mut write, org, Some(&tree.product), None)?;
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -144,9 +144,12 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
         let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
         if !plan.write.is_empty() {
-            app.store.commit(&plan.write).await.map_err(|e| {
-                crate::usecases::references::named(e, &[(String::new(), &sku_patch.values)])
-            })?;
+            app.store
+                .commit(&plan.write, call.guard())
+                .await
+                .map_err(|e| {
+                    crate::usecases::references::named(e, &[(String::new(), &sku_patch.values)])
+                })?;
         }
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
@@ -179,7 +182,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             parent.touch_tree(at);
             write.put(org, &parent, expect).map_err(Retry::from)?;
         }
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

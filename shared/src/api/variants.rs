@@ -132,7 +132,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             variant.updated_at,
         ]));
         write.put(org, &product, expect).map_err(Retry::from)?;
-        app.store.commit(&write).await?;
+        app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -7,6 +7,7 @@ use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::attributes::{AttributeDefinition, TargetEntity};
 use crate::domain::time::Timestamp;
+use crate::store::idempotency::Guard;
 use std::collections::HashMap;
 
 impl Store {
@@ -15,6 +16,7 @@ impl Store {
         &self,
         org: &str,
         def: &AttributeDefinition,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
         let item = AttributeItem {
             pk: attributes_pk(org),
@@ -22,7 +24,7 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "attribute").await
+        self.put_new(&item, "attribute", guard).await
     }
 
     /// Reads the definitions of `keys` (unprefixed) for one entity; missing keys are absent

@@ -2,11 +2,13 @@
 //! `O#<org>#IK`, kept 24 h by TTL) holding the request's fingerprint, its state and, once
 //! complete, the response to replay.
 //!
-//! A request claims its key (`pending`, with a lease and a token) before it runs. A write
-//! that commits through `Store::commit` (or the conditional put) carries the record's move to `written` in its last
-//! transaction, conditioned on the claim still being this request's: the write and the
-//! record can never disagree, whatever crashes between them, and a request whose lease
-//! expired cannot write after another took over. The response is saved (`done`) after.
+//! A request claims its key (`pending`, with a lease and a token) before it runs, and its
+//! handler gets the claim as a [`Guard`] (`Call::guard`). A write given the guard
+//! (`Store::commit`, or a store method's conditional put) carries the record's move to
+//! `written` in its last transaction, conditioned on the claim still being this request's:
+//! the write and the record can never disagree, whatever crashes between them, and a
+//! request whose lease expired cannot write after another took over. The response is saved
+//! (`done`) after.
 
 use super::keys::{item_key, TTL};
 use super::{Store, StoreError};
@@ -65,42 +67,31 @@ impl Guard {
     }
 }
 
-tokio::task_local! {
-    static GUARD: Guard;
-}
+impl Guard {
+    /// The action that moves this guard's record to `written`, conditioned on the claim
+    /// still being this request's; `None` once a write of the request has carried it. A
+    /// write that took it and failed calls [`Guard::not_carried`].
+    pub(crate) fn take_action(&self, table: &str) -> Option<TransactWriteItem> {
+        if self.carried.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        let update = Update::builder()
+            .table_name(table)
+            .set_key(Some(item_key(idempotency_pk(&self.org), &self.key)))
+            .update_expression("SET st = :w")
+            .condition_expression("tok = :t")
+            .expression_attribute_values(":w", AttributeValue::S("written".into()))
+            .expression_attribute_values(":t", AttributeValue::S(self.token.clone()))
+            .build()
+            .ok()?;
+        Some(TransactWriteItem::builder().update(update).build())
+    }
 
-/// Runs `fut` with `guard`: the last transaction `Store::commit` sends moves the record to
-/// `written`, conditioned on the claim still being this request's.
-pub async fn guarded<F: std::future::Future>(guard: Guard, fut: F) -> F::Output {
-    GUARD.scope(guard, fut).await
-}
-
-/// The action that moves the current guard's record to `written`, when a guard is set and
-/// no write has carried it yet; a write that fails calls [`guard_not_carried`].
-pub(crate) fn guard_action(table: &str) -> Option<TransactWriteItem> {
-    GUARD
-        .try_with(|g| {
-            if g.carried.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                return None;
-            }
-            let update = Update::builder()
-                .table_name(table)
-                .set_key(Some(item_key(idempotency_pk(&g.org), &g.key)))
-                .update_expression("SET st = :w")
-                .condition_expression("tok = :t")
-                .expression_attribute_values(":w", AttributeValue::S("written".into()))
-                .expression_attribute_values(":t", AttributeValue::S(g.token.clone()))
-                .build()
-                .ok()?;
-            Some(TransactWriteItem::builder().update(update).build())
-        })
-        .ok()
-        .flatten()
-}
-
-/// A write that took the guard's action failed: the next write carries it.
-pub(crate) fn guard_not_carried() {
-    let _ = GUARD.try_with(|g| g.carried.store(false, std::sync::atomic::Ordering::SeqCst));
+    /// A write that took the guard's action failed: the next write carries it.
+    pub(crate) fn not_carried(&self) {
+        self.carried
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 fn s(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {

@@ -8,6 +8,7 @@ use super::ops::item_key;
 use super::ops::Expect;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
+use crate::store::idempotency::Guard;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
@@ -139,8 +140,12 @@ impl ImportItem {
 }
 
 impl Store {
-    pub async fn create_import(&self, item: &ImportItem) -> Result<(), StoreError> {
-        self.put_new(item, "import").await
+    pub async fn create_import(
+        &self,
+        item: &ImportItem,
+        guard: Option<&Guard>,
+    ) -> Result<(), StoreError> {
+        self.put_new(item, "import", guard).await
     }
 
     pub async fn get_import(&self, org: &str, id: &str) -> Result<Option<ImportItem>, StoreError> {
@@ -166,7 +171,7 @@ impl Store {
         let read = item.ver;
         item.ver += 1;
         let result = self
-            .put_expecting(&*item, Expect::Version(read), "import")
+            .put_expecting(&*item, Expect::Version(read), "import", None)
             .await;
         if result.is_err() {
             item.ver = read;

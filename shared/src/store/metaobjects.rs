@@ -7,6 +7,7 @@ use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::attributes::{AttributeDefinition, TargetEntity, ValueShape};
 use crate::domain::time::Timestamp;
+use crate::store::idempotency::Guard;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -61,6 +62,7 @@ impl Store {
         &self,
         org: &str,
         def: &MetaobjectDefinition,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
         let item = DefinitionItem {
             pk: metaobject_defs_pk(org),
@@ -68,7 +70,7 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "metaobject definition").await
+        self.put_new(&item, "metaobject definition", guard).await
     }
 
     pub async fn get_metaobject_definition(

@@ -1,6 +1,7 @@
 //! The few raw DynamoDB operations every capability shares: key maps, a strongly consistent
 //! GetItem, and BatchGetItem with chunking and unprocessed-key retries.
 
+use super::idempotency::Guard;
 use super::keys::{PK, SK};
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem};
@@ -93,33 +94,35 @@ impl Store {
         &self,
         item: &T,
         what: &str,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
-        self.put_expecting(item, Expect::Absent, what).await
+        self.put_expecting(item, Expect::Absent, what, guard).await
     }
 
     /// Puts `item` (a `what`) whole, if it does not exist yet (`Absent`) or is still at the
-    /// version read: one conditional PutItem, `ConditionFailed` otherwise.
+    /// version read: one conditional PutItem, `ConditionFailed` otherwise. With the `guard`
+    /// of a request under an Idempotency-Key, the put and the key's move to `written` are
+    /// one transaction (`store/idempotency.rs`).
     pub(crate) async fn put_expecting<T: serde::Serialize>(
         &self,
         item: &T,
         expect: Expect,
         what: &str,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
         let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
-        // Under an Idempotency-Key, the put and the key's move to `written` are one
-        // transaction (`store/idempotency.rs`).
-        if let Some(guard) = super::idempotency::guard_action(&self.table) {
+        if let Some((guard, action)) = guard.and_then(|g| Some((g, g.take_action(&self.table)?))) {
             let put = expect.put(&self.table, av)?;
             let sent = self
                 .client
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(put).build())
-                .transact_items(guard)
+                .transact_items(action)
                 .send()
                 .await
                 .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
             if sent.is_err() {
-                super::idempotency::guard_not_carried();
+                guard.not_carried();
             }
             return sent.map(|_| ());
         }

@@ -5,6 +5,7 @@ use super::keys::{key_sk, org_pk, KEY_SK_PREFIX, ORG_SK, SK};
 use super::ops::item_key;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
+use crate::store::idempotency::Guard;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 impl Store {
@@ -19,7 +20,7 @@ impl Store {
             created_at: Timestamp::now(),
             rate_limit: None,
         };
-        self.put_new(&org, "org").await?;
+        self.put_new(&org, "org", None).await?;
         Ok(org)
     }
 
@@ -78,8 +79,8 @@ impl Store {
     }
 
     /// Stores a new key; fails if its id is taken.
-    pub async fn put_key(&self, key: &KeyItem) -> Result<(), StoreError> {
-        self.put_new(key, "key").await
+    pub async fn put_key(&self, key: &KeyItem, guard: Option<&Guard>) -> Result<(), StoreError> {
+        self.put_new(key, "key", guard).await
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {

@@ -135,7 +135,7 @@ impl Store {
         for item in items {
             write.put(org, item, Expect::Absent)?;
         }
-        self.commit(&write).await
+        self.commit(&write, None).await
     }
 }
 

@@ -9,6 +9,7 @@ use super::ops::{item_key, Item};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
+use crate::store::idempotency::Guard;
 use serde::{Deserialize, Serialize};
 
 /// The flat resource types.
@@ -215,8 +216,9 @@ impl Store {
         &self,
         item: &ResourceItem,
         expect: Expect,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
-        self.put_expecting(item, expect, "resource").await
+        self.put_expecting(item, expect, "resource", guard).await
     }
 
     /// Every resource on `shelf`, in identifier order: one Query (a request per 1 MB).

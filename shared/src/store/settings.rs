@@ -11,6 +11,7 @@ use super::{Store, StoreError};
 use crate::domain::attributes::{is_valid_key, AttributeDefinition, TargetEntity};
 use crate::domain::identifier;
 use crate::domain::time::Timestamp;
+use crate::store::idempotency::Guard;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -244,6 +245,7 @@ impl Store {
         org: &str,
         name: &str,
         attributes: Vec<String>,
+        guard: Option<&Guard>,
     ) -> Result<Family, StoreError> {
         let out = self
             .client
@@ -273,7 +275,7 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "family").await?;
+        self.put_new(&item, "family", guard).await?;
         Ok(family)
     }
 
@@ -297,6 +299,7 @@ impl Store {
         &self,
         org: &str,
         profile: &CompletenessProfile,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
         let item = ProfileItem {
             pk: profiles_pk(org),
@@ -304,7 +307,7 @@ impl Store {
             profile: profile.clone(),
             created_at: Timestamp::now(),
         };
-        match self.put_new(&item, "profile").await {
+        match self.put_new(&item, "profile", guard).await {
             Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
                 "completeness profile '{}' already exists",
                 profile.identifier

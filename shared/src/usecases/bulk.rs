@@ -13,6 +13,7 @@ use crate::domain::identifier;
 use crate::error::ApiError;
 use crate::http::request::BulkItem;
 use crate::http::JsonBody;
+use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::keys::{product_pk, PRODUCT_SK};
 use crate::store::ops::item_key;
@@ -115,6 +116,7 @@ pub async fn write_items(
     org: &str,
     items: Vec<BulkItem>,
     source: Option<&str>,
+    guard: Option<&Guard>,
 ) -> Result<Vec<LineOutcome>, ApiError> {
     let lines = parse_lines(items);
     let shaped = shape(&lines);
@@ -234,7 +236,7 @@ pub async fn write_items(
     }
     let committed: Vec<(Batch, bool)> = futures_util::stream::iter(batches)
         .map(|batch| async move {
-            let ok = cx.store.commit(&batch.write).await.is_ok();
+            let ok = cx.store.commit(&batch.write, guard).await.is_ok();
             (batch, ok)
         })
         .buffer_unordered(cx.config.bulk_concurrency)
@@ -259,7 +261,12 @@ pub async fn write_items(
     let mut writes = Vec::with_capacity(alone.len());
     for (i, known) in alone {
         let (line, id, patch) = &checked[i];
-        writes.push(async move { (i, write_line(cx, org, *line, *id, patch, known).await) });
+        writes.push(async move {
+            (
+                i,
+                write_line(cx, org, *line, *id, patch, known, guard).await,
+            )
+        });
     }
     let written: Vec<(usize, LineOutcome)> = futures_util::stream::iter(writes)
         .buffer_unordered(cx.config.bulk_concurrency)
@@ -304,11 +311,12 @@ async fn write_line(
     id: Option<&str>,
     patch: &Result<ProductPatch, ApiError>,
     known: Option<Option<EntityItem>>,
+    guard: Option<&Guard>,
 ) -> LineOutcome {
     let (Some(id), Ok(patch)) = (id, patch) else {
         return refused(line, id, patch);
     };
-    let result = upsert_product(cx, org, id, patch, known, None).await;
+    let result = upsert_product(cx, org, id, patch, known, None, guard).await;
     LineOutcome {
         line,
         identifier: Some(id.to_string()),

@@ -13,6 +13,7 @@ use super::tree_patch::ProductPatch;
 use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::keys::{product_pk, PRODUCT_SK};
 use crate::store::ops::item_key;
@@ -89,6 +90,7 @@ pub async fn delete_everywhere(
     shelf: Shelf<'_>,
     id: &str,
     if_match: Option<&str>,
+    guard: Option<&Guard>,
 ) -> Result<(), ApiError> {
     let what = shelf.kind.as_str();
     with_retries(&format!("{what} '{id}'"), || async {
@@ -136,7 +138,7 @@ pub async fn delete_everywhere(
             }
         }
         write.delete_resource(org, &target).map_err(Retry::from)?;
-        cx.store.commit(&write).await?;
+        cx.store.commit(&write, guard).await?;
         Ok(())
     })
     .await

@@ -11,6 +11,7 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
 use crate::http::ApiResponse;
+use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
@@ -29,6 +30,7 @@ pub async fn upsert_product(
     patch: &ProductPatch,
     known: Option<Option<EntityItem>>,
     if_match: Option<&str>,
+    guard: Option<&Guard>,
 ) -> Result<ApiResponse, ApiError> {
     let depth = patch.depth();
     let known = &std::sync::Mutex::new(match known {
@@ -67,7 +69,7 @@ pub async fn upsert_product(
         write.append(std::mem::take(&mut plan.write));
         links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
         if !write.is_empty() {
-            if let Err(e) = cx.store.commit(&write).await {
+            if let Err(e) = cx.store.commit(&write, guard).await {
                 if matches!(e, StoreError::Partial { .. }) {
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));

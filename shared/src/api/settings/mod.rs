@@ -269,7 +269,7 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     .await?;
     let family = app
         .store
-        .create_family(call.org(), &name, attributes)
+        .create_family(call.org(), &name, attributes, call.guard())
         .await?;
     Ok(ApiResponse::single(201, json(&family)))
 }

@@ -119,7 +119,9 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
         "completeness profiles",
     )
     .await?;
-    app.store.create_profile(call.org(), &profile).await?;
+    app.store
+        .create_profile(call.org(), &profile, call.guard())
+        .await?;
     Ok(ApiResponse::single(201, render_profile(&profile)))
 }
 

@@ -156,7 +156,9 @@ pub(super) async fn queue_by_hand(
     message: &QueueMessage,
 ) -> Result<(), ApiError> {
     let queue = app.queue.as_ref().ok_or_else(ApiError::unavailable)?;
-    app.store.create_delivery(call.org(), delivery).await?;
+    app.store
+        .create_delivery(call.org(), delivery, call.guard())
+        .await?;
     if let Err(e) = queue.send(message, Duration::ZERO).await {
         tracing::warn!(error = %e, delivery = %delivery.id, "delivery sent by hand not queued");
         let _ = app

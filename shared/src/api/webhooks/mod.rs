@@ -393,7 +393,9 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         updated_at: now,
         ver: 1,
     };
-    app.store.create_subscription(call.org(), &sub).await?;
+    app.store
+        .create_subscription(call.org(), &sub, call.guard())
+        .await?;
     Ok(ApiResponse::single(201, render(&sub, true)).with_etag(etags::subscription(&sub)))
 }
 

@@ -1,6 +1,7 @@
 //! The coalescing windows (pending items) and the delivery log: opened by the change feed, sealed with the log entry by the delivery worker.
 
 use super::*;
+use crate::store::idempotency::Guard;
 
 impl Store {
     /// Records a change in the (subscription, entity, event) window: opens it with
@@ -140,9 +141,14 @@ impl Store {
     }
 
     /// Writes a new delivery log entry (a replay): `ConditionFailed` if its id exists.
-    pub async fn create_delivery(&self, org: &str, delivery: &Delivery) -> Result<(), StoreError> {
+    pub async fn create_delivery(
+        &self,
+        org: &str,
+        delivery: &Delivery,
+        guard: Option<&Guard>,
+    ) -> Result<(), StoreError> {
         let item = DeliveryItem::new(org, delivery);
-        self.put_new(&item, "delivery").await
+        self.put_new(&item, "delivery", guard).await
     }
 
     /// Replaces a delivery log entry after an attempt, unless another worker recorded an

@@ -1,6 +1,7 @@
 //! Subscriptions: one item each under the organization's webhooks partition, replaced at a version.
 
 use super::*;
+use crate::store::idempotency::Guard;
 
 impl Store {
     /// Creates a subscription (its id is new, so only a clash of ids could fail).
@@ -8,13 +9,14 @@ impl Store {
         &self,
         org: &str,
         sub: &Subscription,
+        guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
         let item = SubscriptionItem {
             pk: webhooks_pk(org),
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.put_new(&item, "webhook").await
+        self.put_new(&item, "webhook", guard).await
     }
 
     pub async fn get_subscription(

@@ -1,6 +1,7 @@
 //! Commits planned writes: transactions of at most 100 actions and 4 MB, limits checked before the first request, cancellations explained per item.
 
 use super::*;
+use crate::store::idempotency::Guard;
 
 impl Store {
     /// Sends the writes in order, at most 100 actions (and 4 MB) per transaction. Everything
@@ -14,7 +15,10 @@ impl Store {
     /// [`StoreError::Partial`], which callers answer as partially applied (never as a plain
     /// 4xx). Callers write parents before children (creation) or children before parents
     /// (deletion), so every prefix is a valid tree, and repeating the request completes it.
-    pub async fn commit(&self, write: &TreeWrite) -> Result<(), StoreError> {
+    ///
+    /// With the `guard` of a request under an Idempotency-Key, the last transaction also
+    /// moves the key's record to `written` (`store/idempotency.rs`).
+    pub async fn commit(&self, write: &TreeWrite, guard: Option<&Guard>) -> Result<(), StoreError> {
         write.check_limits()?;
         let transactions = write.transactions()?;
         if transactions.len() > 1 {
@@ -55,9 +59,8 @@ impl Store {
                 }
             }
         }
-        // Under an Idempotency-Key, the last transaction also moves the key's record to
-        // `written` (its own transaction when the last one is full).
-        let guard = super::super::idempotency::guard_action(&self.table);
+        // The key's record moves in the last transaction (its own when the last is full).
+        let action = guard.and_then(|g| g.take_action(&self.table));
         let last = transactions.len().saturating_sub(1);
         let total = transactions.len();
         let mut alone = None;
@@ -67,7 +70,7 @@ impl Store {
                 .map(|(a, _)| with_table(a, &self.table))
                 .collect();
             if n == last {
-                if let Some(g) = guard.clone() {
+                if let Some(g) = action.clone() {
                     if items.len() < TRANSACTION_LIMIT {
                         items.push(g);
                     } else {
@@ -83,7 +86,7 @@ impl Store {
                 .await;
             if let Err(err) = result {
                 if n == last {
-                    super::super::idempotency::guard_not_carried();
+                    guard.inspect(|g| g.not_carried());
                 }
                 return Err(partial(n, total, explain(&chunk, err)));
             }
@@ -96,7 +99,7 @@ impl Store {
                 .send()
                 .await;
             if let Err(e) = sent {
-                super::super::idempotency::guard_not_carried();
+                guard.inspect(|g| g.not_carried());
                 return Err(partial(
                     total,
                     total,
