@@ -31,7 +31,7 @@ pub struct Config {
     /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB);
     /// `CATALOG_LIST_RELOAD_SECONDS` (default 900), the age at which a snapshot is read again
     /// in full.
-    pub snapshots: crate::store::snapshot::SnapshotPolicy,
+    pub snapshots: crate::store::changes::SnapshotPolicy,
     /// The import bucket, queue and batching (`imports/mod.rs`).
     pub imports: crate::imports::ImportConfig,
     /// Queues, coalescing window, retry schedule and URL policy of webhooks.
@@ -120,7 +120,7 @@ impl Config {
             bulk_concurrency: number("CATALOG_BULK_CONCURRENCY")
                 .map(|n| n.clamp(1, 256) as usize)
                 .unwrap_or(defaults.bulk_concurrency),
-            snapshots: crate::store::snapshot::SnapshotPolicy {
+            snapshots: crate::store::changes::SnapshotPolicy {
                 load_budget: number("CATALOG_LIST_LOAD_BUDGET_MS")
                     .map(Duration::from_millis)
                     .unwrap_or(defaults.snapshots.load_budget),

@@ -1,8 +1,9 @@
 //! What every function runs on, built once per cold start: the configuration, the store,
-//! the delivery queue and the usage meter. Workers and use cases take a `Context`; the
-//! HTTP pipeline (`app`) adds authentication, rate limits and S3 on top of it.
+//! the list engine, the delivery queue and the usage meter. Workers and use cases take a
+//! `Context`; the HTTP pipeline (`app`) adds authentication, rate limits and S3 on top of it.
 
 use crate::config::Config;
+use crate::search::engine::{Embedded, ListEngine};
 use crate::store::Store;
 use crate::usage::Meter;
 use crate::webhooks::queue::DeliveryQueue;
@@ -10,6 +11,9 @@ use crate::webhooks::queue::DeliveryQueue;
 pub struct Context {
     pub config: Config,
     pub store: Store,
+    /// What lists return (`search/engine.rs`): the embedded engine over this process's warm
+    /// snapshots of the store's index.
+    pub lists: Box<dyn ListEngine>,
     /// The webhook delivery queue, when one is configured.
     pub queue: Option<DeliveryQueue>,
     /// What this process counted of each organization's usage, not yet in the table.
@@ -17,10 +21,12 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context over `store`, with no queue.
+    /// A context over `store` (its lists kept under the configuration's snapshot policy),
+    /// with no queue.
     pub fn new(config: Config, store: Store) -> Self {
         let meter = Meter::new(config.usage_flush, config.metrics_namespace.clone());
         Self {
+            lists: Box::new(Embedded::new(store.clone(), config.snapshots)),
             config,
             store,
             queue: None,

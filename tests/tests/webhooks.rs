@@ -677,7 +677,10 @@ async fn the_connect_time_check_refuses_what_only_local_mode_allowed() {
     };
     let delivery = new_delivery(&message, Timestamp::now(), Duration::from_secs(3600));
     let store = catalog_e2e::stack().await.store();
-    store.create_delivery(&org.id, &delivery, None).await.unwrap();
+    store
+        .create_delivery(&org.id, &delivery, None)
+        .await
+        .unwrap();
     let out = catalog_e2e::invoke("webhook-delivery@strict", sqs_event("m-1", &message, 1)).await;
     assert_eq!(
         out,
@@ -714,7 +717,10 @@ async fn an_early_copy_of_a_message_waits_for_the_next_step() {
     delivery.attempts = 1;
     delivery.next_attempt_at = Some(Timestamp::from_millis(Timestamp::now().millis() + 60_000));
     let store = catalog_e2e::stack().await.store();
-    store.create_delivery(&org.id, &delivery, None).await.unwrap();
+    store
+        .create_delivery(&org.id, &delivery, None)
+        .await
+        .unwrap();
     let out = catalog_e2e::invoke("webhook-delivery", sqs_event("m-early", &message, 2)).await;
     assert_eq!(
         out,

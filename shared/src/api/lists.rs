@@ -4,6 +4,7 @@
 
 use super::include::Include;
 use crate::app::{App, Call};
+use crate::context::Context;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
@@ -11,14 +12,13 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::{ApiResponse, Query};
-use crate::search::engine::{Cut, Embedded, ListEngine, Page};
+use crate::search::engine::{Cut, Page};
 use crate::search::parse::{parse_json, RawSearch};
 use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::store::metrics::in_parallel;
 use crate::store::settings::{CompletenessProfile, Scopes};
-use crate::store::Store;
 use crate::usecases::references::with_included;
 use serde_json::Value;
 
@@ -188,7 +188,7 @@ pub async fn page(
     includes: &[&str],
 ) -> Result<ListPage, ApiError> {
     let req = parse(app, call, kind, extra, includes)?;
-    let (entries, total, more) = matching(&app.store, call.org(), kind, &req).await?;
+    let (entries, total, more) = matching(app, call.org(), kind, &req).await?;
     let next_after = more.then(|| entries.last().map(|e| e.id.clone())).flatten();
     Ok(ListPage {
         req,
@@ -230,12 +230,12 @@ pub async fn respond(
 /// with `search` or completeness, reads the definitions, scopes and profile they name (one
 /// BatchGetItem). Only the page's entries are copied out of the engine.
 pub async fn matching(
-    store: &Store,
+    cx: &Context,
     org: &str,
     target: EntityKind,
     req: &ListRequest,
 ) -> Result<Page, ApiError> {
-    let engine = Embedded(store);
+    let engine = &cx.lists;
     let kinds = levels(target, req);
     let refresh = engine.refresh(org, &kinds);
     let mut criteria = Criteria {
@@ -252,7 +252,7 @@ pub async fn matching(
             .map(RawSearch::attribute_keys)
             .unwrap_or_default();
         let profile = req.completeness.as_ref().map(|c| c.profile.as_str());
-        let context = store.settings_context(org, &wanted, &[], profile);
+        let context = cx.store.settings_context(org, &wanted, &[], profile);
         let (ctx, ()) = in_parallel(async { futures_util::try_join!(context, refresh) }).await?;
         if let Some(search) = &req.search {
             criteria.filters = search.validate(&ctx.defs)?;

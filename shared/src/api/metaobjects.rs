@@ -462,7 +462,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .await?
             .ok_or_else(|| not_found(name, id));
         let m = etags::checked(if_match, m, etags::resource, "metaobject")?;
-        if let Some(by) = first_referrer(&app.store, org, name, id).await? {
+        if let Some(by) = first_referrer(app, org, name, id).await? {
             return Err(ApiError::conflict(format!(
                 "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"
             ))

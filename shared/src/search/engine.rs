@@ -1,13 +1,16 @@
 //! The list engine port: which entities a list returns, in identifier order, and how many.
-//! Handlers reach lists only through [`ListEngine`]; the embedded engine over the warm
-//! snapshots of the `byChange` index (`store/snapshot/`) is the default adapter. A search
-//! tier for organizations past one process (docs/scaling.md) would be a second adapter.
+//! Handlers and use cases reach lists only through [`ListEngine`], the `lists` of their
+//! `Context`, chosen when the context is built; the embedded engine over this process's warm
+//! snapshots of the `byChange` index (`snapshot/`) is the default adapter. A search tier for
+//! organizations past one process (docs/scaling.md) would be a second adapter.
 
+use super::packed::PackedValues;
 use super::select::{select, Criteria};
+use super::selections::SelectedIds;
+use super::snapshot::{Levels, SnapshotPolicy, Snapshots};
+use crate::domain::values::identifiers_in;
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
-use crate::store::selections::SelectedIds;
-use crate::store::snapshot::Levels;
 use crate::store::{Store, StoreError};
 use lambda_http::BoxFuture;
 
@@ -24,8 +27,8 @@ pub enum Cut<'a> {
 /// One page of a list, the list's true total, and whether more results follow the page.
 pub type Page = (Vec<IndexEntry>, usize, bool);
 
-/// What a list handler needs of a list engine.
-pub trait ListEngine: Sync {
+/// What list handlers and use cases need of a list engine.
+pub trait ListEngine: Send + Sync {
     /// Brings what the engine knows of `kinds` in `org` up to date; the first call of an
     /// engine that must load may answer `StoreError::Loading` (retry later).
     fn refresh<'a>(
@@ -44,18 +47,70 @@ pub trait ListEngine: Sync {
         cut: Cut,
         limit: usize,
     ) -> Page;
+
+    /// The first product, variant or SKU (in that order) whose values reference metaobject
+    /// `def`/`id`, as `"product 'p1'"`; the engine brings those types up to date first.
+    fn referrer<'a>(
+        &'a self,
+        org: &'a str,
+        def: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
 }
 
-/// The embedded engine: the process's warm snapshots.
-pub struct Embedded<'a>(pub &'a Store);
+/// The embedded engine: this process's warm snapshots, read from `store`.
+pub struct Embedded {
+    store: Store,
+    snapshots: Snapshots,
+}
 
-impl ListEngine for Embedded<'_> {
+impl Embedded {
+    pub fn new(store: Store, policy: SnapshotPolicy) -> Self {
+        Self {
+            store,
+            snapshots: Snapshots::new(policy),
+        }
+    }
+}
+
+/// Whether packed values reference metaobject `def`/`id`.
+fn references(vals: &PackedValues, def: &str, id: &str) -> bool {
+    vals.iter().any(|a| {
+        a.definition == Some(def)
+            && identifiers_in(a.attr_type, a.is_multi, a.values().map(|v| v.value))
+                .iter()
+                .any(|r| r == id)
+    })
+}
+
+impl ListEngine for Embedded {
     fn refresh<'a>(
         &'a self,
         org: &'a str,
         kinds: &'a [EntityKind],
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.0.refresh_snapshots(org, kinds))
+        Box::pin(self.snapshots.refresh(&self.store, org, kinds))
+    }
+
+    fn referrer<'a>(
+        &'a self,
+        org: &'a str,
+        def: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        const TREE: [EntityKind; 3] = [EntityKind::Product, EntityKind::Variant, EntityKind::Sku];
+        Box::pin(async move {
+            self.snapshots.refresh(&self.store, org, &TREE).await?;
+            Ok(self.snapshots.read(org, |levels| {
+                TREE.iter().find_map(|k| {
+                    levels
+                        .of(*k)
+                        .values()
+                        .find(|e| references(&e.values, def, id))
+                        .map(|e| format!("{} '{}'", k.as_str(), e.id))
+                })
+            }))
+        })
     }
 
     fn page(
@@ -68,7 +123,7 @@ impl ListEngine for Embedded<'_> {
     ) -> Page {
         if criteria.is_everything() {
             // An unfiltered page walks to (or seeks) its start; nothing is evaluated.
-            return self.0.with_snapshots(org, |levels| {
+            return self.snapshots.read(org, |levels| {
                 let all = levels.of(target);
                 let from: Box<dyn Iterator<Item = _>> = match cut {
                     Cut::Index(i) => Box::new(all.values().skip(i)),
@@ -89,7 +144,7 @@ impl ListEngine for Embedded<'_> {
                 .collect()
         };
         let key = criteria.selection_key();
-        self.0
+        self.snapshots
             .with_selection(org, target, key, selected, |levels, all| {
                 let start = match cut {
                     Cut::Index(i) => i.min(all.len()),

@@ -9,7 +9,7 @@ use super::parse::{grams, Condition, Operand};
 use crate::domain::attributes::AttributeType;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{parse_price, parse_weight, raw_scalars};
-use crate::store::packed::Attr;
+use crate::search::packed::Attr;
 use std::borrow::Cow;
 
 /// The raw scalar values of a stored attribute (multi-value arrays unpacked), borrowed

@@ -1,10 +1,17 @@
-//! The `search` filter of the list endpoints: the operator matrix (`operators.rs`), parsing
-//! and validation (`parse.rs`), evaluation against stored values (`eval.rs`), and which
-//! entities a list returns across levels and with completeness (`select.rs`), and the list
-//! engine port the handlers call (`engine.rs`).
+//! The list engine and the `search` filter of the list endpoints: the operator matrix
+//! (`operators.rs`), parsing and validation (`parse.rs`), evaluation against stored values
+//! (`eval.rs`), which entities a list returns across levels and with completeness
+//! (`select.rs`), and the engine port the handlers call (`engine.rs`) with its embedded
+//! adapter's data: the warm snapshots of the `byChange` index (`snapshot/`), their compact
+//! entries (`entities.rs`, `packed.rs`) and the filtered lists kept over them
+//! (`selections.rs`).
 
-pub(crate) mod engine;
+pub mod engine;
+pub(crate) mod entities;
 pub(crate) mod eval;
 pub(crate) mod operators;
+pub(crate) mod packed;
 pub mod parse;
 pub(crate) mod select;
+pub(crate) mod selections;
+pub mod snapshot;

@@ -7,10 +7,10 @@ use super::operators::Operator;
 use super::parse::{Field, Filter};
 use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::domain::time::Timestamp;
-use crate::store::entities::Entry;
+use crate::search::entities::Entry;
+use crate::search::packed::{Attr, Value};
+use crate::search::snapshot::Levels;
 use crate::store::items::EntityKind;
-use crate::store::packed::{Attr, Value};
-use crate::store::snapshot::Levels;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 

@@ -3,8 +3,8 @@
 //! definitions, the product tree).
 
 pub(crate) mod attributes;
+pub(crate) mod changes;
 pub(crate) mod counters;
-pub(crate) mod entities;
 pub(crate) mod errors;
 pub mod idempotency;
 pub(crate) mod imports;
@@ -16,16 +16,13 @@ pub(crate) mod metaobjects;
 pub mod metrics;
 pub(crate) mod ops;
 pub(crate) mod orgs;
-pub(crate) mod packed;
 pub(crate) mod parallel;
 pub(crate) mod products;
 pub(crate) mod quotas;
 pub(crate) mod rate;
 pub(crate) mod resources;
-pub(crate) mod selections;
 pub(crate) mod settings;
 pub(crate) mod slots;
-pub(crate) mod snapshot;
 pub mod table;
 pub(crate) mod usage;
 pub(crate) mod warm;
@@ -43,8 +40,6 @@ pub use errors::StoreError;
 pub struct Store {
     pub(crate) client: Client,
     pub(crate) table: String,
-    /// The warm process's list snapshots (`snapshot/`), shared by clones.
-    pub(crate) snapshots: Arc<snapshot::Snapshots>,
     /// The warm indexes of the flat lists (`warm.rs`), shared by clones.
     pub(crate) warm: Arc<warm::WarmIndexes>,
 }
@@ -54,14 +49,12 @@ impl Store {
         Self {
             client,
             table: table.into(),
-            snapshots: Arc::new(snapshot::Snapshots::new(Default::default())),
             warm: Arc::new(warm::WarmIndexes::new(Default::default())),
         }
     }
 
-    /// The same table with list snapshots and warm indexes kept under `policy` (fresh, empty).
-    pub fn with_snapshot_policy(mut self, policy: snapshot::SnapshotPolicy) -> Self {
-        self.snapshots = Arc::new(snapshot::Snapshots::new(policy));
+    /// The same table with warm indexes kept under `policy` (fresh, empty).
+    pub fn with_snapshot_policy(mut self, policy: changes::SnapshotPolicy) -> Self {
         self.warm = Arc::new(warm::WarmIndexes::new(policy));
         self
     }

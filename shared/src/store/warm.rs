@@ -7,8 +7,8 @@
 //! their expiry and leave the index at that second, so a count can never drift from what a
 //! page shows.
 
+use super::changes::SnapshotPolicy;
 use super::ops::Item;
-use super::snapshot::SnapshotPolicy;
 use super::warm_sources::{Change, Followed, Mark};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;

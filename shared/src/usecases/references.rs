@@ -5,12 +5,11 @@
 //! referrer first, and is the only guard of references stored before counting existed.
 
 use super::retry::Retry;
-use crate::domain::values::{identifiers_in, referenced_identifiers, StoredValues, ValueChange};
+use crate::context::Context;
+use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::render;
 use crate::http::ApiResponse;
-use crate::store::items::EntityKind;
-use crate::store::packed::PackedValues;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::{Store, StoreError};
@@ -183,46 +182,26 @@ fn references(vals: &StoredValues, def: &str, id: &str) -> bool {
     })
 }
 
-/// `references` over a list snapshot's packed values.
-fn references_packed(vals: &PackedValues, def: &str, id: &str) -> bool {
-    vals.iter().any(|a| {
-        a.definition == Some(def)
-            && identifiers_in(a.attr_type, a.is_multi, a.values().map(|v| v.value))
-                .iter()
-                .any(|r| r == id)
-    })
-}
-
 /// The first entity whose values reference metaobject `def`/`id` (`"product 'p1'"`), if any:
 /// products, variants and SKUs from the warm list snapshots, bundles and assets from their
 /// partitions, read in one round trip.
 pub async fn first_referrer(
-    store: &Store,
+    cx: &Context,
     org: &str,
     def: &str,
     id: &str,
 ) -> Result<Option<String>, ApiError> {
-    let kinds = [EntityKind::Product, EntityKind::Variant, EntityKind::Sku];
-    let (_, shelves) = crate::store::metrics::in_parallel(async {
+    let (in_tree, shelves) = crate::store::metrics::in_parallel(async {
         futures_util::try_join!(
-            store.refresh_snapshots(org, &kinds),
+            cx.lists.referrer(org, def, id),
             try_all(
                 [Shelf::BUNDLES, Shelf::ASSETS]
                     .into_iter()
-                    .map(|s| store.list_resources(org, s))
+                    .map(|s| cx.store.list_resources(org, s))
             )
         )
     })
     .await?;
-    let in_tree = store.with_snapshots(org, |levels| {
-        kinds.iter().find_map(|k| {
-            levels
-                .of(*k)
-                .values()
-                .find(|e| references_packed(&e.values, def, id))
-                .map(|e| format!("{} '{}'", k.as_str(), e.id))
-        })
-    });
     Ok(in_tree.or_else(|| {
         shelves
             .iter()

@@ -3,8 +3,8 @@
 use super::*;
 
 use crate::domain::values::{StoredAttribute, StoredEntry, StoredValues};
-use crate::store::packed::PackedValues;
-use crate::store::snapshot::with_levels;
+use crate::search::packed::PackedValues;
+use crate::search::snapshot::with_levels;
 
 /// An entity's values with one attribute, `a`.
 fn attr(entries: &[(Option<&str>, Option<&str>, &str)]) -> PackedValues {

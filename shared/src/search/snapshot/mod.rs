@@ -2,54 +2,30 @@
 //! every entity's identifier, parents, timestamps, name, family and values. It is read once
 //! from the type's `byChange` partition, then brought up to date on every list call by one
 //! Query of the entries changed since (tombstones bring deletions), so a filtered page of any
-//! depth is computed in memory and only the page's items are read.
+//! depth is computed in memory and only the page's items are read. The store reads the
+//! index (`store/changes.rs`); what is kept, and how, is here.
 
 use super::entities::{Entities, Entry};
-use super::items::EntityKind;
-use super::keys::{change_pks, index_shards};
 use super::packed::PackedValues;
-use super::parallel::try_all;
 use super::selections::{SelectedIds, Selections};
-use super::writes::TOMBSTONE_RETENTION_SECS;
-use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
-use crate::domain::values::StoredValues;
-use aws_sdk_dynamodb::types::AttributeValue;
-use serde::Deserialize;
+use crate::store::changes::{ChangeRow, PageKey};
+use crate::store::items::EntityKind;
+use crate::store::keys::index_shards;
+use crate::store::parallel::try_all;
+use crate::store::writes::TOMBSTONE_RETENTION_SECS;
+use crate::store::{Store, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub use crate::store::changes::SnapshotPolicy;
+
 mod refresh;
 
 #[cfg(test)]
 mod tests;
-
-/// One row of the `byChange` index as its projection reads (or a tombstone, `del`).
-#[derive(Debug, Deserialize)]
-struct Projected {
-    id: String,
-    #[serde(default)]
-    pid: Option<String>,
-    #[serde(default)]
-    vid: Option<String>,
-    #[serde(rename = "su")]
-    self_updated_at: Timestamp,
-    #[serde(rename = "tu")]
-    updated_at: Timestamp,
-    #[serde(default)]
-    ver: u64,
-    #[serde(default)]
-    name: String,
-    #[serde(rename = "familyId", default)]
-    family_id: Option<i64>,
-    #[serde(default)]
-    #[serde(rename = "vals")]
-    values: StoredValues,
-    #[serde(default)]
-    del: bool,
-}
 
 /// A decoded row: the compact entry, or a tombstone for its identifier and time.
 #[derive(Debug, Clone)]
@@ -58,8 +34,8 @@ pub(crate) struct Row {
     del: bool,
 }
 
-impl From<Projected> for Row {
-    fn from(p: Projected) -> Self {
+impl From<ChangeRow> for Row {
+    fn from(p: ChangeRow) -> Self {
         Row {
             entry: Entry {
                 id: p.id.into(),
@@ -76,9 +52,6 @@ impl From<Projected> for Row {
         }
     }
 }
-
-/// Projection of the snapshot Query (`name` is a reserved word).
-const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
 
 /// Entries and recent deletions, as rows of the index are applied to them.
 #[derive(Debug, Default)]
@@ -153,7 +126,7 @@ impl Rows {
 #[derive(Debug, Clone)]
 enum Cursor {
     Start,
-    After(HashMap<String, AttributeValue>),
+    After(PageKey),
     Done,
 }
 
@@ -245,40 +218,6 @@ impl TypeSnapshot {
         self.synced = Some(started);
         self.rows
             .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
-    }
-}
-
-/// How the snapshots are kept (see docs/architecture.md, Lists).
-#[derive(Debug, Clone, Copy)]
-pub struct SnapshotPolicy {
-    /// How far back each delta re-reads, to catch writes that become visible in the index
-    /// after later ones (clock skew between writers, index propagation).
-    pub overlap: Duration,
-    /// Age after which a snapshot is read again in full.
-    pub reload_after: Duration,
-    /// Most bytes (as `Entry::weight` counts them) the process's snapshots hold; the least
-    /// recently used snapshots of other organizations go first.
-    pub max_bytes: usize,
-    /// How long one call may spend on the first full read of a type before it answers 503
-    /// (the read goes on from where it stopped in the next call).
-    pub load_budget: Duration,
-    /// How long one call spends on a reload while the old snapshot still serves.
-    pub reload_slice: Duration,
-    /// Items per Query page of a full read (`None`: DynamoDB's 1 MB pages); tests make it
-    /// small to see a read stop and go on between pages.
-    pub load_page_items: Option<i32>,
-}
-
-impl Default for SnapshotPolicy {
-    fn default() -> Self {
-        Self {
-            overlap: Duration::from_secs(5),
-            reload_after: Duration::from_secs(900),
-            max_bytes: 1 << 30,
-            load_budget: Duration::from_secs(5),
-            reload_slice: Duration::from_secs(1),
-            load_page_items: None,
-        }
     }
 }
 
@@ -403,7 +342,7 @@ impl Snapshots {
     }
 
     /// Stores what one call's reads brought for `kind`.
-    fn store(&self, org: &str, kind: EntityKind, outcome: Outcome) {
+    fn keep(&self, org: &str, kind: EntityKind, outcome: Outcome) {
         let mut map = self.lock();
         let snap = map
             .entry((org.to_string(), kind))

@@ -131,8 +131,8 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
             delta: Vec::new(),
         }
     };
-    snaps.store("o1", EntityKind::Product, loaded(2));
-    snaps.store("o2", EntityKind::Product, loaded(2));
+    snaps.keep("o1", EntityKind::Product, loaded(2));
+    snaps.keep("o2", EntityKind::Product, loaded(2));
     let map = snaps.lock();
     assert!(map.contains_key(&("o2".to_string(), EntityKind::Product)));
     assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));
@@ -141,7 +141,7 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
 #[test]
 fn a_delta_never_completes_a_snapshot_that_was_not_read_in_full() {
     let snaps = Snapshots::new(SnapshotPolicy::default());
-    snaps.store(
+    snaps.keep(
         "o1",
         EntityKind::Product,
         Outcome::Delta {
@@ -167,7 +167,7 @@ fn a_load_counts_its_shards_until_every_one_is_done() {
     }
     assert!(load.done());
     let snaps = Snapshots::new(SnapshotPolicy::default());
-    snaps.store(
+    snaps.keep(
         "o1",
         EntityKind::Sku,
         Outcome::Loaded {

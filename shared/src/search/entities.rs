@@ -2,9 +2,9 @@
 //! order, and the indexes that let an `updated_after` page find its entities without looking
 //! at the others (by own change, by tree change, by parent).
 
-use super::lists::IndexEntry;
 use super::packed::PackedValues;
 use crate::domain::time::Timestamp;
+use crate::store::lists::IndexEntry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;

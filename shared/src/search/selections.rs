@@ -2,7 +2,7 @@
 //! organization has changed since: paging through a filtered list evaluates it once, and
 //! every further page costs its slice.
 
-use super::items::EntityKind;
+use crate::store::items::EntityKind;
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -1,0 +1,221 @@
+//! Refreshing an organization's snapshots from the byChange index: full loads in budgeted, resumable slices and deltas after them, all types and shards in parallel.
+
+use super::*;
+
+impl Snapshots {
+    /// Brings the snapshots of `kinds` up to date from `store`, all types and shards in
+    /// parallel: a delta Query per shard of each warm type; the first call of a process
+    /// reads each type's `byChange` partitions in full, within the policy's budget, and
+    /// answers `StoreError::Loading` when it could not finish (the next call goes on from
+    /// there).
+    pub async fn refresh(
+        &self,
+        store: &Store,
+        org: &str,
+        kinds: &[EntityKind],
+    ) -> Result<(), StoreError> {
+        let shards = index_shards();
+        let call_started = Timestamp::now();
+        let plan = self.plan(org, kinds, shards);
+        let began = Instant::now();
+        // Every type's outcome is kept, even when another type's read failed: a load's
+        // progress is never thrown away.
+        let outcomes = try_all(plan.into_iter().map(|(kind, step)| async move {
+            let outcome = self
+                .refresh_kind(store, org, kind, step, call_started, began)
+                .await;
+            Ok::<_, StoreError>((kind, outcome))
+        }))
+        .await?;
+        let mut loading: Option<usize> = None;
+        let mut failed = None;
+        for (kind, outcome) in outcomes {
+            match outcome {
+                Ok((outcome, still)) => {
+                    self.keep(org, kind, outcome);
+                    if let Some(read) = still {
+                        *loading.get_or_insert(0) += read;
+                    }
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        match (failed, loading) {
+            (Some(e), _) => Err(e),
+            (None, Some(read)) => Err(StoreError::Loading { read }),
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// One type's part of a refresh: its delta, or the next part of its full read (put
+    /// back on any failure, so that the next call goes on from there).
+    async fn refresh_kind(
+        &self,
+        store: &Store,
+        org: &str,
+        kind: EntityKind,
+        step: Step,
+        call_started: Timestamp,
+        began: Instant,
+    ) -> Result<(Outcome, Option<usize>), StoreError> {
+        let policy = self.policy();
+        let (mut load, serving) = match step {
+            Step::Delta(since) => {
+                let started = Timestamp::now();
+                let rows = delta_rows(store, org, kind, since).await?;
+                return Ok((Outcome::Delta { started, rows }, None));
+            }
+            Step::Load { load, serving } => (load, serving),
+        };
+        let deadline = began
+            + match serving {
+                Some(_) => policy.reload_slice,
+                None => policy.load_budget,
+            };
+        // while a reload runs, the old snapshot keeps serving, kept fresh
+        let fresh = async {
+            match serving {
+                Some(since) => {
+                    let started = Timestamp::now();
+                    let rows = delta_rows(store, org, kind, since).await?;
+                    Ok(Some((started, rows)))
+                }
+                None => Ok(None),
+            }
+        };
+        let (loaded, fresh) = futures_util::join!(
+            continue_load(store, org, kind, &mut load, deadline, policy),
+            fresh
+        );
+        let fresh = match (loaded, fresh) {
+            (Ok(()), Ok(fresh)) => fresh,
+            (Err(e), _) | (_, Err(e)) => {
+                self.keep(org, kind, Outcome::Loading(load));
+                return Err(e);
+            }
+        };
+        if !load.done() {
+            let read = load.entries_read();
+            return Ok(match fresh {
+                Some((started, rows)) => {
+                    self.keep(org, kind, Outcome::Loading(load));
+                    (Outcome::Delta { started, rows }, None)
+                }
+                None => (Outcome::Loading(load), Some(read)),
+            });
+        }
+        // A read that began in an earlier call catches up with what changed since it
+        // started; one that began now is as fresh as a delta.
+        let (delta_started, delta) = if load.started < call_started {
+            let since =
+                Timestamp::from_millis(load.started.millis() - policy.overlap.as_millis() as i64);
+            let started = Timestamp::now();
+            match delta_rows(store, org, kind, since).await {
+                Ok(rows) => (started, rows),
+                Err(e) => {
+                    self.keep(org, kind, Outcome::Loading(load));
+                    return Err(e);
+                }
+            }
+        } else {
+            (load.started, Vec::new())
+        };
+        Ok((
+            Outcome::Loaded {
+                load,
+                delta_started,
+                delta,
+            },
+            None,
+        ))
+    }
+
+    /// Runs `f` over the organization's snapshots (refresh them first).
+    pub fn read<R>(&self, org: &str, f: impl FnOnce(&Levels<'_>) -> R) -> R {
+        let map = self.lock();
+        f(&Levels { map: &map, org })
+    }
+
+    /// Runs `f` over the organization's snapshots and the identifiers of `target` that
+    /// `select` picks: when `key` names a selection computed before from the same
+    /// snapshots, that one, without running `select` again.
+    pub fn with_selection<R>(
+        &self,
+        org: &str,
+        target: EntityKind,
+        key: Option<String>,
+        select: impl FnOnce(&Levels<'_>) -> SelectedIds,
+        f: impl FnOnce(&Levels<'_>, &SelectedIds) -> R,
+    ) -> R {
+        let map = self.lock();
+        let levels = Levels { map: &map, org };
+        let Some(key) = key else {
+            return f(&levels, &select(&levels));
+        };
+        let generations = levels.generations();
+        let mut kept = self.selections.lock().unwrap_or_else(|e| e.into_inner());
+        let ids = match kept.get(org, target, &key, &generations) {
+            Some(ids) => ids,
+            None => {
+                let ids = select(&levels);
+                kept.put(org, target, key, generations, ids.clone());
+                ids
+            }
+        };
+        drop(kept);
+        f(&levels, &ids)
+    }
+}
+
+/// Index entries of a type changed after `since`, from every shard in parallel.
+async fn delta_rows(
+    store: &Store,
+    org: &str,
+    kind: EntityKind,
+    since: Timestamp,
+) -> Result<Vec<Row>, StoreError> {
+    let rows = store.changes_since(org, kind, since).await?;
+    Ok(rows.into_iter().map(Row::from).collect())
+}
+
+/// Reads on in every unfinished shard of `load`, in parallel, page by page (each page
+/// decoded and applied as it arrives), until each is done or `deadline` has passed.
+async fn continue_load(
+    store: &Store,
+    org: &str,
+    kind: EntityKind,
+    load: &mut Load,
+    deadline: Instant,
+    policy: SnapshotPolicy,
+) -> Result<(), StoreError> {
+    try_all(
+        load.shards
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s.cursor, Cursor::Done))
+            .map(|(n, shard)| async move {
+                loop {
+                    let after = match &shard.cursor {
+                        Cursor::Done => return Ok::<(), StoreError>(()),
+                        Cursor::Start => None,
+                        Cursor::After(key) => Some(key.clone()),
+                    };
+                    let (rows, next) = store
+                        .changes_page(org, kind, n, after, policy.load_page_items)
+                        .await?;
+                    shard.rows.apply(rows.into_iter().map(Row::from).collect());
+                    shard.cursor = match next {
+                        Some(key) => Cursor::After(key),
+                        None => Cursor::Done,
+                    };
+                    if Instant::now() >= deadline {
+                        return Ok(());
+                    }
+                }
+            }),
+    )
+    .await?;
+    Ok(())
+}
