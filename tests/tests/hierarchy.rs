@@ -130,7 +130,7 @@ async fn an_invalid_body_changes_nothing_and_names_the_problem() {
         ),
         (
             json!({"variants": [{"name": "no id"}]}),
-            "field 'variants[0].identifier' is required",
+            "variants[0]: field 'identifier' is required and must be a string",
         ),
         (
             json!({"variants": [{"identifier": "v1"}, {"identifier": "v1"}]}),
@@ -142,7 +142,7 @@ async fn an_invalid_body_changes_nothing_and_names_the_problem() {
         ),
         (
             json!({"variants": [{"identifier": "v1", "colour": "x"}]}),
-            "unknown field 'variants[0].colour' (allowed: identifier, name, values, skus)",
+            "variants[0]: unknown field 'colour' (allowed: identifier, name, values, skus)",
         ),
         (json!({"variants": {}}), "field 'variants' must be an array"),
         (

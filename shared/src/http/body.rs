@@ -48,10 +48,20 @@ fn expected(serde: &str) -> &str {
 }
 
 /// One deserialization error of a body in the API's words. `path` is where it happened
-/// (`.` at the top), `serde` the error's text.
+/// (`.` at the top), `serde` the error's text. An error inside a nested object is prefixed
+/// with the object's path and names the field within it (`variants[0]: field 'identifier'
+/// is required`), as the errors of the checks after parsing do.
 fn describe(path: &str, serde: &str) -> String {
+    let path = if path.is_empty() { "." } else { path };
+    let in_object = |field: &str, text: String| -> String {
+        // `field` may be a path itself (`variants[0].identifier`): its object is the prefix
+        match field.rsplit_once('.') {
+            Some((object, leaf)) => format!("{object}: {}", text.replace(field, leaf)),
+            None => text,
+        }
+    };
     let at = |field: &str| {
-        if path == "." || path.is_empty() {
+        if path == "." {
             field.to_string()
         } else {
             format!("{path}.{field}")
@@ -66,17 +76,17 @@ fn describe(path: &str, serde: &str) -> String {
             .map_or(("", &[][..]), |(f, a)| (f.as_str(), a));
         // the path of an unknown field ends in the field itself
         let field = if path == "." { field } else { path };
-        return format!("unknown field '{field}' (allowed: {})", allowed.join(", "));
+        let text = format!("unknown field '{field}' (allowed: {})", allowed.join(", "));
+        return in_object(field, text);
     }
     if let Some(rest) = serde.strip_prefix("missing field ") {
-        return format!(
-            "field '{}' is required",
-            at(ticked(rest).first().map_or("", String::as_str))
-        );
+        let field = at(ticked(rest).first().map_or("", String::as_str));
+        return in_object(&field, format!("field '{field}' is required"));
     }
     if let Some((_, wanted)) = serde.rsplit_once(", expected ") {
         if serde.starts_with("invalid type: ") {
-            return format!("field '{path}' must be {}", expected(wanted));
+            let text = format!("field '{path}' must be {}", expected(wanted));
+            return in_object(path, text);
         }
     }
     if path == "." {
@@ -146,11 +156,15 @@ mod tests {
         );
         assert_eq!(
             err(json!({"name": "a", "parts": [{}]})),
-            "field 'parts[0].identifier' is required"
+            "parts[0]: field 'identifier' is required"
         );
         assert_eq!(
             err(json!({"name": "a", "parts": [{"identifier": "p", "x": 1}]})),
-            "unknown field 'parts[0].x' (allowed: identifier)"
+            "parts[0]: unknown field 'x' (allowed: identifier)"
+        );
+        assert_eq!(
+            err(json!({"name": "a", "parts": [{"identifier": 7}]})),
+            "parts[0]: field 'identifier' must be a string"
         );
         assert_eq!(
             body(json!({"name": "a"})).parse::<Sample>().unwrap().name,

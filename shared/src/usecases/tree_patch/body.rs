@@ -42,15 +42,21 @@ pub struct ProductBody {
 }
 
 /// Declares the body of an entity below the product: its `identifier`, `name` and `values`
-/// (each may be `null`: a new entity is named after its identifier), then `$more`.
+/// (`name` and `values` may be `null`: a new entity is named after its identifier), then
+/// `$more`.
 macro_rules! child_body {
     ($(#[$doc:meta])* $name:ident { $($more:tt)* }) => {
         #[derive(Debug, Deserialize, JsonSchema)]
         #[serde(deny_unknown_fields)]
+        #[schemars(transform = schema::Required(&["identifier"]))]
         $(#[$doc])*
         pub struct $name {
+            // Required: read as any value, so that a missing or non-string one is refused
+            // in one message (`variants[0]: field 'identifier' is required and must be a
+            // string`).
+            #[serde(default)]
             #[schemars(schema_with = "schema::an_identifier")]
-            pub identifier: String,
+            pub identifier: Option<Value>,
             #[serde(default)]
             #[schemars(schema_with = "schema::name")]
             pub name: Option<String>,

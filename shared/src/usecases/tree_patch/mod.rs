@@ -111,6 +111,15 @@ fn entity_name(name: &str) -> Result<&str, ApiError> {
     Ok(name)
 }
 
+/// A variant's or SKU's `identifier` (`at` names it in errors): required, a string.
+fn identifier_field<'a>(at: &str, value: Option<&'a Value>) -> Result<&'a str, ApiError> {
+    value.and_then(Value::as_str).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "{at}: field 'identifier' is required and must be a string"
+        ))
+    })
+}
+
 /// The `variants` of a product body, checked: counts, identifiers, names, no duplicates.
 fn raw_variants(
     list: &[VariantBody],
@@ -137,9 +146,9 @@ fn raw_variants(
     for (i, v) in list.iter().enumerate() {
         let at = format!("variants[{i}]");
         let variant = RawEntity::new(
-            at,
+            at.clone(),
             "variant",
-            &v.identifier,
+            identifier_field(&at, v.identifier.as_ref())?,
             v.name.as_deref(),
             v.values.as_ref(),
         )?;
@@ -155,7 +164,7 @@ fn raw_variants(
             let sku = RawEntity::new(
                 at.clone(),
                 "sku",
-                &s.identifier,
+                identifier_field(&at, s.identifier.as_ref())?,
                 s.name.as_deref(),
                 s.values.as_ref(),
             )?;

@@ -223,7 +223,7 @@ fn a_product_body_is_parsed_whole_and_errors_name_the_path() {
     let cases = [
         (
             json!({"variants": [{"name": "x"}]}),
-            "field 'variants[0].identifier' is required",
+            "variants[0]: field 'identifier' is required and must be a string",
         ),
         (
             json!({"variants": [{"identifier": "v1"}, {"identifier": "v1"}]}),
@@ -236,11 +236,19 @@ fn a_product_body_is_parsed_whole_and_errors_name_the_path() {
         ),
         (
             json!({"variants": [{"identifier": "v", "colour": 1}]}),
-            "unknown field 'variants[0].colour' (allowed: identifier, name, values, skus)",
+            "variants[0]: unknown field 'colour' (allowed: identifier, name, values, skus)",
         ),
         (
             json!({"variants": [7]}),
             "field 'variants[0]' must be an object",
+        ),
+        (
+            json!({"variants": [{"identifier": 7}]}),
+            "variants[0]: field 'identifier' is required and must be a string",
+        ),
+        (
+            json!({"variants": [{"identifier": "v", "name": 7}]}),
+            "variants[0]: field 'name' must be a string",
         ),
         (json!({"variants": {}}), "field 'variants' must be an array"),
         (
