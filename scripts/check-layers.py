@@ -3,7 +3,11 @@
 docs/architecture.md (one layer per line, highest first; the modules of a line are peers)
 and fails on any import, outside test code, from a top-level module to one of a higher
 layer, or of a module the block does not name. `use crate::...`, `use crate::{...}`
-groups, `super::` paths that leave the module and qualified paths are all counted."""
+groups, `super::` paths that leave the module and qualified paths are all counted.
+
+The ```sealed block of the same file names submodules some layers may not reach even
+though they are lower (`api usecases -> store::keys store::ops`: keys and raw requests are
+the store's alone); any `crate::` path to them from a file of those modules fails."""
 import os, re, sys
 
 ROOT = 'shared/src'
@@ -22,6 +26,27 @@ def layers():
         for name in row:
             rank[name] = len(rows) - i  # higher number = higher layer
     return rank, rows
+
+
+def sealed():
+    """(importing top-level modules, forbidden paths) per line of the ```sealed block."""
+    m = re.search(r'```sealed\n(.*?)```', open(DOC).read(), re.S)
+    rules = []
+    for line in (m.group(1).splitlines() if m else []):
+        line = line.split('#')[0]
+        if '->' not in line:
+            continue
+        tops, paths = line.split('->')
+        rules.append((set(tops.split()), paths.split()))
+    return rules
+
+
+def reaches(src, path):
+    """Whether `src` names `crate::<path>` (directly, or as a member of a `{...}` group)."""
+    head, _, last = path.rpartition('::')
+    direct = re.search(r'\bcrate::' + path.replace('::', r'\s*::\s*') + r'\b', src)
+    group = head and re.search(r'\bcrate::' + head.replace('::', r'\s*::\s*') + r'\s*::\s*\{[^}]*\b' + last + r'\b', src, re.S)
+    return bool(direct or group)
 
 
 def top_of(rel):
@@ -62,6 +87,7 @@ def targets(src, top, depth):
 
 def main():
     rank, rows = layers()
+    rules = sealed()
     problems = []
     files = 0
     for dp, _, fn in os.walk(ROOT):
@@ -80,6 +106,11 @@ def main():
             # how many `super::` leave `top`: one per segment of the file's module path
             segments = rel.count('/') + (0 if f == 'mod.rs' else 1)
             src = strip_comments(strip_tests(open(path).read()))
+            for tops, paths in rules:
+                if top in tops:
+                    for p in paths:
+                        if reaches(src, p):
+                            problems.append(f'{path}: `{top}` reaches `{p}`, sealed to it by {DOC}')
             for t in sorted(targets(src, top, segments)):
                 if t not in rank:
                     continue  # an item of lib.rs or a crate, not a module
@@ -87,7 +118,7 @@ def main():
                     problems.append(f'{path}: `{top}` (layer {len(rows) - rank[top] + 1}) imports `{t}` (layer {len(rows) - rank[t] + 1}), a higher layer')
     for p in problems:
         print(p)
-    print(f'[layers] {files} files of {ROOT}, {len(rows)} layers, {len(problems)} violations')
+    print(f'[layers] {files} files of {ROOT}, {len(rows)} layers, {len(rules)} sealed rules, {len(problems)} violations')
     sys.exit(1 if problems else 0)
 
 

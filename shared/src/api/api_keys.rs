@@ -63,17 +63,45 @@ pub const ENDPOINTS: &[Endpoint] = &[
 /// Most live keys one organization may have.
 pub const MAX_KEYS: usize = 100;
 
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[schema::answer::<KeyView>, schema::answer::<ApiKeyCreated>];
+
 /// An API key as served; `key` (the secret) only in the answer that created it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ApiKey")]
 struct KeyView<'a> {
     id: &'a str,
     name: &'a str,
+    #[schemars(schema_with = "scope_list")]
     scopes: Vec<&'a str>,
+    #[schemars(schema_with = "schema::time")]
     created_at: Timestamp,
+    /// To the hour; null until first used
+    #[schemars(schema_with = "last_used")]
     last_used_at: Option<Timestamp>,
+    /// The key, shown only in the answer that created it
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "secret")]
     key: Option<&'a str>,
+}
+
+schema::requiring!(
+    /// An API key just created, with its secret `key` (shown only here).
+    ApiKeyCreated = KeyView<'static>, ["key"]
+);
+
+fn scope_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "items": {"$ref": "#/components/schemas/Scope"}})
+}
+
+fn last_used(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "format": "date-time"})
+}
+
+fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$"})
 }
 
 /// The body of POST /api-keys.

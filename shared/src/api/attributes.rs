@@ -12,8 +12,8 @@ use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -77,25 +77,60 @@ pub const API: Api = Api {
     endpoints: ENDPOINTS,
 };
 
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<DefinitionView>];
+
+/// An attribute definition as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "AttributeDefinition")]
+struct DefinitionView<'a> {
+    /// Fully qualified: `<entity>.<key>`.
+    #[schemars(example = "product.color")]
+    key: String,
+    name: &'a str,
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::attribute_type")]
+    type_name: &'static str,
+    #[schemars(schema_with = "schema::target_entity")]
+    target_entity: &'static str,
+    is_localized: bool,
+    is_multi: bool,
+    is_channel_scoped: bool,
+    /// Select attributes only: `manual`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "manual")]
+    options_source: Option<&'static str>,
+    /// Select attributes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    options: Option<&'a [String]>,
+    /// Metaobject attributes only: the definition its values reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    metaobject_definition: Option<&'a str>,
+}
+
+fn manual(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"const": "manual"})
+}
+
 /// The definition as served: `key` fully qualified.
 pub fn render(def: &AttributeDefinition) -> Value {
-    let mut v = json!({
-        "key": def.qualified_key(),
-        "name": def.name,
-        "type": def.shape.attr_type.as_str(),
-        "targetEntity": def.target_entity.as_str(),
-        "isLocalized": def.shape.is_localized,
-        "isMulti": def.shape.is_multi,
-        "isChannelScoped": def.is_channel_scoped,
-    });
-    if def.shape.attr_type == AttributeType::Select {
-        v["optionsSource"] = json!("manual");
-        v["options"] = json!(def.shape.options);
-    }
-    if let Some(d) = &def.metaobject_definition {
-        v["metaobjectDefinition"] = json!(d);
-    }
-    v
+    let select = def.shape.attr_type == AttributeType::Select;
+    serde_json::to_value(DefinitionView {
+        key: def.qualified_key(),
+        name: &def.name,
+        type_name: def.shape.attr_type.as_str(),
+        target_entity: def.target_entity.as_str(),
+        is_localized: def.shape.is_localized,
+        is_multi: def.shape.is_multi,
+        is_channel_scoped: def.is_channel_scoped,
+        options_source: select.then_some("manual"),
+        options: select.then_some(def.shape.options.as_slice()),
+        metaobject_definition: def.metaobject_definition.as_deref(),
+    })
+    .unwrap_or_default()
 }
 
 /// The body of POST /attributes.
@@ -246,7 +281,8 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     }
     super::quotas::below(
         app,
-        crate::store::keys::attributes_pk(call.org()),
+        call.org(),
+        crate::api::quotas::Counted::AttributeDefinitions,
         super::quotas::MAX_ATTRIBUTES,
         "attribute definitions",
     )
@@ -343,6 +379,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn parse(v: Value) -> Result<AttributeDefinition, ApiError> {
         parse_definition(JsonBody(v.as_object().unwrap().clone()))

@@ -16,12 +16,9 @@ use crate::http::doc::PAGE;
 use crate::http::etag::check;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
-use crate::store::keys::{sku_ref_pk, REF_SK};
-use crate::store::ops::item_key;
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
-use crate::store::writes::{set_member, Expect, TreeWrite, BUNDLES_SET};
-use crate::store::StoreError;
+use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::etags;
 use crate::usecases::references;
 use crate::usecases::retry::with_retries;
@@ -213,16 +210,12 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let changes = &changes;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
+    let skus: &Vec<&str> = &items.iter().map(|l| l.sku.as_str()).collect();
     with_retries(&format!("bundle '{id}'"), || async move {
         let (existing, skus) = crate::store::metrics::in_parallel(async {
             futures_util::try_join!(
                 app.store.get_resource(org, Shelf::BUNDLES, id),
-                app.store.existing_keys(
-                    items
-                        .iter()
-                        .map(|l| item_key(sku_ref_pk(org, &l.sku), REF_SK))
-                        .collect()
-                )
+                app.store.existing_skus(org, skus)
             )
         })
         .await?;
@@ -231,10 +224,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             existing.as_ref().map(etags::resource).as_deref(),
             "bundle",
         )?;
-        if let Some(l) = items
-            .iter()
-            .find(|l| !skus.contains(&sku_ref_pk(org, &l.sku)))
-        {
+        if let Some(l) = items.iter().find(|l| !skus.contains(&l.sku)) {
             return Err(ApiError::bad_request(format!(
                 "field 'items': sku '{}' does not exist",
                 l.sku
@@ -268,10 +258,10 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         write.put_resource_read(org, &bundle, expect, Some(&read))?;
         let has = |list: &[BundleLine], sku: &str| list.iter().any(|l| l.sku == sku);
         for l in items.iter().filter(|l| !has(&old_items, &l.sku)) {
-            write.push(member(org, &l.sku, id, true)?);
+            write.bundle_member(org, &l.sku, id, true)?;
         }
         for l in old_items.iter().filter(|l| !has(items, &l.sku)) {
-            write.push(member(org, &l.sku, id, false)?);
+            write.bundle_member(org, &l.sku, id, false)?;
         }
         app.store
             .commit(&write, call.guard())
@@ -280,20 +270,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
     })
     .await
-}
-
-fn member(
-    org: &str,
-    sku: &str,
-    bundle: &str,
-    add: bool,
-) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, StoreError> {
-    set_member(
-        item_key(sku_ref_pk(org, sku), REF_SK),
-        BUNDLES_SET,
-        bundle,
-        add,
-    )
 }
 
 /// DELETE /bundles/{identifier}: the bundle and its place in its SKUs' `bundles` sets, in one
@@ -313,7 +289,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let mut write = TreeWrite::new();
         write.delete_resource(org, &bundle)?;
         for l in &bundle.items {
-            write.push(member(org, &l.sku, id, false)?);
+            write.bundle_member(org, &l.sku, id, false)?;
         }
         app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(200, crate::http::render::deleted(id)))

@@ -11,7 +11,7 @@ use crate::http::etag::check;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::writes::{version_bump, version_check, Expect, TreeWrite};
+use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::retry::with_retries;
@@ -201,12 +201,8 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let mut write = TreeWrite::new();
         write.put_resource(org, &item, expect)?;
         for (n, a) in chain.iter().enumerate() {
-            let key = a.key();
-            write.push(if n == 0 {
-                version_bump(key, a.ver)?
-            } else {
-                version_check(key, a.ver)?
-            });
+            // the parent's version moves, every further ancestor's is checked
+            write.resource_version(a, n == 0)?;
         }
         app.store.commit(&write, call.guard()).await?;
         Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)))

@@ -288,7 +288,8 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     };
     super::quotas::below(
         app,
-        crate::store::keys::metaobject_defs_pk(call.org()),
+        call.org(),
+        crate::api::quotas::Counted::MetaobjectDefinitions,
         super::quotas::MAX_METAOBJECT_DEFINITIONS,
         "metaobject definitions",
     )

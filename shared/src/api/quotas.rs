@@ -3,15 +3,22 @@
 
 use crate::app::App;
 use crate::error::ApiError;
+pub use crate::store::quotas::Counted;
 
 pub use crate::domain::limits::{
     MAX_ATTRIBUTES, MAX_FAMILIES, MAX_METAOBJECT_DEFINITIONS, MAX_PROFILES, MAX_REPLAYS_PER_HOUR,
     MAX_WEBHOOKS_PER_URL,
 };
 
-/// 409 unless the organization holds fewer than `max` items in partition `pk`.
-pub async fn below(app: &App, pk: String, max: usize, what: &str) -> Result<(), ApiError> {
-    if app.store.count_partition(pk).await? >= max {
+/// 409 unless the organization holds fewer than `max` of `counted` (`what` names them).
+pub async fn below(
+    app: &App,
+    org: &str,
+    counted: Counted,
+    max: usize,
+    what: &str,
+) -> Result<(), ApiError> {
+    if app.store.count_of(org, counted).await? >= max {
         return Err(over(max, what));
     }
     Ok(())

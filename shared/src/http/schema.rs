@@ -66,10 +66,17 @@ macro_rules! requiring {
 }
 pub(crate) use requiring;
 
-/// The generator of the OpenAPI document's schemas: components under
-/// `#/components/schemas`, and no `"default": null` for fields that are merely optional.
-pub fn generator() -> SchemaGenerator {
-    SchemaSettings::draft2020_12()
+/// The generator of the OpenAPI document's request schemas (`for_answers`: of its answers):
+/// components under `#/components/schemas`, and no `"default": null` for fields that are
+/// merely optional.
+pub fn generator(for_answers: bool) -> SchemaGenerator {
+    let settings = SchemaSettings::draft2020_12();
+    let settings = if for_answers {
+        settings.for_serialize()
+    } else {
+        settings
+    };
+    settings
         .with(|s| s.definitions_path = "/components/schemas".into())
         .with_transform(RecursiveTransform(|s: &mut Schema| {
             if s.get("default") == Some(&Value::Null) {
@@ -77,6 +84,17 @@ pub fn generator() -> SchemaGenerator {
             }
         }))
         .into_generator()
+}
+
+/// A time as the API writes it: RFC 3339 UTC with milliseconds.
+pub fn time(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "format": "date-time", "example": "2026-11-21T02:39:29.597Z"})
+}
+
+/// The schema of an answer type `T` (serialized by its handler), as a reference into the
+/// document's components.
+pub fn answer<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
 }
 
 /// A string schema matching the whole of `body`. The `(?!\n)` keeps Python's `$` (schemathesis

@@ -190,6 +190,24 @@ impl Store {
     }
 
     /// The partition keys of those of `keys` whose items exist.
+    /// Which of SKUs `skus` exist (by their identity items): one BatchGetItem per 100.
+    pub async fn existing_skus(
+        &self,
+        org: &str,
+        skus: &[&str],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let keys = skus
+            .iter()
+            .map(|s| item_key(super::keys::sku_ref_pk(org, s), super::keys::REF_SK))
+            .collect();
+        let found = self.existing_keys(keys).await?;
+        Ok(skus
+            .iter()
+            .filter(|s| found.contains(&super::keys::sku_ref_pk(org, s)))
+            .map(|s| s.to_string())
+            .collect())
+    }
+
     pub(crate) async fn existing_keys(
         &self,
         keys: Vec<Item>,

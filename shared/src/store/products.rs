@@ -97,6 +97,20 @@ fn decode(items: Vec<HashMap<String, AttributeValue>>) -> Result<Vec<EntityItem>
 }
 
 impl Store {
+    /// The product items of `ids` that exist (no variant or SKU), with one BatchGetItem per
+    /// 100 identifiers; none when `ids` is empty.
+    pub async fn get_products(
+        &self,
+        org: &str,
+        ids: &[impl AsRef<str>],
+    ) -> Result<Vec<EntityItem>, StoreError> {
+        let keys = ids
+            .iter()
+            .map(|id| item_key(product_pk(org, id.as_ref()), PRODUCT_SK))
+            .collect();
+        self.get_entities(keys).await
+    }
+
     /// The product item alone (one GetItem, strongly consistent).
     pub async fn get_product(&self, org: &str, id: &str) -> Result<Option<EntityItem>, StoreError> {
         self.get_item(item_key(product_pk(org, id), PRODUCT_SK), "entity")

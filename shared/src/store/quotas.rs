@@ -7,10 +7,30 @@ use super::ops::item_key;
 use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 
+/// What an organization creates through settings, counted for its quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    AttributeDefinitions,
+    Families,
+    CompletenessProfiles,
+    MetaobjectDefinitions,
+}
+
 impl Store {
+    /// How many of `what` the organization holds (see [`Store::count_partition`]).
+    pub async fn count_of(&self, org: &str, what: Counted) -> Result<usize, StoreError> {
+        let pk = match what {
+            Counted::AttributeDefinitions => super::keys::attributes_pk(org),
+            Counted::Families => super::keys::families_pk(org),
+            Counted::CompletenessProfiles => super::keys::profiles_pk(org),
+            Counted::MetaobjectDefinitions => super::keys::metaobject_defs_pk(org),
+        };
+        self.count_partition(pk).await
+    }
+
     /// How many items partition `pk` holds: a COUNT Query (no item leaves the table; a
     /// request per 1 MB read, and the partitions counted are bounded by their quotas).
-    pub async fn count_partition(&self, pk: String) -> Result<usize, StoreError> {
+    pub(crate) async fn count_partition(&self, pk: String) -> Result<usize, StoreError> {
         let mut total = 0usize;
         let mut start = None;
         loop {

@@ -15,10 +15,8 @@ use crate::http::request::BulkItem;
 use crate::http::JsonBody;
 use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
-use crate::store::keys::{product_pk, PRODUCT_SK};
-use crate::store::ops::item_key;
 use crate::store::settings::WriteContext;
-use crate::store::writes::{TRANSACTION_LIMIT, TRANSACTION_PUT_BYTES};
+use crate::store::writes::PackedWrites;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -184,29 +182,25 @@ pub async fn write_items(
     }
 
     // One batched read of the valid items' product items: a new product needs no tree read.
-    let keys = checked
+    let ids: Vec<&str> = checked
         .iter()
         .filter(|(_, _, p)| p.is_ok())
         .filter_map(|(_, id, _)| *id)
-        .map(|id| item_key(product_pk(org, id), PRODUCT_SK))
-        .collect::<Vec<_>>();
-    let mut found: HashMap<String, EntityItem> = if keys.is_empty() {
-        HashMap::new()
-    } else {
-        cx.store
-            .get_entities(keys)
-            .await?
-            .into_iter()
-            .map(|p| (p.id.clone(), p))
-            .collect()
-    };
+        .collect();
+    let mut found: HashMap<String, EntityItem> = cx
+        .store
+        .get_products(org, &ids)
+        .await?
+        .into_iter()
+        .map(|p| (p.id.clone(), p))
+        .collect();
 
     // New products (no links to resolve) are planned here and packed into shared
-    // transactions of at most 100 actions and 3.5 MB: each is all or nothing, and a batch that fails for
-    // any reason is written again item by item. Every other item reads, plans and commits on
-    // its own, retrying its own lost conditions.
+    // transactions (`PackedWrites`), committed in one store call: each is all or nothing, and
+    // a transaction that fails for any reason is written again item by item. Every other
+    // item reads, plans and commits on its own, retrying its own lost conditions.
     let mut outcomes: Vec<Option<LineOutcome>> = vec![None; checked.len()];
-    let mut batches: Vec<Batch> = Vec::new();
+    let mut packed = PackedWrites::new();
     let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
     for (i, (line, id, patch)) in checked.iter().enumerate() {
         let (Some(id), Ok(patch)) = (id, patch) else {
@@ -218,43 +212,27 @@ pub async fn write_items(
             alone.push((i, Some(known)));
             continue;
         }
-        match tree_patch::plan(org, id, None, patch, true) {
-            Ok(plan) if plan.write.fits_one_transaction() => {
-                let fits = batches.last().is_some_and(|b| {
-                    b.write.len() + plan.write.len() <= TRANSACTION_LIMIT
-                        && b.write.put_bytes() + plan.write.put_bytes() <= TRANSACTION_PUT_BYTES
-                });
-                if !fits {
-                    batches.push(Batch::default());
-                }
-                let batch = batches.last_mut().expect("a batch");
-                batch.write.append(plan.write);
-                batch.items.push(i);
-            }
-            _ => alone.push((i, Some(None))),
+        let packs = tree_patch::plan(org, id, None, patch, true)
+            .is_ok_and(|plan| packed.add(i, plan.write).is_ok());
+        if !packs {
+            alone.push((i, Some(None)));
         }
     }
-    let committed: Vec<(Batch, bool)> = futures_util::stream::iter(batches)
-        .map(|batch| async move {
-            let ok = cx.store.commit(&batch.write, guard).await.is_ok();
-            (batch, ok)
-        })
-        .buffer_unordered(cx.config.bulk_concurrency)
-        .collect()
+    let committed = cx
+        .store
+        .commit_packed(packed, cx.config.bulk_concurrency, guard)
         .await;
-    for (batch, ok) in committed {
-        for i in batch.items {
-            if ok {
-                let (line, id, _) = &checked[i];
-                outcomes[i] = Some(LineOutcome {
-                    line: *line,
-                    identifier: id.map(str::to_string),
-                    status: 201,
-                    error: None,
-                });
-            } else {
-                alone.push((i, None));
-            }
+    for (i, ok) in committed {
+        if ok {
+            let (line, id, _) = &checked[i];
+            outcomes[i] = Some(LineOutcome {
+                line: *line,
+                identifier: id.map(str::to_string),
+                status: 201,
+                error: None,
+            });
+        } else {
+            alone.push((i, None));
         }
     }
     alone.sort_by_key(|(i, _)| *i);
@@ -280,13 +258,6 @@ pub async fn write_items(
         .zip(&checked)
         .map(|(o, (line, id, patch))| o.unwrap_or_else(|| refused(*line, *id, patch)))
         .collect())
-}
-
-/// New products written in one transaction, by their index in the request.
-#[derive(Default)]
-struct Batch {
-    write: crate::store::writes::TreeWrite,
-    items: Vec<usize>,
 }
 
 /// The outcome of an item refused before any write.

@@ -15,10 +15,8 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
-use crate::store::keys::{product_pk, PRODUCT_SK};
-use crate::store::ops::item_key;
 use crate::store::resources::{ResourceItem, ResourceKind, Shelf};
-use crate::store::writes::{set_member, version_bump, Expect, TreeWrite, LINKED_BY_SET};
+use crate::store::writes::{Expect, TreeWrite};
 use crate::store::Store;
 use crate::store::StoreError;
 use std::collections::HashSet;
@@ -71,8 +69,7 @@ fn members<'a>(
     add: bool,
 ) -> Result<(), StoreError> {
     for id in ids {
-        write.start_group();
-        write.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, add)?);
+        write.link(org, shelf, id, owner, add)?;
     }
     Ok(())
 }
@@ -114,16 +111,10 @@ pub async fn delete_everywhere(
                 ))));
             }
         }
-        let keys = target
-            .linked_by
-            .iter()
-            .map(|p| item_key(product_pk(org, p), PRODUCT_SK))
-            .collect();
-        let owners = cx.store.get_entities(keys).await?;
+        let owners = cx.store.get_products(org, &target.linked_by).await?;
         let mut write = TreeWrite::new();
         for mut product in owners {
             let expect = Expect::Version(product.ver);
-            let key = item_key(product.pk.clone(), product.sk.clone());
             let links = links_of(&mut product, shelf.kind);
             match links {
                 Some(list) if list.iter().any(|l| l == id) => {
@@ -131,10 +122,7 @@ pub async fn delete_everywhere(
                     product.touch(Timestamp::next_after([product.updated_at]));
                     write.put(org, &product, expect).map_err(Retry::from)?;
                 }
-                _ => {
-                    write.start_group();
-                    write.push(version_bump(key, product.ver).map_err(Retry::from)?);
-                }
+                _ => write.bump(&product).map_err(Retry::from)?,
             }
         }
         write.delete_resource(org, &target).map_err(Retry::from)?;

@@ -344,7 +344,7 @@ fn operation_id(route: &Route) -> String {
 pub fn document() -> Value {
     let mut paths = Map::new();
     // Request schemas are derived from the types the handlers parse, collected here.
-    let mut g = crate::http::schema::generator();
+    let mut g = crate::http::schema::generator(false);
     for api in super::FUNCTIONS {
         for route in api.routes() {
             let key = route.path.to_string();
@@ -355,6 +355,7 @@ pub fn document() -> Value {
     let mut schemas = schemas();
     if let Value::Object(all) = &mut schemas {
         all.extend(g.take_definitions(true));
+        all.extend(answers());
     }
     json!({
         "openapi": "3.1.0",

@@ -66,6 +66,21 @@ pub(super) fn entity(extra: &[(&str, Value, bool)]) -> Value {
     object(&fields)
 }
 
+/// The answer schemas derived from the types their handlers serialize; the others are
+/// written in [`schemas`].
+pub(super) fn answers() -> Map<String, Value> {
+    let mut g = schema::generator(true);
+    for answer in [
+        super::super::attributes::ANSWERS,
+        super::super::api_keys::ANSWERS,
+    ] {
+        for schema in answer {
+            schema(&mut g);
+        }
+    }
+    g.take_definitions(true)
+}
+
 pub(super) fn schemas() -> Value {
     let field = json!({"type": "object", "properties": {
         "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
@@ -162,11 +177,6 @@ pub(super) fn schemas() -> Value {
         "Bundle": entity(&[("items", array(r("BundleLine")), true)]),
         "BundleLine": object(&[("sku", identifier(), true),
             ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 1000000}), true)]),
-        "AttributeDefinition": object(&[("key", json!({"type": "string", "example": "product.color"}), true),
-            ("name", string(), true), ("type", string(), true), ("targetEntity", string(), true),
-            ("isLocalized", json!({"type": "boolean"}), true), ("isMulti", json!({"type": "boolean"}), true),
-            ("isChannelScoped", json!({"type": "boolean"}), true), ("optionsSource", string(), false),
-            ("options", array(string()), false), ("metaobjectDefinition", string(), false)]),
         "Family": object(&[("id", json!({"type": "integer"}), true), ("name", string(), true),
             ("attributes", array(string()), true)]),
         "Channel": object(&[("identifier", string(), true), ("name", string(), true),
@@ -177,13 +187,6 @@ pub(super) fn schemas() -> Value {
             ("requiredAttributes", array(string()), true), ("locales", array(string()), true),
             ("channels", array(string()), true)]),
         "Scope": {"enum": ["catalog:read", "catalog:write", "settings:manage"]},
-        "ApiKey": object(&[("id", string(), true), ("name", string(), true),
-            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
-            ("lastUsedAt", json!({"type": ["string", "null"], "format": "date-time", "description": "To the hour; null until first used"}), true)]),
-        "ApiKeyCreated": object(&[("id", string(), true), ("name", string(), true),
-            ("scopes", array(r("Scope")), true), ("createdAt", time(), true),
-            ("lastUsedAt", json!({"type": "null"}), true),
-            ("key", json!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$", "description": "The key, shown only here"}), true)]),
         "UsageCounts": object(&[("requests", json!({"type": "integer", "description": "Authenticated calls answered, refused ones included"}), true),
             ("refused", json!({"type": "integer", "description": "Calls refused by the rate limit (429)"}), true),
             ("clientErrors", json!({"type": "integer", "description": "Other 4xx answers"}), true),

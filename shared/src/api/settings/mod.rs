@@ -262,7 +262,8 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let attributes = keys.into_iter().map(|(_, _, key)| key).collect();
     crate::api::quotas::below(
         app,
-        crate::store::keys::families_pk(call.org()),
+        call.org(),
+        crate::api::quotas::Counted::Families,
         crate::api::quotas::MAX_FAMILIES,
         "families",
     )

@@ -114,7 +114,8 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
     };
     crate::api::quotas::below(
         app,
-        crate::store::keys::profiles_pk(call.org()),
+        call.org(),
+        crate::api::quotas::Counted::CompletenessProfiles,
         crate::api::quotas::MAX_PROFILES,
         "completeness profiles",
     )

@@ -7,6 +7,64 @@ pub const BUNDLES_SET: &str = "bundles";
 /// The string set on an asset or category naming the products that link it.
 pub const LINKED_BY_SET: &str = "linkedBy";
 
+impl TreeWrite {
+    /// Adds (`add`) or removes product `owner` in the `linkedBy` set of `shelf`'s item `id`
+    /// (an asset or category it links), in a group of its own; the item's version moves.
+    pub fn link(
+        &mut self,
+        org: &str,
+        shelf: Shelf<'_>,
+        id: &str,
+        owner: &str,
+        add: bool,
+    ) -> Result<(), StoreError> {
+        self.start_group();
+        self.push(set_member(shelf.key(org, id), LINKED_BY_SET, owner, add)?);
+        Ok(())
+    }
+
+    /// Adds (`add`) or removes bundle `bundle` in the `bundles` set of SKU `sku` (on its
+    /// identity item), in the current group; the item's version moves.
+    pub fn bundle_member(
+        &mut self,
+        org: &str,
+        sku: &str,
+        bundle: &str,
+        add: bool,
+    ) -> Result<(), StoreError> {
+        self.push(set_member(
+            item_key(sku_ref_pk(org, sku), REF_SK),
+            BUNDLES_SET,
+            bundle,
+            add,
+        )?);
+        Ok(())
+    }
+
+    /// Moves an entity's version from the one read, in a group of its own: a concurrent
+    /// write of it fails its condition and reads again.
+    pub fn bump(&mut self, item: &EntityItem) -> Result<(), StoreError> {
+        self.start_group();
+        self.push(version_bump(
+            item_key(item.pk.clone(), item.sk.clone()),
+            item.ver,
+        )?);
+        Ok(())
+    }
+
+    /// In the current group: moves the resource's version from the one read (`bump`), or
+    /// only holds if it is still that version.
+    pub fn resource_version(&mut self, item: &ResourceItem, bump: bool) -> Result<(), StoreError> {
+        let action = if bump {
+            version_bump(item.key(), item.ver)?
+        } else {
+            version_check(item.key(), item.ver)?
+        };
+        self.push(action);
+        Ok(())
+    }
+}
+
 /// Adds (`add`) or removes `member` in the string set `set` of the item at `key`, which must
 /// exist; the item's version moves, so a delete that read the set notices.
 pub fn set_member(

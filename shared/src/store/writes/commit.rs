@@ -225,7 +225,13 @@ impl Store {
     }
 
     /// Reads entities by key with one BatchGetItem per 100 keys.
-    pub async fn get_entities(&self, keys: Vec<Item>) -> Result<Vec<EntityItem>, StoreError> {
+    pub(crate) async fn get_entities(
+        &self,
+        keys: Vec<Item>,
+    ) -> Result<Vec<EntityItem>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         let items = self.batch_get(keys).await?;
         serde_dynamo::from_items(items).map_err(|e| StoreError::serde("entity", e))
     }

@@ -12,7 +12,7 @@ use super::keys::{
 };
 use super::limits::{self, TRANSACTION_ACTIONS, TRANSACTION_BYTES};
 use super::ops::{item_key, Item};
-use super::resources::{resource_identifier, ResourceItem};
+use super::resources::{resource_identifier, ResourceItem, Shelf};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
@@ -34,13 +34,13 @@ pub use super::ops::Expect;
 
 mod actions;
 mod commit;
+mod packed;
 
+use actions::BUNDLES_SET;
 use actions::{deletion_record, tombstone, tombstone_item, with_table};
-pub use actions::{
-    set_member, version_bump, version_check, BUNDLES_SET, DELETION_RETENTION_SECS, LINKED_BY_SET,
-    TOMBSTONE_RETENTION_SECS,
-};
+pub use actions::{DELETION_RETENTION_SECS, TOMBSTONE_RETENTION_SECS};
 pub use commit::Identity;
+pub use packed::PackedWrites;
 
 #[cfg(test)]
 mod tests;
@@ -169,7 +169,7 @@ impl TreeWrite {
     }
 
     /// Appends `action` to the current group (a group of its own when there is none).
-    pub fn push(&mut self, action: TransactWriteItem) {
+    pub(in crate::store) fn push(&mut self, action: TransactWriteItem) {
         if self.groups.is_empty() {
             self.start_group();
         }

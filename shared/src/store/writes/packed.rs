@@ -1,0 +1,109 @@
+//! Independent writes packed into shared transactions and committed in one call: the bulk
+//! path's plan for new products. Each write stays all or nothing (it never straddles two
+//! transactions); a transaction that fails takes only its own writes with it, and the caller
+//! learns which writes committed.
+
+use super::*;
+use crate::store::idempotency::Guard;
+use futures_util::StreamExt;
+
+/// Writes tagged by the caller (a bulk line's index), packed in order into transactions of
+/// at most [`TRANSACTION_LIMIT`] actions and [`TRANSACTION_PUT_BYTES`].
+#[derive(Debug, Default)]
+pub struct PackedWrites {
+    batches: Vec<(TreeWrite, Vec<usize>)>,
+}
+
+impl PackedWrites {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds write `tag`, in the last transaction when it fits there, else in a new one; a
+    /// write too big for one transaction is given back (it must commit on its own).
+    pub fn add(&mut self, tag: usize, write: TreeWrite) -> Result<(), TreeWrite> {
+        if !write.fits_one_transaction() {
+            return Err(write);
+        }
+        let fits = self.batches.last().is_some_and(|(b, _)| {
+            b.len() + write.len() <= TRANSACTION_LIMIT
+                && b.put_bytes() + write.put_bytes() <= TRANSACTION_PUT_BYTES
+        });
+        if !fits {
+            self.batches.push((TreeWrite::new(), Vec::new()));
+        }
+        let (batch, tags) = self.batches.last_mut().expect("a batch");
+        batch.append(write);
+        tags.push(tag);
+        Ok(())
+    }
+
+    /// How many transactions the writes take.
+    pub fn transactions(&self) -> usize {
+        self.batches.len()
+    }
+}
+
+impl Store {
+    /// Commits the packed writes, at most `concurrency` transactions at a time (the
+    /// Idempotency-Key's `guard` joins the first to commit): each tag with whether its write
+    /// committed. A write whose transaction failed, for any reason, changed nothing.
+    pub async fn commit_packed(
+        &self,
+        packed: PackedWrites,
+        concurrency: usize,
+        guard: Option<&Guard>,
+    ) -> Vec<(usize, bool)> {
+        let committed: Vec<(Vec<usize>, bool)> = futures_util::stream::iter(packed.batches)
+            .map(|(write, tags)| async move {
+                let ok = self.commit(&write, guard).await.is_ok();
+                (tags, ok)
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        committed
+            .into_iter()
+            .flat_map(|(tags, ok)| tags.into_iter().map(move |t| (t, ok)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_pack_in_order_into_transactions_of_at_most_100_actions() {
+        let item = EntityItem::new(
+            "o",
+            EntityKind::Product,
+            "p",
+            (None, None),
+            "p",
+            StoredValues::new(),
+            Timestamp::from_millis(1),
+        );
+        let write_of = |actions: usize| {
+            let mut w = TreeWrite::new();
+            for _ in 0..actions {
+                w.bump(&item).unwrap();
+            }
+            w
+        };
+        let mut packed = PackedWrites::new();
+        for tag in 0..5 {
+            packed.add(tag, write_of(30)).unwrap();
+        }
+        packed.add(5, write_of(40)).unwrap();
+        let too_big = packed.add(9, write_of(TRANSACTION_LIMIT + 1));
+        assert_eq!(too_big.map_err(|w| w.len()), Err(TRANSACTION_LIMIT + 1));
+        let tags: Vec<Vec<usize>> = packed.batches.iter().map(|(_, t)| t.clone()).collect();
+        assert_eq!(tags, vec![vec![0, 1, 2], vec![3, 4, 5]]);
+        assert_eq!(packed.transactions(), 2);
+        assert!(packed
+            .batches
+            .iter()
+            .all(|(w, _)| w.len() <= TRANSACTION_LIMIT));
+    }
+}
