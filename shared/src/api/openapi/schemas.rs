@@ -73,6 +73,8 @@ pub(super) fn answers() -> Map<String, Value> {
     for answer in [
         super::super::attributes::ANSWERS,
         super::super::api_keys::ANSWERS,
+        super::super::settings::ANSWERS,
+        super::super::webhooks::ANSWERS,
     ] {
         for schema in answer {
             schema(&mut g);
@@ -183,9 +185,6 @@ pub(super) fn schemas() -> Value {
             ("locales", array(string()), true), ("isDefault", json!({"type": "boolean"}), true)]),
         "Language": object(&[("code", string(), true), ("name", string(), true),
             ("isDefault", json!({"type": "boolean"}), true)]),
-        "CompletenessProfile": object(&[("identifier", string(), true), ("name", string(), true),
-            ("requiredAttributes", array(string()), true), ("locales", array(string()), true),
-            ("channels", array(string()), true)]),
         "Scope": {"enum": ["catalog:read", "catalog:write", "settings:manage"]},
         "UsageCounts": object(&[("requests", json!({"type": "integer", "description": "Authenticated calls answered, refused ones included"}), true),
             ("refused", json!({"type": "integer", "description": "Calls refused by the rate limit (429)"}), true),
@@ -197,13 +196,6 @@ pub(super) fn schemas() -> Value {
         "Usage": object(&[("today", json!({"allOf": [r("UsageCounts"), object(&[("date", json!({"type": "string", "format": "date"}), true)])]}), true),
             ("month", json!({"allOf": [r("UsageCounts"), object(&[("month", json!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}), true)])]}), true),
             ("updatedEverySeconds", json!({"type": "integer", "description": "Each function adds its counts at least this often; 0: after every call"}), true)]),
-        "Webhook": object(&[("id", string(), true), ("url", string(), true), ("topics", array(string()), true),
-            ("description", nullable("string"), true), ("enabled", json!({"type": "boolean"}), true),
-            ("status", json!({"enum": ["enabled", "disabled"]}), true),
-            ("disabledReason", json!({"type": "string", "description": "Only while disabled: by a request (PATCH enabled: false), or automatically after every delivery failed for the configured period (5 days)"}), false),
-            ("previousSecretExpiresAt", json!({"type": "string", "format": "date-time", "description": "While the secret before the last rotation still signs beside the current one"}), false),
-            ("createdAt", time(), true), ("updatedAt", time(), true),
-            ("secret", json!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$", "description": "Shown only on creation and rotation. The part after whsec_ is base64 (the Standard Webhooks key)."}), false)]),
         "Delivery": object(&[("id", string(), true), ("event", string(), true), ("identifier", string(), true),
             ("entityType", string(), true), ("occurredAt", time(), true),
             ("status", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), true),

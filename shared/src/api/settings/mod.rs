@@ -16,10 +16,14 @@ use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod profiles;
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[schema::answer::<profiles::ProfileView>];
 
 use profiles::{create_profile, get_profile, list_profiles, NewProfile};
 

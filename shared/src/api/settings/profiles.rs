@@ -22,15 +22,28 @@ pub(super) struct NewProfile {
     channels: Option<Vec<Value>>,
 }
 
-/// A profile as served (without the internal `builtinNames`).
+/// A completeness profile as served.
+// (without the internal `builtinNames`)
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "CompletenessProfile")]
+pub(super) struct ProfileView<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    required_attributes: &'a [String],
+    locales: &'a [String],
+    channels: &'a [String],
+}
+
 fn render_profile(p: &CompletenessProfile) -> Value {
-    serde_json::json!({
-        "identifier": p.identifier,
-        "name": p.name,
-        "requiredAttributes": p.required_attributes,
-        "locales": p.locales,
-        "channels": p.channels,
+    serde_json::to_value(ProfileView {
+        identifier: &p.identifier,
+        name: &p.name,
+        required_attributes: &p.required_attributes,
+        locales: &p.locales,
+        channels: &p.channels,
     })
+    .unwrap_or_default()
 }
 
 /// A body array of distinct strings, each one of `known` (`what` names them in errors).

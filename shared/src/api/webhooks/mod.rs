@@ -22,7 +22,7 @@ use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -227,33 +227,72 @@ pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
 /// Longest overlap of the old and new secret after a rotation.
 const MAX_EXPIRE_CURRENT_SECS: u64 = 86_400;
 
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<WebhookView>];
+
+/// A subscription as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Webhook")]
+struct WebhookView<'a> {
+    id: &'a str,
+    url: &'a str,
+    topics: &'a [String],
+    description: Option<&'a str>,
+    enabled: bool,
+    #[schemars(schema_with = "status")]
+    status: &'static str,
+    /// Only while disabled: by a request (PATCH enabled: false), or automatically after every
+    /// delivery failed for the configured period (5 days)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    disabled_reason: Option<&'a str>,
+    /// While the secret before the last rotation still signs beside the current one
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "schema::time")]
+    previous_secret_expires_at: Option<Timestamp>,
+    #[schemars(schema_with = "schema::time")]
+    created_at: Timestamp,
+    #[schemars(schema_with = "schema::time")]
+    updated_at: Timestamp,
+    /// Shown only on creation and rotation. The part after whsec_ is base64 (the Standard
+    /// Webhooks key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "secret")]
+    secret: Option<&'a str>,
+}
+
+fn status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["enabled", "disabled"]})
+}
+
+fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"})
+}
+
 /// A subscription as served; `secret` only right after creation or rotation.
 pub fn render(sub: &Subscription, with_secret: bool) -> Value {
-    let mut v = json!({
-        "id": sub.id,
-        "url": sub.url,
-        "topics": sub.topics,
-        "description": sub.description,
-        "enabled": sub.enabled,
-        "status": if sub.enabled { "enabled" } else { "disabled" },
-        "createdAt": sub.created_at,
-        "updatedAt": sub.updated_at,
-    });
-    if !sub.enabled {
-        v["disabledReason"] = json!(sub
-            .disabled_reason
-            .as_deref()
-            .unwrap_or(DISABLED_BY_REQUEST));
-    }
-    if let Some(until) = sub.previous_secret_expires_at {
-        if until.millis() > Timestamp::now().millis() {
-            v["previousSecretExpiresAt"] = json!(until);
-        }
-    }
-    if with_secret {
-        v["secret"] = json!(sub.secret);
-    }
-    v
+    let now = Timestamp::now().millis();
+    serde_json::to_value(WebhookView {
+        id: &sub.id,
+        url: &sub.url,
+        topics: &sub.topics,
+        description: sub.description.as_deref(),
+        enabled: sub.enabled,
+        status: if sub.enabled { "enabled" } else { "disabled" },
+        disabled_reason: (!sub.enabled).then(|| {
+            sub.disabled_reason
+                .as_deref()
+                .unwrap_or(DISABLED_BY_REQUEST)
+        }),
+        previous_secret_expires_at: sub
+            .previous_secret_expires_at
+            .filter(|until| until.millis() > now),
+        created_at: sub.created_at,
+        updated_at: sub.updated_at,
+        secret: with_secret.then_some(sub.secret.as_str()),
+    })
+    .unwrap_or_default()
 }
 
 /// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
