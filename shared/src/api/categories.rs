@@ -16,8 +16,8 @@ use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::retry::with_retries;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -76,12 +76,29 @@ pub const MAX_DEPTH: usize = 32;
 
 /// A category as served.
 pub fn render(c: &ResourceItem) -> Value {
-    json!({
-        "identifier": c.id,
-        "name": c.name,
-        "parent": c.parent,
-        "updatedAt": c.self_updated_at,
+    serde_json::to_value(CategoryView {
+        identifier: &c.id,
+        name: &c.name,
+        parent: c.parent.as_deref(),
+        updated_at: c.self_updated_at,
     })
+    .unwrap_or_default()
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<CategoryView>];
+
+/// A category as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Category")]
+struct CategoryView<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    /// The parent category; null at the top
+    parent: Option<&'a str>,
+    #[schemars(schema_with = "schema::time")]
+    updated_at: Timestamp,
 }
 
 /// GET /categories: the categories index brought up to date, then the page's items.

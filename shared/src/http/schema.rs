@@ -68,7 +68,7 @@ pub(crate) use requiring;
 
 /// The generator of the OpenAPI document's request schemas (`for_answers`: of its answers):
 /// components under `#/components/schemas`, and no `"default": null` for fields that are
-/// merely optional.
+/// merely optional (no default at all in answers, whose fields are always there).
 pub fn generator(for_answers: bool) -> SchemaGenerator {
     let settings = SchemaSettings::draft2020_12();
     let settings = if for_answers {
@@ -78,8 +78,9 @@ pub fn generator(for_answers: bool) -> SchemaGenerator {
     };
     settings
         .with(|s| s.definitions_path = "/components/schemas".into())
-        .with_transform(RecursiveTransform(|s: &mut Schema| {
-            if s.get("default") == Some(&Value::Null) {
+        .with_transform(RecursiveTransform(move |s: &mut Schema| {
+            // an answer always has its fields; a request's default is worth saying unless null
+            if for_answers || s.get("default") == Some(&Value::Null) {
                 s.remove("default");
             }
         }))

@@ -13,10 +13,12 @@ use crate::domain::identifier;
 use crate::domain::time::Timestamp;
 use crate::store::idempotency::Guard;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A language of the organization, as stored and served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Language {
     pub code: String,
@@ -24,7 +26,8 @@ pub struct Language {
     pub is_default: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A channel of the organization, as stored and served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Channel {
     pub identifier: String,
@@ -67,7 +70,8 @@ struct ScopesItem {
     scopes: Scopes,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A family of the organization (its attributes), as stored and served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Family {
     pub id: i64,
     pub name: String,

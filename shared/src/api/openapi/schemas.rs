@@ -75,6 +75,7 @@ pub(super) fn answers() -> Map<String, Value> {
         super::super::api_keys::ANSWERS,
         super::super::settings::ANSWERS,
         super::super::webhooks::ANSWERS,
+        super::super::categories::ANSWERS,
     ] {
         for schema in answer {
             schema(&mut g);
@@ -174,17 +175,9 @@ pub(super) fn schemas() -> Value {
             ("fields", array(field.clone()), true)]),
     });
     let more = json!({
-        "Category": object(&[("identifier", string(), true), ("name", string(), true),
-            ("parent", nullable("string"), true), ("updatedAt", time(), true)]),
         "Bundle": entity(&[("items", array(r("BundleLine")), true)]),
         "BundleLine": object(&[("sku", identifier(), true),
             ("quantity", json!({"type": "integer", "minimum": 1, "maximum": 1000000}), true)]),
-        "Family": object(&[("id", json!({"type": "integer"}), true), ("name", string(), true),
-            ("attributes", array(string()), true)]),
-        "Channel": object(&[("identifier", string(), true), ("name", string(), true),
-            ("locales", array(string()), true), ("isDefault", json!({"type": "boolean"}), true)]),
-        "Language": object(&[("code", string(), true), ("name", string(), true),
-            ("isDefault", json!({"type": "boolean"}), true)]),
         "Scope": {"enum": ["catalog:read", "catalog:write", "settings:manage"]},
         "UsageCounts": object(&[("requests", json!({"type": "integer", "description": "Authenticated calls answered, refused ones included"}), true),
             ("refused", json!({"type": "integer", "description": "Calls refused by the rate limit (429)"}), true),

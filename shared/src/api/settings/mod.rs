@@ -22,8 +22,12 @@ use serde_json::Value;
 mod profiles;
 
 /// The answer types of this module, for the OpenAPI document.
-pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
-    &[schema::answer::<profiles::ProfileView>];
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
+    schema::answer::<profiles::ProfileView>,
+    schema::answer::<Family>,
+    schema::answer::<Language>,
+    schema::answer::<Channel>,
+];
 
 use profiles::{create_profile, get_profile, list_profiles, NewProfile};
 
