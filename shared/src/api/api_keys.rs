@@ -14,7 +14,7 @@ use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::items::KeyItem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -222,8 +222,5 @@ async fn revoke(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         return Err(not_found());
     }
     app.auth.forget(id);
-    Ok(ApiResponse::single(
-        200,
-        json!({"identifier": id, "deleted": true}),
-    ))
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

@@ -23,8 +23,8 @@ use crate::usecases::etags;
 use crate::usecases::references::{first_referrer, render_metaobject};
 use crate::usecases::retry::with_retries;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -137,23 +137,56 @@ pub const API: Api = Api {
 /// Most fields one definition has.
 pub const MAX_FIELDS: usize = 100;
 
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<DefinitionView>];
+
+/// A metaobject definition as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "MetaobjectDefinition")]
+struct DefinitionView<'a> {
+    #[schemars(schema_with = "schema::key")]
+    name: &'a str,
+    display_name: &'a str,
+    fields: Vec<FieldView<'a>>,
+}
+
+/// A field of a metaobject definition as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "MetaobjectField")]
+struct FieldView<'a> {
+    key: &'a str,
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::attribute_type")]
+    type_name: &'static str,
+    is_localized: bool,
+    is_multi: bool,
+    /// Select fields only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    options: Option<&'a [String]>,
+}
+
 fn render_definition(d: &MetaobjectDefinition) -> Value {
-    json!({
-        "name": d.name,
-        "displayName": d.display_name,
-        "fields": d.fields.iter().map(|f| {
-            let mut v = json!({
-                "key": f.key,
-                "type": f.shape.attr_type.as_str(),
-                "isLocalized": f.shape.is_localized,
-                "isMulti": f.shape.is_multi,
-            });
-            if f.shape.attr_type == AttributeType::Select {
-                v["options"] = json!(f.shape.options);
-            }
-            v
-        }).collect::<Vec<_>>(),
+    let fields = d
+        .fields
+        .iter()
+        .map(|f| FieldView {
+            key: &f.key,
+            type_name: f.shape.attr_type.as_str(),
+            is_localized: f.shape.is_localized,
+            is_multi: f.shape.is_multi,
+            options: (f.shape.attr_type == AttributeType::Select)
+                .then_some(f.shape.options.as_slice()),
+        })
+        .collect();
+    serde_json::to_value(DefinitionView {
+        name: &d.name,
+        display_name: &d.display_name,
+        fields,
     })
+    .unwrap_or_default()
 }
 
 /// One `fields` element of a definition body.

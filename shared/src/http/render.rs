@@ -6,6 +6,8 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{render_entries, StoredValues};
 use crate::store::items::EntityItem;
 use crate::store::products::ProductTree;
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// The `attributes` object: keys are fully qualified `<entity>.<key>`.
@@ -141,17 +143,53 @@ pub fn sku(tree: &ProductTree, sel: &Selection) -> Value {
     Value::Object(obj)
 }
 
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[super::doc::RequestSchema] = &[
+    super::schema::answer::<Deleted>,
+    super::schema::answer::<WriteResult>,
+];
+
+/// What a DELETE answers.
+#[derive(Serialize, JsonSchema)]
+struct Deleted<'a> {
+    identifier: &'a str,
+    #[schemars(schema_with = "always")]
+    deleted: bool,
+}
+
+fn always(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"const": true})
+}
+
 /// `{"result": {"identifier": ..., "deleted": true}}`.
 pub fn deleted(id: &str) -> Value {
-    json!({"identifier": id, "deleted": true})
+    serde_json::to_value(Deleted {
+        identifier: id,
+        deleted: true,
+    })
+    .unwrap_or_default()
+}
+
+/// The short result of a product or SKU write.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct WriteResult<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    #[schemars(schema_with = "super::schema::time")]
+    self_updated_at: Timestamp,
+    /// The hierarchy's latest change
+    #[schemars(schema_with = "super::schema::time")]
+    updated_at: Timestamp,
 }
 
 /// The short result of a write: `{identifier, name, selfUpdatedAt, updatedAt}`.
 pub fn write_result(item: &EntityItem, updated: Timestamp) -> Value {
-    json!({
-        "identifier": item.id,
-        "name": item.name,
-        "selfUpdatedAt": item.self_updated_at,
-        "updatedAt": updated,
+    serde_json::to_value(WriteResult {
+        identifier: &item.id,
+        name: &item.name,
+        self_updated_at: item.self_updated_at,
+        updated_at: updated,
     })
+    .unwrap_or_default()
 }

@@ -4,14 +4,23 @@
 //! disagree.
 
 use super::topics::{event_name, Action, ENTITY_TYPES};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// One event type: its name (the topic), a description and an example payload.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct EventType {
+    /// The topic
+    #[schemars(example = "product.created")]
     pub name: String,
     pub description: String,
+    #[schemars(schema_with = "payload")]
     pub example: Value,
+}
+
+fn payload(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"$ref": "#/components/schemas/WebhookPayload"})
 }
 
 /// What an entity type is, for the descriptions.

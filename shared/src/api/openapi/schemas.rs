@@ -76,6 +76,8 @@ pub(super) fn answers() -> Map<String, Value> {
         super::super::settings::ANSWERS,
         super::super::webhooks::ANSWERS,
         super::super::categories::ANSWERS,
+        crate::http::render::ANSWERS,
+        super::super::metaobjects::ANSWERS,
     ] {
         for schema in answer {
             schema(&mut g);
@@ -85,9 +87,6 @@ pub(super) fn answers() -> Map<String, Value> {
 }
 
 pub(super) fn schemas() -> Value {
-    let field = json!({"type": "object", "properties": {
-        "key": string(), "type": string(), "isLocalized": {"type": "boolean"},
-        "isMulti": {"type": "boolean"}, "options": array(string())}, "required": ["key", "type"]});
     let import = object(&[
         ("id", string(), true),
         (
@@ -153,11 +152,8 @@ pub(super) fn schemas() -> Value {
             ("categories", array(string()), false),
             ("variants", array(r("Variant")), false),
         ]),
-        "WriteResult": object(&[("identifier", string(), true), ("name", string(), true),
-            ("selfUpdatedAt", time(), true), ("updatedAt", time(), true)]),
         "Deletion": object(&[("entity_type", json!({"enum": super::super::deletions::ENTITY_TYPES}), true),
             ("identifier", string(), true), ("deletedAt", time(), true)]),
-        "Deleted": object(&[("identifier", string(), true), ("deleted", json!({"const": true}), true)]),
         "Import": import.clone(),
         "ImportCreated": {"allOf": [import, object(&[("uploadUrl", json!({"type": "string", "description": "Presigned S3 URL: PUT the file here"}), true),
             ("expiresAt", time(), true)])]},
@@ -171,8 +167,6 @@ pub(super) fn schemas() -> Value {
         "Metaobject": object(&[("type", json!({"const": "metaobject"}), true),
             ("definition", string(), true), ("identifier", string(), true), ("name", string(), true),
             ("attributes", r("Attributes"), true), ("updatedAt", time(), true)]),
-        "MetaobjectDefinition": object(&[("name", string(), true), ("displayName", string(), true),
-            ("fields", array(field.clone()), true)]),
     });
     let more = json!({
         "Bundle": entity(&[("items", array(r("BundleLine")), true)]),
@@ -205,9 +199,6 @@ pub(super) fn schemas() -> Value {
             ("entity_type", json!({"enum": ["product", "variant", "sku", "bundle", "metaobject", "category", "asset", "webhook"], "description": "`webhook` only in a test event (`webhook.test`, the subscription's id as identifier)"}), true),
             ("occurred_at", time(), true)]),
         "TestEvent": object(&[("deliveryId", json!({"type": "string", "description": "The test delivery's id, as in the delivery log and the payload"}), true)]),
-        "EventType": object(&[("name", json!({"type": "string", "example": "product.created", "description": "The topic"}), true),
-            ("description", string(), true),
-            ("example", r("WebhookPayload"), true)]),
     });
     for part in [more, payload] {
         if let (Value::Object(a), Value::Object(b)) = (&mut all, part) {

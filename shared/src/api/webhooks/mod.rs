@@ -228,7 +228,10 @@ pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
 const MAX_EXPIRE_CURRENT_SECS: u64 = 86_400;
 
 /// The answer types of this module, for the OpenAPI document.
-pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<WebhookView>];
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
+    schema::answer::<WebhookView>,
+    schema::answer::<event_types::EventType>,
+];
 
 /// A subscription as served.
 #[derive(Serialize, JsonSchema)]
@@ -571,18 +574,14 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             None => not_found(id),
         });
     }
-    Ok(ApiResponse::single(
-        200,
-        json!({"identifier": id, "deleted": true}),
-    ))
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }
 
 /// GET /event-types: the event catalog, one page.
 async fn event_types(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["limit", "page"])?;
     let paging = Paging::from_query(&query)?;
-    Ok(paging.envelope(
-        &event_types::catalog(),
-        |t| json!({"name": t.name, "description": t.description, "example": t.example}),
-    ))
+    Ok(paging.envelope(&event_types::catalog(), |t| {
+        serde_json::to_value(t).unwrap_or_default()
+    }))
 }
