@@ -1,6 +1,6 @@
 //! What the three list endpoints share: their query parameters, and which entities a list
 //! returns (`updated_after`, `search`, `search_mode`, completeness), computed over the warm
-//! snapshots (`store/snapshot/`) in identifier order before a page is cut.
+//! snapshots (`search/snapshot/`) in identifier order before a page is cut.
 
 use super::include::Include;
 use crate::app::{App, Call};
