@@ -18,6 +18,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod imports;
+pub(crate) mod json_text;
 pub mod search;
 pub mod store;
 pub mod telemetry;

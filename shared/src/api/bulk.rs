@@ -5,9 +5,10 @@
 
 use crate::app::{App, Call};
 use crate::domain::limits::MAX_BULK_ENTITIES;
+use crate::domain::limits::MAX_BULK_ITEMS;
 use crate::error::ApiError;
-use crate::http::request::{BulkItem, MAX_BULK_ITEMS};
 use crate::http::{ApiResponse, Query};
+use crate::json_text::BulkItem;
 use crate::usecases::bulk::{write_items, LineOutcome};
 use serde_json::{json, Value};
 

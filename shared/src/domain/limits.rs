@@ -10,6 +10,8 @@ pub const MAX_VALUES_PER_ENTITY: usize = 300;
 /// Distinct attribute keys one write names over all its entities (each is one definition
 /// read: at most five BatchGetItem requests).
 pub const MAX_ATTRIBUTE_KEYS_PER_WRITE: usize = 500;
+/// Most items one bulk request (or one import batch) holds (decisions.md).
+pub const MAX_BULK_ITEMS: usize = 1000;
 /// Variants and SKUs one bulk request (or one import batch) writes in all.
 pub const MAX_BULK_ENTITIES: usize = 5_000;
 /// Filters (keys) in one `search`.
@@ -168,6 +170,7 @@ mod tests {
             limit("Distinct attribute keys"),
             grouped(MAX_ATTRIBUTE_KEYS_PER_WRITE)
         );
+        assert_eq!(limit("Items of one bulk"), grouped(MAX_BULK_ITEMS));
         assert_eq!(
             limit("Variants and SKUs of one bulk"),
             grouped(MAX_BULK_ENTITIES)

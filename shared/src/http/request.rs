@@ -1,15 +1,10 @@
 //! A framework-free view of one HTTP request, built from the lambda_http request.
 
 use crate::error::ApiError;
+use crate::json_text::{ndjson_line, nesting_depth, object_item, BulkItem, MAX_JSON_DEPTH};
 use lambda_http::{Body, RequestExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-/// Most items one bulk request (or one import batch) holds (decisions.md).
-pub const MAX_BULK_ITEMS: usize = 1000;
-
-/// JSON nested deeper than this is refused before it reaches any handler.
-pub const MAX_JSON_DEPTH: usize = 32;
 
 #[derive(Debug, Clone, Default)]
 pub struct ApiRequest {
@@ -203,59 +198,6 @@ impl ApiRequest {
 const NOT_A_LIST: &str = "request body must be a JSON array of objects (or NDJSON with \
      Content-Type: application/x-ndjson)";
 
-/// One item of a bulk body: its 1-based line, and the object or why it is not one.
-#[derive(Debug, Clone)]
-pub struct BulkItem {
-    pub line: usize,
-    pub body: Result<serde_json::Map<String, Value>, ApiError>,
-}
-
-/// One NDJSON line as a JSON object, or why it is not one (the bulk route's NDJSON body and
-/// an import's file parse lines alike).
-pub fn ndjson_line(line: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
-    if nesting_depth(line.as_bytes()) > MAX_JSON_DEPTH {
-        return Err(ApiError::bad_request(format!(
-            "line nests deeper than {MAX_JSON_DEPTH} levels"
-        )));
-    }
-    serde_json::from_str::<Value>(line)
-        .map_err(|e| ApiError::bad_request(format!("line is not valid JSON: {e}")))
-        .and_then(object_item)
-}
-
-fn object_item(v: Value) -> Result<serde_json::Map<String, Value>, ApiError> {
-    match v {
-        Value::Object(map) => Ok(map),
-        _ => Err(ApiError::bad_request("item must be a JSON object")),
-    }
-}
-
-/// The deepest bracket nesting in a JSON text (strings skipped), found without parsing.
-fn nesting_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +301,5 @@ mod tests {
             .json_object(1 << 20)
             .unwrap_err();
         assert_eq!(err.status, 400);
-        assert_eq!(nesting_depth(b"{\"a\":\"[[[[\"}"), 1);
     }
 }

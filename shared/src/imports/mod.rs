@@ -54,7 +54,7 @@ impl ImportConfig {
             bucket: text("CATALOG_IMPORT_BUCKET"),
             queue_url: text("CATALOG_IMPORT_QUEUE_URL"),
             batch_lines: number("CATALOG_IMPORT_BATCH_LINES")
-                .map(|n| n.clamp(1, crate::http::request::MAX_BULK_ITEMS as u64) as usize)
+                .map(|n| n.clamp(1, crate::domain::limits::MAX_BULK_ITEMS as u64) as usize)
                 .unwrap_or(d.batch_lines),
             slice: number("CATALOG_IMPORT_SLICE_SECONDS")
                 .filter(|n| *n > 0)

@@ -10,9 +10,9 @@
 use crate::context::Context;
 use crate::domain::limits::MAX_RUNNING_IMPORTS;
 use crate::domain::time::Timestamp;
-use crate::http::request::{ndjson_line, BulkItem};
 use crate::imports::lines::{Line, Splitter};
 use crate::imports::{object_key, parse_object_key, ImportConfig};
+use crate::json_text::{ndjson_line, BulkItem};
 use crate::store::imports::{ImportItem, ImportStatus};
 use crate::store::StoreError;
 use crate::usecases::bulk::write_items;

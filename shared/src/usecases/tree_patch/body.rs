@@ -3,9 +3,9 @@
 //! (unknown fields refused, errors naming the field's path); the OpenAPI schemas are derived
 //! from these types.
 
+use crate::domain::limits::MAX_BULK_ITEMS;
 use crate::domain::limits::{MAX_SKUS_PER_PRODUCT, MAX_VARIANTS_PER_PRODUCT};
 use crate::http::body::present;
-use crate::http::request::MAX_BULK_ITEMS;
 use crate::http::schema;
 use crate::usecases::asset_input::{AssetItem, MAX_LINKS};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
