@@ -338,4 +338,27 @@ async fn bulk_and_single_patch_store_the_same_trees_and_bulk_reads_settings_once
         2 + 1 + 1 + 3,
         "the slot, then reads only: settings, product items, then each tree (it names variants)"
     );
+    // Updates of existing products are planned on the batched read and share one
+    // transaction too: no read of their own, one TransactWriteItems for the three.
+    let renames: Vec<Value> = (1..=3)
+        .map(|i| json!({"identifier": format!("p{i:04}"), "name": format!("Renamed {i}")}))
+        .collect();
+    let renamed = bulk(&bulked, Value::Array(renames)).await;
+    assert_eq!(
+        renamed.body,
+        json!({"result": [
+            {"line": 1, "identifier": "p0001", "status": 200},
+            {"line": 2, "identifier": "p0002", "status": 200},
+            {"line": 3, "identifier": "p0003", "status": 200}
+        ]})
+    );
+    assert_eq!(
+        renamed.ddb_requests(),
+        2 + 1 + 1,
+        "the slot, the product items, one transaction"
+    );
+    for i in 1..=3 {
+        let got = bulked.get(&format!("/v1/products/p{i:04}")).await;
+        assert_eq!(got.body["result"]["name"], format!("Renamed {i}"));
+    }
 }

@@ -5,9 +5,10 @@
 //! metaobjects in one round for the whole request, the product items in one batched read so
 //! that a new product costs no tree read) and items are written concurrently.
 
-use super::product_write::upsert_product;
+use super::links;
+use super::product_write::{known_tree, plan_write, read, upsert_product};
 use super::references;
-use super::tree_patch::{self, ProductBody, ProductPatch, RawProductPatch};
+use super::tree_patch::{self, Plan, ProductBody, ProductPatch, RawProductPatch};
 use crate::context::Context;
 use crate::domain::identifier;
 use crate::error::ApiError;
@@ -15,6 +16,7 @@ use crate::http::JsonBody;
 use crate::json_text::BulkItem;
 use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
+use crate::store::metrics::in_parallel;
 use crate::store::settings::WriteContext;
 use crate::store::writes::PackedWrites;
 use futures_util::StreamExt;
@@ -195,27 +197,57 @@ pub async fn write_items(
         .map(|p| (p.id.clone(), p))
         .collect();
 
-    // New products (no links to resolve) are planned here and packed into shared
-    // transactions (`PackedWrites`), committed in one store call: each is all or nothing, and
-    // a transaction that fails for any reason is written again item by item. Every other
-    // item reads, plans and commits on its own, retrying its own lost conditions.
+    // Every valid line is read (the batched read above has each product item: a line needs
+    // a read of its own only for its variants or link targets, all of them in one parallel
+    // round), planned, and packed into shared transactions (`PackedWrites`) that the store
+    // commits in one call. Each line stays all or nothing. A line whose read or plan fails,
+    // whose write is too big for one transaction, or whose transaction fails for any reason
+    // (a lost condition, an identifier another line of it also claims) is written again on
+    // its own, read to commit, as the single PATCH writes it and answers it.
     let mut outcomes: Vec<Option<LineOutcome>> = vec![None; checked.len()];
-    let mut packed = PackedWrites::new();
-    let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
+    let mut reads = Vec::new();
+    // What the batched read found of each line, kept for a line too big to share a
+    // transaction: its own write needs no second read of it.
+    let mut known: Vec<Option<Option<EntityItem>>> = vec![None; checked.len()];
+    let mut reading = false;
     for (i, (line, id, patch)) in checked.iter().enumerate() {
         let (Some(id), Ok(patch)) = (id, patch) else {
             outcomes[i] = Some(refused(*line, *id, patch));
             continue;
         };
-        let known = found.remove(*id);
-        if known.is_some() || patch.assets.is_some() || patch.categories.is_some() {
-            alone.push((i, Some(known)));
+        let item = found.remove(*id);
+        let first = known_tree(Some(item.clone()), patch);
+        reading |= first.is_none() || links::names_any(patch);
+        known[i] = Some(item);
+        reads.push(async move {
+            let plan = match read(cx, org, id, patch, first).await {
+                Ok((tree, targets)) => plan_write(org, id, patch, tree, &targets).ok(),
+                Err(_) => None,
+            };
+            (i, plan)
+        });
+    }
+    let planning = futures_util::stream::iter(reads)
+        .buffer_unordered(cx.config.bulk_concurrency)
+        .collect();
+    let planned: Vec<(usize, Option<Plan>)> = if reading {
+        in_parallel(planning).await
+    } else {
+        planning.await
+    };
+    let mut packed = PackedWrites::new();
+    let mut created = vec![false; checked.len()];
+    let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
+    for (i, plan) in planned {
+        let Some(plan) = plan else {
+            alone.push((i, None));
             continue;
-        }
-        let packs = tree_patch::plan(org, id, None, patch, true)
-            .is_ok_and(|plan| packed.add(i, plan.write).is_ok());
-        if !packs {
-            alone.push((i, Some(None)));
+        };
+        created[i] = plan.created;
+        if plan.write.is_empty() {
+            outcomes[i] = Some(written(&checked[i], plan.created));
+        } else if packed.add(i, plan.write).is_err() {
+            alone.push((i, known[i].take()));
         }
     }
     let committed = cx
@@ -224,13 +256,7 @@ pub async fn write_items(
         .await;
     for (i, ok) in committed {
         if ok {
-            let (line, id, _) = &checked[i];
-            outcomes[i] = Some(LineOutcome {
-                line: *line,
-                identifier: id.map(str::to_string),
-                status: 201,
-                error: None,
-            });
+            outcomes[i] = Some(written(&checked[i], created[i]));
         } else {
             alone.push((i, None));
         }
@@ -274,7 +300,21 @@ fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, ApiError>
     }
 }
 
-/// Writes one item on its own: read, plan, commit, retry.
+/// The outcome of a line whose write committed (or had nothing to change).
+fn written(
+    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, ApiError>),
+    created: bool,
+) -> LineOutcome {
+    LineOutcome {
+        line: *line,
+        identifier: id.map(str::to_string),
+        status: if created { 201 } else { 200 },
+        error: None,
+    }
+}
+
+/// Writes one item on its own: read (unless `known` has what the first attempt needs),
+/// plan, commit, retry.
 async fn write_line(
     cx: &Context,
     org: &str,

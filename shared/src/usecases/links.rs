@@ -132,6 +132,12 @@ pub async fn delete_everywhere(
     .await
 }
 
+/// Whether a PATCH /products body names any asset or category (whose read [`targets`] is).
+pub fn names_any(patch: &ProductPatch) -> bool {
+    patch.assets.as_ref().is_some_and(|a| !a.is_empty())
+        || patch.categories.as_ref().is_some_and(|c| !c.is_empty())
+}
+
 /// The assets and categories a PATCH /products body names (one BatchGetItem; none when it
 /// names none).
 pub async fn targets(

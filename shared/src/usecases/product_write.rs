@@ -5,8 +5,8 @@
 use super::etags;
 use super::links;
 use super::references;
-use super::retry::with_retries;
-use super::tree_patch::{self, ProductPatch};
+use super::retry::{with_retries, Retry};
+use super::tree_patch::{self, Plan, ProductPatch};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
@@ -15,14 +15,15 @@ use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
+use crate::store::resources::ResourceItem;
 use crate::store::StoreError;
 
 /// Writes one validated product patch: read the tree (and link targets), plan, commit,
 /// again on a lost condition. The single PATCH and every item of the bulk PATCH.
 ///
 /// `known` is the product item as a batched read found it (`Some(None)`: absent), which
-/// spares the first attempt its tree read when that is all the plan needs: the product
-/// does not exist, or the patch names no variants. Every retry reads afresh.
+/// spares the first attempt its tree read when that is all the plan needs ([`known_tree`]).
+/// Every retry reads afresh.
 pub async fn upsert_product(
     cx: &Context,
     org: &str,
@@ -32,44 +33,21 @@ pub async fn upsert_product(
     if_match: Option<&str>,
     guard: Option<&Guard>,
 ) -> Result<ApiResponse, ApiError> {
-    let depth = patch.depth();
-    let known = &std::sync::Mutex::new(match known {
-        Some(None) => Some(None),
-        Some(Some(product)) if depth == TreeDepth::Product => Some(Some(ProductTree {
-            product,
-            variants: Vec::new(),
-            skus: Vec::new(),
-        })),
-        _ => None,
-    });
+    let known = &std::sync::Mutex::new(known_tree(known, patch));
     // The tag of the product as an attempt that committed part of its writes stored it: a
     // later attempt finds it, not the tag `If-Match` names, and goes on.
     let ours = &std::sync::Mutex::new(None::<String>);
     with_retries(&format!("product '{id}'"), move || async move {
         let first = known.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let read_tree = async {
-            match first {
-                Some(tree) => Ok(tree),
-                None => cx.store.get_product_tree(org, id, depth).await,
-            }
-        };
-        let (tree, targets) = in_parallel(async {
-            futures_util::try_join!(read_tree, links::targets(&cx.store, org, patch))
-        })
-        .await?;
-        let old = tree.as_ref().map(|t| t.product.clone());
-        let current = old.as_ref().map(etags::entity);
+        let (tree, targets) = read(cx, org, id, patch, first).await?;
+        let current = tree.as_ref().map(|t| etags::entity(&t.product));
         let mine = current.is_some() && *ours.lock().unwrap_or_else(|e| e.into_inner()) == current;
         if !mine {
             check(if_match, current.as_deref(), "product")?;
         }
-        let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
-        // links added before the product write, the tree, links dropped after it
-        let mut write = links::product_link_writes(org, id, patch, &targets, old.as_ref())?;
-        write.append(std::mem::take(&mut plan.write));
-        links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
-        if !write.is_empty() {
-            if let Err(e) = cx.store.commit(&write, guard).await {
+        let plan = plan_write(org, id, patch, tree, &targets)?;
+        if !plan.write.is_empty() {
+            if let Err(e) = cx.store.commit(&plan.write, guard).await {
                 if matches!(e, StoreError::Partial { .. }) {
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));
@@ -83,4 +61,60 @@ pub async fn upsert_product(
         )
     })
     .await
+}
+
+/// The product as a batched read found it (`Some(None)`: absent), as the tree a first
+/// attempt may plan on: only when that is all the plan needs (the product does not exist, or
+/// the patch names no variants); `None` means read the tree.
+pub(super) fn known_tree(
+    known: Option<Option<EntityItem>>,
+    patch: &ProductPatch,
+) -> Option<Option<ProductTree>> {
+    match known {
+        Some(None) => Some(None),
+        Some(Some(product)) if patch.depth() == TreeDepth::Product => Some(Some(ProductTree {
+            product,
+            variants: Vec::new(),
+            skus: Vec::new(),
+        })),
+        _ => None,
+    }
+}
+
+/// What one product write plans on: the tree as deep as the patch needs (`first`, when a
+/// batched read already has it, costs nothing) and the assets and categories it links, read
+/// in parallel as one round trip.
+pub(super) async fn read(
+    cx: &Context,
+    org: &str,
+    id: &str,
+    patch: &ProductPatch,
+    first: Option<Option<ProductTree>>,
+) -> Result<(Option<ProductTree>, Vec<ResourceItem>), StoreError> {
+    let read_tree = async {
+        match first {
+            Some(tree) => Ok(tree),
+            None => cx.store.get_product_tree(org, id, patch.depth()).await,
+        }
+    };
+    in_parallel(async { futures_util::try_join!(read_tree, links::targets(&cx.store, org, patch)) })
+        .await
+}
+
+/// The writes of one product patch on what was read, in order: links added before the
+/// product's write, the tree, links dropped after it.
+pub(super) fn plan_write(
+    org: &str,
+    id: &str,
+    patch: &ProductPatch,
+    tree: Option<ProductTree>,
+    targets: &[ResourceItem],
+) -> Result<Plan, Retry> {
+    let old = tree.as_ref().map(|t| t.product.clone());
+    let mut plan = tree_patch::plan(org, id, tree, patch, true)?;
+    let mut write = links::product_link_writes(org, id, patch, targets, old.as_ref())?;
+    write.append(std::mem::take(&mut plan.write));
+    links::unlink_dropped(&mut write, org, old.as_ref(), Some(&plan.product))?;
+    plan.write = write;
+    Ok(plan)
 }
