@@ -131,6 +131,7 @@ proptest! {
             prop_assert!(!values::apply(&mut vals, &changes), "idempotent");
             for attr in vals.values() {
                 for entry in render_entries(attr) {
+                    let entry = serde_json::to_value(&entry).expect("an entry");
                     prop_assert!(entry["value"].is_string());
                     if attr.is_multi {
                         prop_assert!(entry["data"].is_array());

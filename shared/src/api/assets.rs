@@ -8,6 +8,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::doc::PAGE;
+use crate::http::render::Attributes;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
@@ -24,8 +25,8 @@ use crate::usecases::links;
 use crate::usecases::references;
 use crate::usecases::retry::{with_retries, Retry};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -184,20 +185,36 @@ fn mime_from_url(url: &str) -> &'static str {
 }
 
 /// An asset as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Asset")]
+struct AssetView<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    url: &'a str,
+    /// As given, or guessed from the URL's file extension
+    mime_type: &'a str,
+    attributes: Attributes<'a>,
+    #[schemars(schema_with = "schema::time")]
+    updated_at: Timestamp,
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<AssetView>];
+
+/// An asset as served.
 pub fn render(a: &ResourceItem) -> Value {
-    let url = a.url.clone().unwrap_or_default();
-    let mime = a
-        .mime_type
-        .clone()
-        .unwrap_or_else(|| mime_from_url(&url).to_string());
-    json!({
-        "identifier": a.id,
-        "name": a.name,
-        "url": url,
-        "mimeType": mime,
-        "attributes": crate::http::render::all_attributes("asset", &a.values),
-        "updatedAt": a.self_updated_at,
+    let url = a.url.as_deref().unwrap_or_default();
+    let mime = a.mime_type.as_deref().unwrap_or_else(|| mime_from_url(url));
+    serde_json::to_value(AssetView {
+        identifier: &a.id,
+        name: &a.name,
+        url,
+        mime_type: mime,
+        attributes: Attributes::all("asset", &a.values),
+        updated_at: a.self_updated_at,
     })
+    .unwrap_or_default()
 }
 
 /// Reads what validating `raws` needs: the asset definitions and the scopes (one

@@ -14,6 +14,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::render::Attributes;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
@@ -23,8 +24,8 @@ use crate::usecases::etags;
 use crate::usecases::references;
 use crate::usecases::retry::with_retries;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -83,15 +84,52 @@ pub const MAX_ITEMS: usize = 40;
 pub const MAX_QUANTITY: u64 = 1_000_000;
 
 /// A bundle as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Bundle")]
+struct BundleView<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    attributes: Attributes<'a>,
+    items: Vec<LineView<'a>>,
+    #[schemars(schema_with = "schema::time")]
+    self_updated_at: Timestamp,
+    /// Its own or its SKUs' latest change
+    #[schemars(schema_with = "schema::time")]
+    updated_at: Timestamp,
+}
+
+/// One line of a bundle, as a bundle shows it and a PUT gives it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "BundleLine")]
+struct LineView<'a> {
+    #[schemars(schema_with = "schema::an_identifier")]
+    sku: &'a str,
+    #[schemars(range(min = 1, max = 1_000_000))]
+    quantity: u32,
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<BundleView>];
+
+/// A bundle as served.
 pub fn render(b: &ResourceItem) -> Value {
-    json!({
-        "identifier": b.id,
-        "name": b.name,
-        "attributes": crate::http::render::all_attributes("bundle", &b.values),
-        "items": b.items,
-        "selfUpdatedAt": b.self_updated_at,
-        "updatedAt": b.updated_at,
+    serde_json::to_value(BundleView {
+        identifier: &b.id,
+        name: &b.name,
+        attributes: Attributes::all("bundle", &b.values),
+        items: b
+            .items
+            .iter()
+            .map(|l| LineView {
+                sku: &l.sku,
+                quantity: l.quantity,
+            })
+            .collect(),
+        self_updated_at: b.self_updated_at,
+        updated_at: b.updated_at,
     })
+    .unwrap_or_default()
 }
 
 /// GET /bundles: the bundles index brought up to date, then the page's items.

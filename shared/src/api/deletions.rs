@@ -11,7 +11,28 @@ use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
 use crate::store::writes::DELETION_RETENTION_SECS;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A deleted entity, as the deletions list shows it.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Deletion")]
+struct DeletionView<'a> {
+    #[schemars(schema_with = "entity_types")]
+    entity_type: &'a str,
+    identifier: &'a str,
+    #[serde(rename = "deletedAt")]
+    #[schemars(with = "Timestamp")]
+    deleted_at: &'a str,
+}
+
+fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ENTITY_TYPES})
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[crate::http::schema::answer::<DeletionView>];
 
 pub const ENDPOINT: Endpoint = Endpoint::new(
     Route::new(
@@ -106,7 +127,12 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .iter()
         .filter_map(|position| {
             let (deleted_at, identifier) = position.split_once('#')?;
-            Some(json!({"entity_type": entity_type, "identifier": identifier, "deletedAt": deleted_at}))
+            let deletion = DeletionView {
+                entity_type,
+                identifier,
+                deleted_at,
+            };
+            serde_json::to_value(deletion).ok()
         })
         .collect();
     Ok(paging.respond(result, page.total, next.map(String::as_str)))

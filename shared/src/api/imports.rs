@@ -9,13 +9,13 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
-use crate::http::schema::request;
+use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::imports::object_key;
-use crate::store::imports::ImportItem;
+use crate::store::imports::{ImportError, ImportItem, ImportStatus};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -38,20 +38,60 @@ pub const API: Api = Api {
 };
 
 /// An import as served (decisions.md).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Import")]
+struct ImportView<'a> {
+    id: &'a str,
+    status: ImportStatus,
+    /// Lines in the file, once counted
+    total: Option<u64>,
+    processed: u64,
+    created: u64,
+    updated: u64,
+    failed: u64,
+    /// The first 100 failed lines
+    errors: &'a [ImportError],
+    created_at: Timestamp,
+    started_at: Option<Timestamp>,
+    finished_at: Option<Timestamp>,
+}
+
+/// A new import: where to upload its file.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "ImportCreated")]
+struct CreatedView<'a> {
+    #[serde(flatten)]
+    import: ImportView<'a>,
+    /// Presigned S3 URL: PUT the file here
+    upload_url: &'a str,
+    expires_at: Timestamp,
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[schema::answer::<ImportView>, schema::answer::<CreatedView>];
+
+fn view(job: &ImportItem) -> ImportView<'_> {
+    ImportView {
+        id: &job.id,
+        status: job.status,
+        total: job.total,
+        processed: job.processed,
+        created: job.created,
+        updated: job.updated,
+        failed: job.failed,
+        errors: &job.errors,
+        created_at: job.created_at,
+        started_at: job.started_at,
+        finished_at: job.finished_at,
+    }
+}
+
+/// An import as served (decisions.md).
 pub fn render(job: &ImportItem) -> Value {
-    json!({
-        "id": job.id,
-        "status": job.status,
-        "total": job.total,
-        "processed": job.processed,
-        "created": job.created,
-        "updated": job.updated,
-        "failed": job.failed,
-        "errors": job.errors,
-        "createdAt": job.created_at,
-        "startedAt": job.started_at,
-        "finishedAt": job.finished_at,
-    })
+    serde_json::to_value(view(job)).unwrap_or_default()
 }
 
 /// The body of POST /imports.
@@ -107,10 +147,15 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         })?;
     let job = ImportItem::new(call.org(), &id, now, expires);
     app.store.create_import(&job, call.guard()).await?;
-    let mut result = render(&job);
-    result["uploadUrl"] = json!(upload.uri());
-    result["expiresAt"] = json!(expires);
-    Ok(ApiResponse::single(201, result))
+    let created = CreatedView {
+        import: view(&job),
+        upload_url: upload.uri(),
+        expires_at: expires,
+    };
+    Ok(ApiResponse::single(
+        201,
+        serde_json::to_value(created).unwrap_or_default(),
+    ))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

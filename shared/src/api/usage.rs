@@ -5,10 +5,12 @@
 
 use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
+use crate::domain::usage::Counts;
 use crate::error::ApiError;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::usage::{today, Tally};
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 pub const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
     Route::new(
@@ -43,16 +45,62 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .find(|(d, _)| *d == today)
         .map(|(_, t)| *t)
         .unwrap_or_default();
-    let mut today_body = of_today.render();
-    today_body.insert("date".into(), json!(today));
-    let mut month_body = total.render();
-    month_body.insert("month".into(), json!(month));
-    Ok(ApiResponse::json(
+    let usage = UsageView {
+        today: Today {
+            counts: of_today.counts(),
+            date: &today,
+        },
+        month: Month {
+            counts: total.counts(),
+            month,
+        },
+        updated_every_seconds: app.config.usage_flush.as_secs(),
+    };
+    Ok(ApiResponse::single(
         200,
-        json!({"result": {
-            "today": Value::Object(today_body),
-            "month": Value::Object(month_body),
-            "updatedEverySeconds": app.config.usage_flush.as_secs(),
-        }}),
+        serde_json::to_value(usage).unwrap_or_default(),
     ))
 }
+
+/// What the organization used.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Usage")]
+struct UsageView<'a> {
+    today: Today<'a>,
+    month: Month<'a>,
+    /// Each function adds its counts at least this often; 0: after every call
+    updated_every_seconds: u64,
+}
+
+/// Today's counts (UTC).
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "UsageToday")]
+struct Today<'a> {
+    #[serde(flatten)]
+    counts: Counts,
+    #[schemars(schema_with = "day")]
+    date: &'a str,
+}
+
+/// This month's counts (UTC), today's included.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "UsageMonth")]
+struct Month<'a> {
+    #[serde(flatten)]
+    counts: Counts,
+    #[schemars(schema_with = "month")]
+    month: &'a str,
+}
+
+fn day(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "format": "date"})
+}
+
+fn month(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"})
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[crate::http::schema::answer::<UsageView>];

@@ -1,9 +1,10 @@
 //! Attribute definitions: the types, the entities they target, and the definition record.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The value types of decisions.md: the spec's eleven plus `metaobject`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AttributeType {
     Text,

@@ -4,6 +4,21 @@
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use std::fmt;
 
+impl schemars::JsonSchema for Timestamp {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    /// RFC 3339 UTC with milliseconds, as the API writes every time.
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "format": "date-time", "example": "2026-11-21T02:39:29.597Z"})
+    }
+}
+
 /// A point in time at millisecond precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);

@@ -1,6 +1,8 @@
 //! One organization's counts over a period, and how they are named in the table and in
 //! the API: one list of fields, so the two never drift apart.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// Counts over a period. Capacity is in thousandths of a unit, so that every field adds
@@ -20,6 +22,27 @@ pub struct Tally {
     /// Webhook delivery attempts (each POST to an endpoint).
     pub delivery_attempts: u64,
     /// Attempts that failed (no 2xx in time).
+    pub failed_attempts: u64,
+}
+
+/// A tally as the API shows it (`GET /usage`); its names are the metrics' too ([`Tally::named`]).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "UsageCounts")]
+pub struct Counts {
+    /// Authenticated calls answered, refused ones included
+    pub requests: u64,
+    /// Calls refused by the rate limit (429)
+    pub refused: u64,
+    /// Other 4xx answers
+    pub client_errors: u64,
+    /// 5xx answers
+    pub server_errors: u64,
+    /// DynamoDB read and write capacity units the calls consumed
+    pub capacity_units: f64,
+    /// Webhook delivery attempts
+    pub delivery_attempts: u64,
+    /// Delivery attempts that failed
     pub failed_attempts: u64,
 }
 
@@ -105,12 +128,25 @@ impl Tally {
             .collect()
     }
 
+    /// The API's counts.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            requests: self.requests,
+            refused: self.refused,
+            client_errors: self.client_errors,
+            server_errors: self.server_errors,
+            capacity_units: self.capacity_milli as f64 / 1000.0,
+            delivery_attempts: self.delivery_attempts,
+            failed_attempts: self.failed_attempts,
+        }
+    }
+
     /// The API's object: every field by its name.
     pub fn render(&self) -> Map<String, Value> {
-        self.named()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect()
+        match serde_json::to_value(self.counts()) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
     }
 }
 
@@ -143,5 +179,12 @@ mod tests {
             json!({"requests": 2, "refused": 1, "clientErrors": 0, "serverErrors": 0,
                    "capacityUnits": 0.5, "deliveryAttempts": 1, "failedAttempts": 0})
         );
+        // the metrics' names are the API's
+        let named: Vec<(&str, Value)> = back.named();
+        let rendered = back.render();
+        assert_eq!(named.len(), rendered.len());
+        for (name, value) in named {
+            assert_eq!(rendered.get(name), Some(&value), "{name}");
+        }
     }
 }

@@ -6,6 +6,7 @@
 
 use super::attributes::{AttributeDefinition, AttributeType};
 use super::Invalid;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -481,8 +482,40 @@ fn data_of(t: AttributeType, raw: &str) -> Value {
     }
 }
 
+/// One entry of an attribute as answers show it.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttributeEntry<'a> {
+    /// The raw stored string; a JSON-encoded array for multi-value attributes. Read `data`.
+    pub value: &'a str,
+    /// The typed value: number, boolean, {amount, currency}, {value, unit}, string, or an array of those.
+    #[schemars(schema_with = "any_value")]
+    pub data: Value,
+    #[serde(rename = "type")]
+    pub attr_type: AttributeType,
+    pub locale: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub channel: Option<&'a str>,
+    /// Present (true) on multi-value attributes only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(schema_with = "always")]
+    pub is_multi: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub metaobject_definition: Option<&'a str>,
+}
+
+fn any_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({})
+}
+
+fn always(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "boolean", "const": true})
+}
+
 /// The response entries of one stored attribute.
-pub fn render_entries(attr: &StoredAttribute) -> Vec<Value> {
+pub fn render_entries(attr: &StoredAttribute) -> Vec<AttributeEntry<'_>> {
     attr.entries
         .iter()
         .map(|e| {
@@ -492,21 +525,15 @@ pub fn render_entries(attr: &StoredAttribute) -> Vec<Value> {
             } else {
                 data_of(attr.attr_type, &e.value)
             };
-            let mut entry = Map::new();
-            entry.insert("value".into(), json!(e.value));
-            entry.insert("data".into(), data);
-            entry.insert("type".into(), json!(attr.attr_type.as_str()));
-            entry.insert("locale".into(), json!(e.locale));
-            if attr.is_multi {
-                entry.insert("isMulti".into(), json!(true));
+            AttributeEntry {
+                value: &e.value,
+                data,
+                attr_type: attr.attr_type,
+                locale: e.locale.as_deref(),
+                channel: e.channel.as_deref(),
+                is_multi: attr.is_multi,
+                metaobject_definition: attr.metaobject_definition.as_deref(),
             }
-            if let Some(c) = &e.channel {
-                entry.insert("channel".into(), json!(c));
-            }
-            if let Some(d) = &attr.metaobject_definition {
-                entry.insert("metaobjectDefinition".into(), json!(d));
-            }
-            Value::Object(entry)
         })
         .collect()
 }

@@ -173,11 +173,9 @@ impl CursorPaging {
             total as u64,
         );
         if let Start::After(_) = self.start {
-            pagination["page"] = serde_json::Value::Null;
+            pagination.page = None;
         }
-        pagination["nextCursor"] = next_after
-            .map(|p| self.key.seal(&self.org, &self.scope, p))
-            .into();
+        pagination.next_cursor = Some(next_after.map(|p| self.key.seal(&self.org, &self.scope, p)));
         crate::http::ApiResponse::json(
             200,
             serde_json::json!({"result": result, "pagination": pagination}),

@@ -1,43 +1,45 @@
 //! Rendering entities into response objects: attributes with the selection applied,
-//! embedded children, and the hierarchy-aware `updatedAt`.
+//! embedded children, and the hierarchy-aware `updatedAt`. Every answer here is a type
+//! whose JSON Schema the OpenAPI document derives ([`ANSWERS`]).
 
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
-use crate::domain::values::{render_entries, StoredValues};
+use crate::domain::values::{render_entries, AttributeEntry, StoredValues};
 use crate::store::items::EntityItem;
 use crate::store::products::ProductTree;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
-/// The `attributes` object: keys are fully qualified `<entity>.<key>`.
-pub fn attributes(entity: &str, vals: &StoredValues, sel: &Selection) -> Map<String, Value> {
-    vals.iter()
-        .filter_map(|(key, attr)| {
-            let qualified = format!("{entity}.{key}");
-            sel.keeps(&qualified)
-                .then(|| (qualified, Value::Array(render_entries(attr))))
-        })
-        .collect()
-}
+/// Fully qualified `<entity>.<key>` to the entries that hold a value.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+pub struct Attributes<'a>(BTreeMap<String, Vec<AttributeEntry<'a>>>);
 
-/// Every attribute of a resource (asset, bundle, metaobject): no selection applies.
-pub fn all_attributes(entity: &str, vals: &StoredValues) -> Map<String, Value> {
-    attributes(entity, vals, &Selection::default())
-}
+impl<'a> Attributes<'a> {
+    /// The attributes of `vals` that `sel` keeps, qualified by `entity`.
+    pub fn of(entity: &str, vals: &'a StoredValues, sel: &Selection) -> Self {
+        Self(
+            vals.iter()
+                .filter_map(|(key, attr)| {
+                    let qualified = format!("{entity}.{key}");
+                    sel.keeps(&qualified)
+                        .then(|| (qualified, render_entries(attr)))
+                })
+                .collect(),
+        )
+    }
 
-fn entity_object(
-    item: &EntityItem,
-    attrs: Map<String, Value>,
-    updated: Timestamp,
-) -> Map<String, Value> {
-    let mut obj = Map::new();
-    obj.insert("identifier".into(), json!(item.id));
-    obj.insert("name".into(), json!(item.name));
-    obj.insert("attributes".into(), Value::Object(attrs));
-    obj.insert("selfUpdatedAt".into(), json!(item.self_updated_at));
-    obj.insert("updatedAt".into(), json!(updated));
-    obj
+    /// Every attribute of a resource (asset, bundle, metaobject): no selection applies.
+    pub fn all(entity: &str, vals: &'a StoredValues) -> Self {
+        Self::of(entity, vals, &Selection::default())
+    }
+
+    /// These and `more` (an ancestor's merged in).
+    fn and(mut self, more: Self) -> Self {
+        self.0.extend(more.0);
+        self
+    }
 }
 
 /// What a product response embeds.
@@ -45,15 +47,6 @@ fn entity_object(
 pub struct Embed {
     pub variants: bool,
     pub skus: bool,
-}
-
-/// An embedded SKU: its own attributes only.
-fn embedded_sku(s: &EntityItem, v: &EntityItem, p: &EntityItem, sel: &Selection) -> Value {
-    Value::Object(entity_object(
-        s,
-        attributes("sku", &s.values, sel),
-        sku_updated(p, v, s),
-    ))
 }
 
 /// `updatedAt` of a variant: its tree's changes and its product's own changes.
@@ -72,41 +65,148 @@ fn skus_of<'a>(tree: &'a ProductTree, v: &'a EntityItem) -> impl Iterator<Item =
         .filter(move |s| s.vid.as_deref() == Some(v.id.as_str()))
 }
 
-fn reference(item: &EntityItem) -> Value {
-    json!({"identifier": item.id, "name": item.name})
+/// What every product, variant and SKU answer has.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Own<'a> {
+    identifier: &'a str,
+    name: &'a str,
+    attributes: Attributes<'a>,
+    /// The entity's own latest change
+    self_updated_at: Timestamp,
+    /// The latest change of the entity, its ancestors' own fields or (products and variants) anything below it
+    updated_at: Timestamp,
+}
+
+impl<'a> Own<'a> {
+    fn of(item: &'a EntityItem, attributes: Attributes<'a>, updated_at: Timestamp) -> Self {
+        Self {
+            identifier: &item.id,
+            name: &item.name,
+            attributes,
+            self_updated_at: item.self_updated_at,
+            updated_at,
+        }
+    }
+}
+
+/// A product as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Product")]
+struct ProductView<'a> {
+    #[serde(flatten)]
+    own: Own<'a>,
+    /// The product's family; null when it has none
+    family_id: Option<i64>,
+    /// Identifiers of the categories it is in; absent until it is put in one
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    categories: Option<&'a [String]>,
+    /// With `include=variants` (their SKUs with `include=skus`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<VariantView<'a>>")]
+    variants: Option<Vec<VariantView<'a>>>,
+}
+
+/// A variant: embedded, its own attributes; on the variant endpoints, its product's merged in and a `product` reference
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Variant")]
+struct VariantView<'a> {
+    #[serde(flatten)]
+    own: Own<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Reference<'a>")]
+    product: Option<Reference<'a>>,
+    /// With `include=skus`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<SkuView<'a>>")]
+    skus: Option<Vec<SkuView<'a>>>,
+}
+
+/// A SKU: embedded, its own attributes; on the SKU endpoints, its ancestors' merged in and `product` and `variant` references
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Sku")]
+struct SkuView<'a> {
+    #[serde(flatten)]
+    own: Own<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Reference<'a>")]
+    product: Option<Reference<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Reference<'a>")]
+    variant: Option<Reference<'a>>,
+}
+
+/// An entity's parent, named.
+#[derive(Serialize, JsonSchema)]
+struct Reference<'a> {
+    identifier: &'a str,
+    name: &'a str,
+}
+
+impl<'a> Reference<'a> {
+    fn to(item: &'a EntityItem) -> Option<Self> {
+        Some(Self {
+            identifier: &item.id,
+            name: &item.name,
+        })
+    }
+}
+
+/// An embedded SKU: its own attributes only.
+fn embedded_sku<'a>(
+    s: &'a EntityItem,
+    v: &EntityItem,
+    p: &EntityItem,
+    sel: &Selection,
+) -> SkuView<'a> {
+    SkuView {
+        own: Own::of(
+            s,
+            Attributes::of("sku", &s.values, sel),
+            sku_updated(p, v, s),
+        ),
+        product: None,
+        variant: None,
+    }
+}
+
+/// The JSON of an answer type (which has only string keys: never fails).
+fn to_value(answer: impl Serialize) -> Value {
+    serde_json::to_value(answer).unwrap_or_default()
 }
 
 /// A product with its embedded variants (and their SKUs) as the tree and `embed` say.
 /// Embedded entities carry only their own attributes.
 pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
     let p = &tree.product;
-    let mut obj = entity_object(p, attributes("product", &p.values, sel), p.updated_at);
-    obj.insert("familyId".into(), json!(p.family_id));
-    if let Some(categories) = &p.categories {
-        obj.insert("categories".into(), json!(categories));
-    }
-    if embed.variants {
-        let variants: Vec<Value> = tree
-            .variants
+    let variants = embed.variants.then(|| {
+        tree.variants
             .iter()
-            .map(|v| {
-                let mut vo = entity_object(
+            .map(|v| VariantView {
+                own: Own::of(
                     v,
-                    attributes("variant", &v.values, sel),
+                    Attributes::of("variant", &v.values, sel),
                     variant_updated(p, v),
-                );
-                if embed.skus {
-                    let skus = skus_of(tree, v)
+                ),
+                product: None,
+                skus: embed.skus.then(|| {
+                    skus_of(tree, v)
                         .map(|s| embedded_sku(s, v, p, sel))
-                        .collect();
-                    vo.insert("skus".into(), Value::Array(skus));
-                }
-                Value::Object(vo)
+                        .collect()
+                }),
             })
-            .collect();
-        obj.insert("variants".into(), Value::Array(variants));
-    }
-    Value::Object(obj)
+            .collect()
+    });
+    to_value(ProductView {
+        own: Own::of(p, Attributes::of("product", &p.values, sel), p.updated_at),
+        family_id: p.family_id,
+        categories: p.categories.as_deref(),
+        variants,
+    })
 }
 
 /// A variant on the variant endpoints: the product's attributes merged in, a `product`
@@ -115,17 +215,17 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
 pub fn variant(tree: &ProductTree, with_skus: bool, sel: &Selection) -> Value {
     let p = &tree.product;
     let v = &tree.variants[0];
-    let mut attrs = attributes("product", &p.values, sel);
-    attrs.extend(attributes("variant", &v.values, sel));
-    let mut obj = entity_object(v, attrs, variant_updated(p, v));
-    obj.insert("product".into(), reference(p));
-    if with_skus {
-        let skus = skus_of(tree, v)
-            .map(|s| embedded_sku(s, v, p, sel))
-            .collect();
-        obj.insert("skus".into(), Value::Array(skus));
-    }
-    Value::Object(obj)
+    let attributes =
+        Attributes::of("product", &p.values, sel).and(Attributes::of("variant", &v.values, sel));
+    to_value(VariantView {
+        own: Own::of(v, attributes, variant_updated(p, v)),
+        product: Reference::to(p),
+        skus: with_skus.then(|| {
+            skus_of(tree, v)
+                .map(|s| embedded_sku(s, v, p, sel))
+                .collect()
+        }),
+    })
 }
 
 /// A SKU on the SKU endpoints: product and variant attributes merged in, with `product`
@@ -134,17 +234,21 @@ pub fn sku(tree: &ProductTree, sel: &Selection) -> Value {
     let p = &tree.product;
     let v = &tree.variants[0];
     let s = &tree.skus[0];
-    let mut attrs = attributes("product", &p.values, sel);
-    attrs.extend(attributes("variant", &v.values, sel));
-    attrs.extend(attributes("sku", &s.values, sel));
-    let mut obj = entity_object(s, attrs, sku_updated(p, v, s));
-    obj.insert("product".into(), reference(p));
-    obj.insert("variant".into(), reference(v));
-    Value::Object(obj)
+    let attributes = Attributes::of("product", &p.values, sel)
+        .and(Attributes::of("variant", &v.values, sel))
+        .and(Attributes::of("sku", &s.values, sel));
+    to_value(SkuView {
+        own: Own::of(s, attributes, sku_updated(p, v, s)),
+        product: Reference::to(p),
+        variant: Reference::to(v),
+    })
 }
 
 /// The answer types of this module, for the OpenAPI document.
 pub(crate) const ANSWERS: &[super::doc::RequestSchema] = &[
+    super::schema::answer::<ProductView>,
+    super::schema::answer::<VariantView>,
+    super::schema::answer::<SkuView>,
     super::schema::answer::<Deleted>,
     super::schema::answer::<WriteResult>,
 ];

@@ -3,6 +3,8 @@
 
 use crate::error::ApiError;
 use lambda_http::{Body, Response};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -91,10 +93,35 @@ impl Paging {
     }
 }
 
-/// The list envelope's `pagination` object: `totalPages = ceil(total / limit)`.
-pub fn pagination(limit: u32, page: u32, total: u64) -> Value {
-    let total_pages = total.div_ceil(u64::from(limit));
-    json!({"limit": limit, "page": page, "totalPages": total_pages, "totalResults": total})
+/// The list envelope's `pagination` object.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pagination {
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: u32,
+    /// null on a page reached by cursor
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    pub total_pages: u64,
+    pub total_results: u64,
+    /// Lists of products, variants, SKUs, assets and deletions: the cursor of the next page; null on the last
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub next_cursor: Option<Option<String>>,
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[super::doc::RequestSchema] = &[super::schema::answer::<Pagination>];
+
+/// The `pagination` of a page-numbered list: `totalPages = ceil(total / limit)`.
+pub fn pagination(limit: u32, page: u32, total: u64) -> Pagination {
+    Pagination {
+        limit,
+        page: Some(page),
+        total_pages: total.div_ceil(u64::from(limit)),
+        total_results: total,
+        next_cursor: None,
+    }
 }
 
 #[cfg(test)]
@@ -112,9 +139,13 @@ mod tests {
 
     #[test]
     fn pagination_totals() {
-        assert_eq!(pagination(100, 1, 0)["totalPages"], 0);
-        assert_eq!(pagination(100, 3, 201)["totalPages"], 3);
-        assert_eq!(pagination(100, 1, 200)["totalPages"], 2);
+        assert_eq!(pagination(100, 1, 0).total_pages, 0);
+        assert_eq!(pagination(100, 3, 201).total_pages, 3);
+        assert_eq!(pagination(100, 1, 200).total_pages, 2);
+        assert_eq!(
+            serde_json::to_value(pagination(100, 3, 201)).unwrap(),
+            json!({"limit": 100, "page": 3, "totalPages": 3, "totalResults": 201})
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub const IMPORT_RETENTION_DAYS: i64 = 30;
 pub const MAX_IMPORT_ERRORS: usize = 100;
 
 /// Where an import stands (decisions.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ImportStatus {
     AwaitingUpload,
@@ -39,7 +39,8 @@ impl ImportStatus {
 }
 
 /// One failed line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ImportFailure")]
 pub struct ImportError {
     pub line: u64,
     pub identifier: Option<String>,

@@ -20,29 +20,36 @@ use crate::store::metrics::in_parallel;
 use crate::store::settings::WriteContext;
 use crate::store::writes::PackedWrites;
 use futures_util::StreamExt;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
 use crate::domain::limits::MAX_ATTRIBUTE_KEYS_PER_WRITE;
 
 /// One line of the answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "BulkLine")]
 pub struct LineOutcome {
+    #[schemars(range(min = 1))]
     pub line: usize,
+    /// As sent; null when the line has no string `identifier`
     pub identifier: Option<String>,
+    /// What PATCH /products/{identifier} would have answered: 201, 200 or an error status
     pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub error: Option<String>,
 }
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[crate::http::schema::answer::<LineOutcome>];
 
 impl LineOutcome {
     /// The line as the answer shows it.
     pub fn render(&self) -> Value {
-        let mut v =
-            json!({"line": self.line, "identifier": self.identifier, "status": self.status});
-        if let Some(e) = &self.error {
-            v["error"] = json!(e);
-        }
-        v
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -339,6 +346,7 @@ async fn write_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn bodies(items: Value) -> Vec<ParsedLine> {
         let items = items

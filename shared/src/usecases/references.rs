@@ -6,14 +6,17 @@
 
 use super::retry::Retry;
 use crate::context::Context;
+use crate::domain::time::Timestamp;
 use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
-use crate::http::render;
+use crate::http::render::Attributes;
 use crate::http::ApiResponse;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::{Store, StoreError};
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// A metaobject reference: (definition, identifier).
@@ -140,15 +143,41 @@ fn collect(value: &Value, out: &mut BTreeSet<Ref>) {
 }
 
 /// A metaobject as served: in `included` and on the metaobject endpoints alike.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Metaobject")]
+struct MetaobjectView<'a> {
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "metaobject_const")]
+    kind: &'static str,
+    /// The metaobject definition it belongs to
+    definition: &'a str,
+    identifier: &'a str,
+    name: &'a str,
+    attributes: Attributes<'a>,
+    #[schemars(schema_with = "crate::http::schema::time")]
+    updated_at: Timestamp,
+}
+
+fn metaobject_const(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"const": "metaobject"})
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
+    &[crate::http::schema::answer::<MetaobjectView>];
+
+/// A metaobject as served: in `included` and on the metaobject endpoints alike.
 pub fn render_metaobject(m: &ResourceItem) -> Value {
-    json!({
-        "type": "metaobject",
-        "definition": m.def,
-        "identifier": m.id,
-        "name": m.name,
-        "attributes": render::all_attributes("metaobject", &m.values),
-        "updatedAt": m.self_updated_at,
+    serde_json::to_value(MetaobjectView {
+        kind: "metaobject",
+        definition: m.def.as_deref().unwrap_or_default(),
+        identifier: &m.id,
+        name: &m.name,
+        attributes: Attributes::all("metaobject", &m.values),
+        updated_at: m.self_updated_at,
     })
+    .unwrap_or_default()
 }
 
 /// Adds `included` when `wanted`: the metaobjects the response's (already selected)
@@ -214,6 +243,7 @@ pub async fn first_referrer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn collects_references_at_any_depth_once() {

@@ -3,23 +3,62 @@
 use super::*;
 
 /// A delivery log entry as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Delivery")]
+struct DeliveryView<'a> {
+    /// The delivery id: the payload's `id`, the same on every attempt
+    id: &'a str,
+    event: &'a str,
+    identifier: &'a str,
+    entity_type: &'a str,
+    occurred_at: Timestamp,
+    status: DeliveryStatus,
+    attempts: u32,
+    last_status_code: Option<u16>,
+    last_error: Option<&'a str>,
+    next_attempt_at: Option<Timestamp>,
+    /// The delivery this one replays
+    replay_of: Option<&'a str>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    attempt_log: &'a [Attempt],
+}
+
+/// What sending a test event answers.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "TestEvent")]
+struct TestEventView<'a> {
+    /// The test delivery's id, as in the delivery log and the payload
+    delivery_id: &'a str,
+}
+
+/// The answer types of the delivery log, for the OpenAPI document.
+pub(crate) const DELIVERY_ANSWERS: &[crate::http::doc::RequestSchema] = &[
+    schema::answer::<DeliveryView>,
+    schema::answer::<TestEventView>,
+];
+
+/// A delivery log entry as served.
 pub fn render_delivery(d: &Delivery) -> Value {
-    json!({
-        "id": d.id,
-        "event": d.event,
-        "identifier": d.identifier,
-        "entityType": d.entity_type,
-        "occurredAt": d.occurred_at,
-        "status": d.status,
-        "attempts": d.attempts,
-        "lastStatusCode": d.last_status_code,
-        "lastError": d.last_error,
-        "nextAttemptAt": d.next_attempt_at,
-        "replayOf": d.replay_of,
-        "createdAt": d.created_at,
-        "updatedAt": d.updated_at,
-        "attemptLog": d.attempt_log,
+    serde_json::to_value(DeliveryView {
+        id: &d.id,
+        event: &d.event,
+        identifier: &d.identifier,
+        entity_type: &d.entity_type,
+        occurred_at: d.occurred_at,
+        status: d.status,
+        attempts: d.attempts,
+        last_status_code: d.last_status_code,
+        last_error: d.last_error.as_deref(),
+        next_attempt_at: d.next_attempt_at,
+        replay_of: d.replay_of.as_deref(),
+        created_at: d.created_at,
+        updated_at: d.updated_at,
+        attempt_log: &d.attempt_log,
     })
+    .unwrap_or_default()
 }
 
 /// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
@@ -124,7 +163,13 @@ pub(super) async fn send_test(app: &App, call: &Call) -> Result<ApiResponse, Api
     let retention = app.config.webhooks.log_retention;
     let delivery = new_delivery(&message, Timestamp::now(), retention);
     queue_by_hand(app, call, &delivery, &message).await?;
-    Ok(ApiResponse::single(202, json!({"deliveryId": delivery.id})))
+    let answer = TestEventView {
+        delivery_id: &delivery.id,
+    };
+    Ok(ApiResponse::single(
+        202,
+        serde_json::to_value(answer).unwrap_or_default(),
+    ))
 }
 
 /// Counts a delivery sent by hand (a replay or a test event) in the organization's hourly

@@ -14,7 +14,7 @@ use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
-use crate::store::webhooks::{Delivery, Subscription};
+use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription};
 use crate::usecases::etags;
 use crate::usecases::retry::{with_retries, Retry};
 use crate::webhooks::event_types;
@@ -23,11 +23,12 @@ use crate::webhooks::topics::{self, Action, MAX_TOPICS};
 use crate::webhooks::url_guard;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 mod deliveries;
 
+pub(crate) use deliveries::DELIVERY_ANSWERS;
 use deliveries::*;
 
 const ENDPOINTS: &[Endpoint] = &[

@@ -29,7 +29,7 @@ fn plain_text_sets_the_unscoped_value() {
     let changes = parse(json!({"color": "Blue"}), &d).unwrap();
     let mut vals = StoredValues::new();
     assert!(apply(&mut vals, &changes));
-    let rendered = render_entries(&vals["color"]);
+    let rendered = rendered(&vals["color"]);
     assert_eq!(
         rendered,
         vec![json!({"value": "Blue", "data": "Blue", "type": "text", "locale": null})]
@@ -94,13 +94,13 @@ fn typed_data_per_decisions() {
     .unwrap();
     let mut vals = StoredValues::new();
     apply(&mut vals, &changes);
-    let data = |k: &str| render_entries(&vals[k])[0]["data"].clone();
+    let data = |k: &str| rendered(&vals[k])[0]["data"].clone();
     assert_eq!(data("price"), json!({"amount": 12.5, "currency": "EUR"}));
     assert_eq!(data("weight"), json!({"value": 1.5, "unit": "kg"}));
     assert_eq!(data("count"), json!(3));
     assert_eq!(data("active"), json!(true));
     assert_eq!(data("tags"), json!(["a", "b"]));
-    let tags = &render_entries(&vals["tags"])[0];
+    let tags = &rendered(&vals["tags"])[0];
     assert_eq!(tags["value"], json!("[\"a\",\"b\"]"));
     assert_eq!(tags["isMulti"], json!(true));
 }
@@ -142,4 +142,12 @@ fn invalid_values_name_the_problem() {
     for (input, msg) in cases {
         assert_eq!(parse(input, &d).unwrap_err().message, msg);
     }
+}
+
+/// The entries of an attribute as an answer's JSON shows them.
+fn rendered(attr: &StoredAttribute) -> Vec<Value> {
+    render_entries(attr)
+        .iter()
+        .map(|e| serde_json::to_value(e).expect("an entry"))
+        .collect()
 }

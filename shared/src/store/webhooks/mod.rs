@@ -108,13 +108,14 @@ struct SubscriptionItem {
     sub: Subscription,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeliveryStatus {
     /// Queued, not attempted yet.
     Pending,
     /// Attempted and failed; another attempt is scheduled.
     Retrying,
+    /// The endpoint answered 2xx.
     Succeeded,
     /// Every attempt failed; the message went to the dead-letter queue.
     Failed,
@@ -130,14 +131,18 @@ impl DeliveryStatus {
 }
 
 /// One delivery attempt, as logged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
     pub at: Timestamp,
+    /// The endpoint's answer; absent when it gave none
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u16")]
     pub status_code: Option<u16>,
     pub duration_ms: u64,
+    /// Why the attempt failed, when it did
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub error: Option<String>,
 }
 

@@ -59,14 +59,31 @@ const GOOD_FOR_MS: i64 = 60_000;
 const YOUNG_PROBE_MS: i64 = 1_000;
 
 /// The body of every delivery, exactly as the spec lists it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "WebhookPayload")]
 pub struct Payload<'a> {
+    /// Delivery id: the idempotency key, the same on every retry.
     pub id: &'a str,
+    #[schemars(example = "product.updated")]
     pub event: &'a str,
+    /// The entity's REST identifier (`<definition>/<identifier>` for metaobjects).
     pub identifier: &'a str,
+    /// `webhook` only in a test event (`webhook.test`, the subscription's id as identifier)
+    #[schemars(schema_with = "entity_types")]
     pub entity_type: &'a str,
+    #[schemars(with = "Timestamp")]
     pub occurred_at: String,
 }
+
+fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut all = topics::ENTITY_TYPES.to_vec();
+    all.push(topics::TEST_ENTITY_TYPE);
+    schemars::json_schema!({"enum": all})
+}
+
+/// The answer types of this module (the payload), for the OpenAPI document.
+pub(crate) const ANSWERS: &[fn(&mut schemars::SchemaGenerator) -> schemars::Schema] =
+    &[|g| g.subschema_for::<Payload>()];
 
 impl<'a> Payload<'a> {
     pub fn of(d: &'a Delivery) -> Self {
