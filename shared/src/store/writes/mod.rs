@@ -158,11 +158,6 @@ impl TreeWrite {
         self.groups.iter().map(Group::put_bytes).sum()
     }
 
-    /// Whether the write goes out as one transaction (all or nothing).
-    pub fn fits_one_transaction(&self) -> bool {
-        self.len() <= TRANSACTION_LIMIT && self.put_bytes() <= TRANSACTION_PUT_BYTES
-    }
-
     /// Starts a new group: actions pushed until the next group commit in one transaction.
     pub fn start_group(&mut self) {
         self.groups.push(Group::default());

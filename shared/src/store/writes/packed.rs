@@ -11,7 +11,17 @@ use futures_util::StreamExt;
 /// at most [`TRANSACTION_LIMIT`] actions and [`TRANSACTION_PUT_BYTES`].
 #[derive(Debug, Default)]
 pub struct PackedWrites {
-    batches: Vec<(TreeWrite, Vec<usize>)>,
+    batches: Vec<Batch>,
+}
+
+/// One transaction's writes, their tags, and their running size (each write is measured
+/// once, when added).
+#[derive(Debug, Default)]
+struct Batch {
+    write: TreeWrite,
+    tags: Vec<usize>,
+    actions: usize,
+    put_bytes: usize,
 }
 
 impl PackedWrites {
@@ -22,19 +32,22 @@ impl PackedWrites {
     /// Adds write `tag`, in the last transaction when it fits there, else in a new one; a
     /// write too big for one transaction is given back (it must commit on its own).
     pub fn add(&mut self, tag: usize, write: TreeWrite) -> Result<(), TreeWrite> {
-        if !write.fits_one_transaction() {
+        let (actions, put_bytes) = (write.len(), write.put_bytes());
+        if actions > TRANSACTION_LIMIT || put_bytes > TRANSACTION_PUT_BYTES {
             return Err(write);
         }
-        let fits = self.batches.last().is_some_and(|(b, _)| {
-            b.len() + write.len() <= TRANSACTION_LIMIT
-                && b.put_bytes() + write.put_bytes() <= TRANSACTION_PUT_BYTES
+        let fits = self.batches.last().is_some_and(|b| {
+            b.actions + actions <= TRANSACTION_LIMIT
+                && b.put_bytes + put_bytes <= TRANSACTION_PUT_BYTES
         });
         if !fits {
-            self.batches.push((TreeWrite::new(), Vec::new()));
+            self.batches.push(Batch::default());
         }
-        let (batch, tags) = self.batches.last_mut().expect("a batch");
-        batch.append(write);
-        tags.push(tag);
+        let batch = self.batches.last_mut().expect("a batch");
+        batch.write.append(write);
+        batch.tags.push(tag);
+        batch.actions += actions;
+        batch.put_bytes += put_bytes;
         Ok(())
     }
 
@@ -55,7 +68,7 @@ impl Store {
         guard: Option<&Guard>,
     ) -> Vec<(usize, bool)> {
         let committed: Vec<(Vec<usize>, bool)> = futures_util::stream::iter(packed.batches)
-            .map(|(write, tags)| async move {
+            .map(|Batch { write, tags, .. }| async move {
                 let ok = self.commit(&write, guard).await.is_ok();
                 (tags, ok)
             })
@@ -98,12 +111,12 @@ mod tests {
         packed.add(5, write_of(40)).unwrap();
         let too_big = packed.add(9, write_of(TRANSACTION_LIMIT + 1));
         assert_eq!(too_big.map_err(|w| w.len()), Err(TRANSACTION_LIMIT + 1));
-        let tags: Vec<Vec<usize>> = packed.batches.iter().map(|(_, t)| t.clone()).collect();
+        let tags: Vec<Vec<usize>> = packed.batches.iter().map(|b| b.tags.clone()).collect();
         assert_eq!(tags, vec![vec![0, 1, 2], vec![3, 4, 5]]);
         assert_eq!(packed.transactions(), 2);
         assert!(packed
             .batches
             .iter()
-            .all(|(w, _)| w.len() <= TRANSACTION_LIMIT));
+            .all(|b| b.write.len() == b.actions && b.actions <= TRANSACTION_LIMIT));
     }
 }
