@@ -362,3 +362,34 @@ async fn bulk_and_single_patch_store_the_same_trees_and_bulk_reads_settings_once
         assert_eq!(got.body["result"]["name"], format!("Renamed {i}"));
     }
 }
+
+#[tokio::test]
+async fn a_line_refused_on_what_was_read_is_answered_from_that_read_and_stores_nothing() {
+    let org = Org::new().await;
+    // A read first, so that the key is in the function's auth cache.
+    assert_eq!(org.get("/v1/products").await.status, 200);
+    let r = bulk(
+        &org,
+        json!([
+            {"identifier": "c1", "name": "One", "categories": ["nope"]},
+            {"identifier": "c2", "name": "Two", "assets": [{"identifier": "a1"}]}
+        ]),
+    )
+    .await;
+    assert_eq!(
+        r.body,
+        json!({"result": [
+            {"line": 1, "identifier": "c1", "status": 400,
+             "error": "field 'categories': category 'nope' does not exist"},
+            {"line": 2, "identifier": "c2", "status": 400,
+             "error": "assets[0]: asset 'a1' does not exist; give its 'url' to create it"}
+        ]})
+    );
+    // The bulk slot (a PutItem, a DeleteItem), the product items, and each line's link
+    // targets once (one parallel round): no line is read a second time to be refused.
+    assert_eq!(r.ddb_requests(), 2 + 1 + 2);
+    for id in ["c1", "c2"] {
+        assert_eq!(org.get(&format!("/v1/products/{id}")).await.status, 404);
+    }
+    assert_eq!(org.get("/v1/assets/a1").await.status, 404);
+}

@@ -9,6 +9,7 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::items::KeyItem;
@@ -76,10 +77,8 @@ struct KeyView<'a> {
     name: &'a str,
     #[schemars(schema_with = "scope_list")]
     scopes: Vec<&'a str>,
-    #[schemars(schema_with = "schema::time")]
     created_at: Timestamp,
     /// To the hour; null until first used
-    #[schemars(schema_with = "last_used")]
     last_used_at: Option<Timestamp>,
     /// The key, shown only in the answer that created it
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,10 +93,6 @@ schema::requiring!(
 
 fn scope_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "array", "items": {"$ref": "#/components/schemas/Scope"}})
-}
-
-fn last_used(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": ["string", "null"], "format": "date-time"})
 }
 
 fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -129,10 +124,6 @@ fn render(k: &KeyItem) -> Value {
         last_used_at: k.last_used_at,
         key: None,
     })
-}
-
-fn to_json(view: &KeyView<'_>) -> Value {
-    serde_json::to_value(view).expect("a key view serializes")
 }
 
 async fn live_keys(app: &App, org: &str) -> Result<Vec<KeyItem>, ApiError> {

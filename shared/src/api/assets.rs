@@ -8,7 +8,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::doc::PAGE;
-use crate::http::render::Attributes;
+use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
@@ -195,7 +195,6 @@ struct AssetView<'a> {
     /// As given, or guessed from the URL's file extension
     mime_type: &'a str,
     attributes: Attributes<'a>,
-    #[schemars(schema_with = "schema::time")]
     updated_at: Timestamp,
 }
 
@@ -206,7 +205,7 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer:
 pub fn render(a: &ResourceItem) -> Value {
     let url = a.url.as_deref().unwrap_or_default();
     let mime = a.mime_type.as_deref().unwrap_or_else(|| mime_from_url(url));
-    serde_json::to_value(AssetView {
+    to_json(AssetView {
         identifier: &a.id,
         name: &a.name,
         url,
@@ -214,7 +213,6 @@ pub fn render(a: &ResourceItem) -> Value {
         attributes: Attributes::all("asset", &a.values),
         updated_at: a.self_updated_at,
     })
-    .unwrap_or_default()
 }
 
 /// Reads what validating `raws` needs: the asset definitions and the scopes (one

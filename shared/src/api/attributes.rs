@@ -8,6 +8,7 @@ use crate::domain::attributes::{
 use crate::domain::names;
 use crate::error::ApiError;
 use crate::http::body::present;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::StoreError;
@@ -118,7 +119,7 @@ fn manual(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// The definition as served: `key` fully qualified.
 pub fn render(def: &AttributeDefinition) -> Value {
     let select = def.shape.attr_type == AttributeType::Select;
-    serde_json::to_value(DefinitionView {
+    to_json(DefinitionView {
         key: def.qualified_key(),
         name: &def.name,
         type_name: def.shape.attr_type.as_str(),
@@ -130,7 +131,6 @@ pub fn render(def: &AttributeDefinition) -> Value {
         options: select.then_some(def.shape.options.as_slice()),
         metaobject_definition: def.metaobject_definition.as_deref(),
     })
-    .unwrap_or_default()
 }
 
 /// The body of POST /attributes.

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
-use crate::http::render::Attributes;
+use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
@@ -92,10 +92,8 @@ struct BundleView<'a> {
     name: &'a str,
     attributes: Attributes<'a>,
     items: Vec<LineView<'a>>,
-    #[schemars(schema_with = "schema::time")]
     self_updated_at: Timestamp,
     /// Its own or its SKUs' latest change
-    #[schemars(schema_with = "schema::time")]
     updated_at: Timestamp,
 }
 
@@ -105,7 +103,7 @@ struct BundleView<'a> {
 struct LineView<'a> {
     #[schemars(schema_with = "schema::an_identifier")]
     sku: &'a str,
-    #[schemars(range(min = 1, max = 1_000_000))]
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
     quantity: u32,
 }
 
@@ -114,7 +112,7 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer:
 
 /// A bundle as served.
 pub fn render(b: &ResourceItem) -> Value {
-    serde_json::to_value(BundleView {
+    to_json(BundleView {
         identifier: &b.id,
         name: &b.name,
         attributes: Attributes::all("bundle", &b.values),
@@ -129,7 +127,6 @@ pub fn render(b: &ResourceItem) -> Value {
         self_updated_at: b.self_updated_at,
         updated_at: b.updated_at,
     })
-    .unwrap_or_default()
 }
 
 /// GET /bundles: the bundles index brought up to date, then the page's items.

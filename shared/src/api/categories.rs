@@ -8,6 +8,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::resources::{ResourceItem, Shelf};
@@ -76,13 +77,12 @@ pub const MAX_DEPTH: usize = 32;
 
 /// A category as served.
 pub fn render(c: &ResourceItem) -> Value {
-    serde_json::to_value(CategoryView {
+    to_json(CategoryView {
         identifier: &c.id,
         name: &c.name,
         parent: c.parent.as_deref(),
         updated_at: c.self_updated_at,
     })
-    .unwrap_or_default()
 }
 
 /// The answer types of this module, for the OpenAPI document.
@@ -97,7 +97,6 @@ struct CategoryView<'a> {
     name: &'a str,
     /// The parent category; null at the top
     parent: Option<&'a str>,
-    #[schemars(schema_with = "schema::time")]
     updated_at: Timestamp,
 }
 

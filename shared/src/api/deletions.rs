@@ -7,6 +7,7 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
+use crate::http::render::to_json;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
@@ -132,7 +133,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
                 identifier,
                 deleted_at,
             };
-            serde_json::to_value(deletion).ok()
+            Some(to_json(deletion))
         })
         .collect();
     Ok(paging.respond(result, page.total, next.map(String::as_str)))

@@ -9,6 +9,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::imports::object_key;
@@ -91,7 +92,7 @@ fn view(job: &ImportItem) -> ImportView<'_> {
 
 /// An import as served (decisions.md).
 pub fn render(job: &ImportItem) -> Value {
-    serde_json::to_value(view(job)).unwrap_or_default()
+    to_json(view(job))
 }
 
 /// The body of POST /imports.
@@ -152,10 +153,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         upload_url: upload.uri(),
         expires_at: expires,
     };
-    Ok(ApiResponse::single(
-        201,
-        serde_json::to_value(created).unwrap_or_default(),
-    ))
+    Ok(ApiResponse::single(201, to_json(created)))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

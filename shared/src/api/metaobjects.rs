@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::etag::check;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
@@ -181,12 +182,11 @@ fn render_definition(d: &MetaobjectDefinition) -> Value {
                 .then_some(f.shape.options.as_slice()),
         })
         .collect();
-    serde_json::to_value(DefinitionView {
+    to_json(DefinitionView {
         name: &d.name,
         display_name: &d.display_name,
         fields,
     })
-    .unwrap_or_default()
 }
 
 /// One `fields` element of a definition body.

@@ -7,6 +7,7 @@ use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::usage::Counts;
 use crate::error::ApiError;
+use crate::http::render::to_json;
 use crate::http::{ApiResponse, Body, Doc, Query, Route};
 use crate::usage::{today, Tally};
 use schemars::JsonSchema;
@@ -56,10 +57,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         },
         updated_every_seconds: app.config.usage_flush.as_secs(),
     };
-    Ok(ApiResponse::single(
-        200,
-        serde_json::to_value(usage).unwrap_or_default(),
-    ))
+    Ok(ApiResponse::single(200, to_json(usage)))
 }
 
 /// What the organization used.

@@ -148,11 +148,11 @@ struct Reference<'a> {
 }
 
 impl<'a> Reference<'a> {
-    fn to(item: &'a EntityItem) -> Option<Self> {
-        Some(Self {
+    fn to(item: &'a EntityItem) -> Self {
+        Self {
             identifier: &item.id,
             name: &item.name,
-        })
+        }
     }
 }
 
@@ -174,8 +174,8 @@ fn embedded_sku<'a>(
     }
 }
 
-/// The JSON of an answer type (which has only string keys: never fails).
-fn to_value(answer: impl Serialize) -> Value {
+/// The JSON of an answer type. Answer types have only string keys, so this never fails.
+pub fn to_json(answer: impl Serialize) -> Value {
     serde_json::to_value(answer).unwrap_or_default()
 }
 
@@ -201,7 +201,7 @@ pub fn product(tree: &ProductTree, embed: Embed, sel: &Selection) -> Value {
             })
             .collect()
     });
-    to_value(ProductView {
+    to_json(ProductView {
         own: Own::of(p, Attributes::of("product", &p.values, sel), p.updated_at),
         family_id: p.family_id,
         categories: p.categories.as_deref(),
@@ -217,9 +217,9 @@ pub fn variant(tree: &ProductTree, with_skus: bool, sel: &Selection) -> Value {
     let v = &tree.variants[0];
     let attributes =
         Attributes::of("product", &p.values, sel).and(Attributes::of("variant", &v.values, sel));
-    to_value(VariantView {
+    to_json(VariantView {
         own: Own::of(v, attributes, variant_updated(p, v)),
-        product: Reference::to(p),
+        product: Some(Reference::to(p)),
         skus: with_skus.then(|| {
             skus_of(tree, v)
                 .map(|s| embedded_sku(s, v, p, sel))
@@ -237,10 +237,10 @@ pub fn sku(tree: &ProductTree, sel: &Selection) -> Value {
     let attributes = Attributes::of("product", &p.values, sel)
         .and(Attributes::of("variant", &v.values, sel))
         .and(Attributes::of("sku", &s.values, sel));
-    to_value(SkuView {
+    to_json(SkuView {
         own: Own::of(s, attributes, sku_updated(p, v, s)),
-        product: Reference::to(p),
-        variant: Reference::to(v),
+        product: Some(Reference::to(p)),
+        variant: Some(Reference::to(v)),
     })
 }
 
@@ -267,11 +267,10 @@ fn always(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// `{"result": {"identifier": ..., "deleted": true}}`.
 pub fn deleted(id: &str) -> Value {
-    serde_json::to_value(Deleted {
+    to_json(Deleted {
         identifier: id,
         deleted: true,
     })
-    .unwrap_or_default()
 }
 
 /// The short result of a product or SKU write.
@@ -280,20 +279,17 @@ pub fn deleted(id: &str) -> Value {
 struct WriteResult<'a> {
     identifier: &'a str,
     name: &'a str,
-    #[schemars(schema_with = "super::schema::time")]
     self_updated_at: Timestamp,
     /// The hierarchy's latest change
-    #[schemars(schema_with = "super::schema::time")]
     updated_at: Timestamp,
 }
 
 /// The short result of a write: `{identifier, name, selfUpdatedAt, updatedAt}`.
 pub fn write_result(item: &EntityItem, updated: Timestamp) -> Value {
-    serde_json::to_value(WriteResult {
+    to_json(WriteResult {
         identifier: &item.id,
         name: &item.name,
         self_updated_at: item.self_updated_at,
         updated_at: updated,
     })
-    .unwrap_or_default()
 }

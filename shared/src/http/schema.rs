@@ -87,11 +87,6 @@ pub fn generator(for_answers: bool) -> SchemaGenerator {
         .into_generator()
 }
 
-/// A time as the API writes it: RFC 3339 UTC with milliseconds.
-pub fn time(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "string", "format": "date-time", "example": "2026-11-21T02:39:29.597Z"})
-}
-
 /// The schema of an answer type `T` (serialized by its handler), as a reference into the
 /// document's components.
 pub fn answer<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {

@@ -8,10 +8,12 @@
 use super::links;
 use super::product_write::{known_tree, plan_write, read, upsert_product};
 use super::references;
+use super::retry::Retry;
 use super::tree_patch::{self, Plan, ProductBody, ProductPatch, RawProductPatch};
 use crate::context::Context;
 use crate::domain::identifier;
 use crate::error::ApiError;
+use crate::http::render::to_json;
 use crate::http::JsonBody;
 use crate::json_text::BulkItem;
 use crate::store::idempotency::Guard;
@@ -49,7 +51,7 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
 impl LineOutcome {
     /// The line as the answer shows it.
     pub fn render(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
+        to_json(self)
     }
 }
 
@@ -227,9 +229,16 @@ pub async fn write_items(
         reading |= first.is_none() || links::names_any(patch);
         known[i] = Some(item);
         reads.push(async move {
+            // A plan refused on what was just read is the line's answer; a failed read, or
+            // a lost condition met while planning, is left to the line's own write.
             let plan = match read(cx, org, id, patch, first).await {
-                Ok((tree, targets)) => plan_write(org, id, patch, tree, &targets).ok(),
-                Err(_) => None,
+                Ok((tree, targets)) => {
+                    plan_write(org, id, patch, tree, &targets).map_err(|e| match e {
+                        Retry::Fail(e) => Some(e),
+                        Retry::Again | Retry::AgainAfterPartial => None,
+                    })
+                }
+                Err(_) => Err(None),
             };
             (i, plan)
         });
@@ -237,7 +246,7 @@ pub async fn write_items(
     let planning = futures_util::stream::iter(reads)
         .buffer_unordered(cx.config.bulk_concurrency)
         .collect();
-    let planned: Vec<(usize, Option<Plan>)> = if reading {
+    let planned: Vec<(usize, Result<Plan, Option<ApiError>>)> = if reading {
         in_parallel(planning).await
     } else {
         planning.await
@@ -246,9 +255,17 @@ pub async fn write_items(
     let mut created = vec![false; checked.len()];
     let mut alone: Vec<(usize, Option<Option<EntityItem>>)> = Vec::new();
     for (i, plan) in planned {
-        let Some(plan) = plan else {
-            alone.push((i, None));
-            continue;
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(Some(e)) => {
+                let (line, id, _) = &checked[i];
+                outcomes[i] = Some(failed(*line, *id, e));
+                continue;
+            }
+            Err(None) => {
+                alone.push((i, None));
+                continue;
+            }
         };
         created[i] = plan.created;
         if plan.write.is_empty() {
@@ -299,6 +316,11 @@ fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, ApiError>
         Err(e) => e.clone(),
         Ok(_) => ApiError::internal(),
     };
+    failed(line, id, e)
+}
+
+/// The outcome of an item refused with `e`.
+fn failed(line: usize, id: Option<&str>, e: ApiError) -> LineOutcome {
     LineOutcome {
         line,
         identifier: id.map(str::to_string),

@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
-use crate::http::render::Attributes;
+use crate::http::render::{to_json, Attributes};
 use crate::http::ApiResponse;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
@@ -155,7 +155,6 @@ struct MetaobjectView<'a> {
     identifier: &'a str,
     name: &'a str,
     attributes: Attributes<'a>,
-    #[schemars(schema_with = "crate::http::schema::time")]
     updated_at: Timestamp,
 }
 
@@ -169,7 +168,7 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
 
 /// A metaobject as served: in `included` and on the metaobject endpoints alike.
 pub fn render_metaobject(m: &ResourceItem) -> Value {
-    serde_json::to_value(MetaobjectView {
+    to_json(MetaobjectView {
         kind: "metaobject",
         definition: m.def.as_deref().unwrap_or_default(),
         identifier: &m.id,
@@ -177,7 +176,6 @@ pub fn render_metaobject(m: &ResourceItem) -> Value {
         attributes: Attributes::all("metaobject", &m.values),
         updated_at: m.self_updated_at,
     })
-    .unwrap_or_default()
 }
 
 /// Adds `included` when `wanted`: the metaobjects the response's (already selected)

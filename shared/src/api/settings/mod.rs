@@ -10,6 +10,7 @@ use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::settings::{
@@ -187,7 +188,7 @@ async fn list_languages(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 }
 
 fn json<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+    to_json(v)
 }
 
 /// Most languages or channels one organization may have.

@@ -36,14 +36,13 @@ pub(super) struct ProfileView<'a> {
 }
 
 fn render_profile(p: &CompletenessProfile) -> Value {
-    serde_json::to_value(ProfileView {
+    to_json(ProfileView {
         identifier: &p.identifier,
         name: &p.name,
         required_attributes: &p.required_attributes,
         locales: &p.locales,
         channels: &p.channels,
     })
-    .unwrap_or_default()
 }
 
 /// A body array of distinct strings, each one of `known` (`what` names them in errors).

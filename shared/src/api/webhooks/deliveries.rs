@@ -42,7 +42,7 @@ pub(crate) const DELIVERY_ANSWERS: &[crate::http::doc::RequestSchema] = &[
 
 /// A delivery log entry as served.
 pub fn render_delivery(d: &Delivery) -> Value {
-    serde_json::to_value(DeliveryView {
+    to_json(DeliveryView {
         id: &d.id,
         event: &d.event,
         identifier: &d.identifier,
@@ -58,7 +58,6 @@ pub fn render_delivery(d: &Delivery) -> Value {
         updated_at: d.updated_at,
         attempt_log: &d.attempt_log,
     })
-    .unwrap_or_default()
 }
 
 /// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
@@ -166,10 +165,7 @@ pub(super) async fn send_test(app: &App, call: &Call) -> Result<ApiResponse, Api
     let answer = TestEventView {
         delivery_id: &delivery.id,
     };
-    Ok(ApiResponse::single(
-        202,
-        serde_json::to_value(answer).unwrap_or_default(),
-    ))
+    Ok(ApiResponse::single(202, to_json(answer)))
 }
 
 /// Counts a delivery sent by hand (a replay or a test event) in the organization's hourly

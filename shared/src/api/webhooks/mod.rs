@@ -9,6 +9,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::PAGE;
+use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
@@ -253,11 +254,9 @@ struct WebhookView<'a> {
     disabled_reason: Option<&'a str>,
     /// While the secret before the last rotation still signs beside the current one
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "schema::time")]
+    #[schemars(with = "Timestamp")]
     previous_secret_expires_at: Option<Timestamp>,
-    #[schemars(schema_with = "schema::time")]
     created_at: Timestamp,
-    #[schemars(schema_with = "schema::time")]
     updated_at: Timestamp,
     /// Shown only on creation and rotation. The part after whsec_ is base64 (the Standard
     /// Webhooks key).
@@ -277,7 +276,7 @@ fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// A subscription as served; `secret` only right after creation or rotation.
 pub fn render(sub: &Subscription, with_secret: bool) -> Value {
     let now = Timestamp::now().millis();
-    serde_json::to_value(WebhookView {
+    to_json(WebhookView {
         id: &sub.id,
         url: &sub.url,
         topics: &sub.topics,
@@ -296,7 +295,6 @@ pub fn render(sub: &Subscription, with_secret: bool) -> Value {
         updated_at: sub.updated_at,
         secret: with_secret.then_some(sub.secret.as_str()),
     })
-    .unwrap_or_default()
 }
 
 /// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
@@ -582,7 +580,5 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn event_types(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["limit", "page"])?;
     let paging = Paging::from_query(&query)?;
-    Ok(paging.envelope(&event_types::catalog(), |t| {
-        serde_json::to_value(t).unwrap_or_default()
-    }))
+    Ok(paging.envelope(&event_types::catalog(), |t| to_json(t)))
 }
