@@ -1,8 +1,11 @@
 # The two commands of the README.
-.PHONY: dev test bench build package lint-template build-tools deploy
+.PHONY: dev console-link test bench build package lint-template build-tools deploy
 
 dev: ## start the whole service locally (API on http://127.0.0.1:9000/v1)
 	./scripts/dev.sh
+
+console-link: ## a new single-use sign-in link to the console of the stack make dev runs
+	./scripts/console-link.sh
 
 test: ## the full test suite, as CI runs it
 	./scripts/test.sh

@@ -95,12 +95,15 @@ pids+=($!)
 
 # shellcheck disable=SC1091
 source .local/env
+CONSOLE_LINK="$(scripts/console-link.sh 2>/dev/null || echo "(make console-link failed: see .local/watch.log)")"
 cat <<MSG
 
 Catalog is running locally.
   Base URL: $CATALOG_BASE_URL
   API key:  $CATALOG_API_KEY      (also in .local/env)
   OpenAPI:  $CATALOG_BASE_URL/openapi.json  (no key needed; docs/openapi.yaml is the same)
+  Console:  $CONSOLE_LINK
+            (a single-use sign-in link, valid 10 minutes; \`make console-link\` makes another)
 
 Try:
   curl -s -X PATCH "$CATALOG_BASE_URL/products/p1" -H "Authorization: Bearer $CATALOG_API_KEY" \\

@@ -2,13 +2,16 @@
 # The full test suite (make test), exactly what CI runs: installs what is missing, checks
 # formatting and lints, lints the SAM template, validates docs/openapi.yaml, builds every
 # binary once, runs unit, property and end-to-end tests (the e2e tests start their own
-# DynamoDB Local, SQS emulator and function processes and stop them), a benchmark smoke run,
+# DynamoDB Local, SQS emulator and function processes and stop them; the console's test
+# drives Debian's Chromium with Playwright), a benchmark smoke run,
 # and the arm64 release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # --dev: cargo-lambda too, which the local-stack test runs (and the arm64 build needs).
 scripts/tools.sh --dev
+# Debian's Chromium and Playwright (npm) for the console's browser test.
+scripts/browser-tools.sh
 echo "[test] cargo fmt --check"
 cargo fmt --all -- --check
 echo "[test] cargo clippy"

@@ -87,6 +87,32 @@ pub async fn key_is_live(store: &Store, plain: &str) -> Result<bool, StoreError>
     })
 }
 
+/// A sign-in link to the console at `console_url` (ending in `/console/`) acting as the live
+/// key `key_id` of `org`, which must hold `settings:manage`; its URL and expiry.
+pub async fn console_link(
+    store: &Store,
+    org: &str,
+    key_id: &str,
+    console_url: &str,
+) -> Result<(String, Timestamp), String> {
+    let (org_item, key) = store
+        .get_org_and_key(org, key_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let key = match (org_item, key) {
+        (Some(o), Some(key)) if o.api_enabled && !key.revoked => key,
+        _ => return Err(format!("key {key_id} of organization {org} is not live (unknown, revoked, or API access is off)")),
+    };
+    let scopes: Vec<Scope> = key.scopes.iter().filter_map(|s| Scope::parse(s)).collect();
+    if !scopes.contains(&Scope::SettingsManage) {
+        return Err("a console link needs a key with settings:manage".into());
+    }
+    let (token, expires_at) = crate::auth::session::new_link(store, org, key_id, &scopes)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((format!("{console_url}#token={token}"), expires_at))
+}
+
 /// Parses a comma-separated scope list; `all` means every scope.
 pub fn parse_scopes(list: &str) -> Result<Vec<Scope>, String> {
     if list.trim() == "all" {

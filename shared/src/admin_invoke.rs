@@ -47,6 +47,14 @@ pub enum Op {
     DisableApi {
         org: String,
     },
+    /// A single-use sign-in link (10 minutes) to the console at `url` (ending in
+    /// `/console/`), acting as the live key `keyId` of `org` (which holds `settings:manage`).
+    ConsoleLink {
+        org: String,
+        #[serde(rename = "keyId")]
+        key_id: String,
+        url: String,
+    },
     /// The organization's own rate limit (`rate` 0 removes it).
     SetLimits {
         org: String,
@@ -131,6 +139,10 @@ async fn run(store: &Store, op: Op) -> Result<Value, String> {
         }
         Op::EnableApi { org } => api_access(store, &org, true).await?,
         Op::DisableApi { org } => api_access(store, &org, false).await?,
+        Op::ConsoleLink { org, key_id, url } => {
+            let (link, expires_at) = admin::console_link(store, &org, &key_id, &url).await?;
+            json!({ "url": link, "expiresAt": expires_at.to_string() })
+        }
         Op::SetLimits { org, rate, burst } => {
             let limit = crate::admin::set_limits(store, &org, rate, burst).await?;
             json!({ "org": org, "rateLimit": limit.map(|l| json!({"rate": l.rate, "burst": l.burst})) })

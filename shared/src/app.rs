@@ -172,6 +172,29 @@ impl App {
             .await
     }
 
+    /// [`App::run`] for the `console` function: its pages (`site`) besides its API routes.
+    pub async fn run_with_site(
+        &'static self,
+        api: &'static Api,
+        site: &'static crate::http::site::Site,
+    ) -> Result<(), lambda_http::Error> {
+        use crate::http::site::Site;
+        lambda_http::runtime(lambda_http::service_fn(
+            move |req: lambda_http::Request| async move {
+                match Site::page_of(req.uri().path()) {
+                    Some(_) => Ok(site.respond(req.method().as_str(), req.uri().path())),
+                    None => self.serve(api, req).await,
+                }
+            },
+        ))
+        .layer(lambda_runtime::tower::layer::layer_fn(
+            crate::http::event::Readable,
+        ))
+        .layer(lambda_runtime::layers::TracingLayer::new())
+        .run()
+        .await
+    }
+
     /// The lambda_http entry point.
     pub async fn serve(
         &'static self,
@@ -255,11 +278,7 @@ impl App {
                 return handler(self, call).await;
             }
         }
-        let principal = match self
-            .auth
-            .authenticate(&self.store, request.authorization.as_deref())
-            .await
-        {
+        let principal = match self.authenticate(&request).await {
             Ok(p) => p,
             Err(e) => return Err(self.failed_authentication(e, &request, org).await),
         };
@@ -285,6 +304,33 @@ impl App {
             Err(mut e) => {
                 e.headers = with_fields(e.headers);
                 Err(e)
+            }
+        }
+    }
+
+    /// The caller: the `Authorization` header's API key, else the console session of the
+    /// `Cookie` header (`auth/session.rs`), else 401.
+    async fn authenticate(&self, request: &ApiRequest) -> Result<Principal, ApiError> {
+        let secure = !self.config.local_mode;
+        let session = request
+            .cookie
+            .as_deref()
+            .filter(|_| request.authorization.is_none())
+            .and_then(|c| crate::auth::session::from_cookie(c, secure));
+        match session {
+            Some(token) => {
+                crate::auth::session::authenticate(
+                    &self.store,
+                    &token,
+                    &request.method,
+                    request.csrf_token.as_deref(),
+                )
+                .await
+            }
+            None => {
+                self.auth
+                    .authenticate(&self.store, request.authorization.as_deref())
+                    .await
             }
         }
     }
@@ -519,12 +565,7 @@ mod tests {
         ApiRequest {
             method: "GET".into(),
             path: path.into(),
-            query: Vec::new(),
-            authorization: None,
-            content_type: None,
-            if_match: None,
-            idempotency_key: None,
-            body: Vec::new(),
+            ..Default::default()
         }
     }
 

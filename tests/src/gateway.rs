@@ -27,15 +27,24 @@ async fn forward(method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> i
     let answer = req.send().await;
     let mut out = HeaderMap::new();
     for (name, value) in &answer.headers {
-        if let (Ok(n), Ok(v)) = (
-            axum::http::HeaderName::from_bytes(name.as_bytes()),
-            axum::http::HeaderValue::from_str(value),
-        ) {
-            out.insert(n, v);
+        // several `Set-Cookie`s arrive joined by newlines (`runtime::response_of`)
+        for value in value.split('\n') {
+            if let (Ok(n), Ok(v)) = (
+                axum::http::HeaderName::from_bytes(name.as_bytes()),
+                axum::http::HeaderValue::from_str(value),
+            ) {
+                out.append(n, v);
+            }
         }
     }
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
-    (status, out, answer.body.to_string())
+    // a body that is not JSON (the console's pages) goes back as it came
+    let body = match answer.body {
+        serde_json::Value::String(text) => text,
+        serde_json::Value::Null => String::new(),
+        json => json.to_string(),
+    };
+    (status, out, body)
 }
 
 /// Starts the gateway on a free loopback port (for the test binary's lifetime); its port.

@@ -64,16 +64,20 @@ pub fn binary(name: &str) -> PathBuf {
 /// A source file that `binary` is built from changed after it was built, if any: the tests
 /// must never run stale binaries. Sources: the library (`shared/src`, its own binaries
 /// aside) and the binary's crate (`functions/<name>/src`, or `tests/src` for the harness's
-/// own binaries; `shared/src/bin` for the operator CLI).
+/// own binaries; `shared/src/bin` for the operator CLI), and the files a function builds in
+/// (`functions/<name>/assets`).
 fn newer_source(binary: &std::path::Path) -> Option<PathBuf> {
     let built = std::fs::metadata(binary).and_then(|m| m.modified()).ok()?;
     let root = repo_root();
     let name = binary.file_name()?.to_str()?;
     let function = root.join("functions").join(name).join("src");
+    // files a function builds in (the console's pages)
+    let assets = root.join("functions").join(name).join("assets");
     let admin = root.join("shared/src/bin").join(format!("{name}.rs"));
     let mut stack = vec![root.join("shared/src")];
     if function.exists() {
         stack.push(function);
+        stack.push(assets.clone());
     } else if admin.exists() {
         stack.push(root.join("shared/src/bin"));
     } else {
@@ -87,7 +91,7 @@ fn newer_source(binary: &std::path::Path) -> Option<PathBuf> {
                 if !path.ends_with("shared/src/bin") {
                     stack.push(path);
                 }
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if path.extension().is_some_and(|e| e == "rs") || dir.starts_with(&assets) {
                 files.push(path);
             }
         }

@@ -322,6 +322,25 @@ pub async fn create_import_resources(
         )
         .build()
         .map_err(|e| e.to_string())?;
+    // As the template's bucket: the console's browser uploads with PUT from its own origin.
+    let cors = aws_sdk_s3::types::CorsRule::builder()
+        .allowed_methods("PUT")
+        .allowed_origins("*")
+        .allowed_headers("*")
+        .max_age_seconds(3600)
+        .build()
+        .map_err(|e| e.to_string())?;
+    s3.put_bucket_cors()
+        .bucket(bucket)
+        .cors_configuration(
+            aws_sdk_s3::types::CorsConfiguration::builder()
+                .cors_rules(cors)
+                .build()
+                .map_err(|e| e.to_string())?,
+        )
+        .send()
+        .await
+        .map_err(|e| format!("PutBucketCors: {e:?}"))?;
     s3.put_bucket_notification_configuration()
         .bucket(bucket)
         .notification_configuration(

@@ -103,6 +103,9 @@ impl Emulator {
     /// (the template's routes are method-specific), else the fallback behind the `$default`
     /// route, which answers unknown paths (404) and other methods (405) for the whole API.
     fn function_for(method: &str, path: &str) -> &'static str {
+        if catalog::api::console::Site::page_of(path.split('?').next().unwrap_or(path)).is_some() {
+            return catalog::api::console::API.function;
+        }
         catalog::api::FUNCTIONS
             .iter()
             .find(|api| catalog::http::routes::find(api.endpoints, method, path).is_ok())
@@ -324,10 +327,18 @@ impl Emulator {
 /// The API Gateway HTTP API (v2) event of `req`.
 fn v2_event(req: &Request, id: &str) -> Value {
     let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
+    // As API Gateway, cookies travel in `cookies`, not among the headers.
     let headers: serde_json::Map<String, Value> = req
         .headers
         .iter()
+        .filter(|(k, _)| k != "cookie")
         .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let cookies: Vec<&str> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| k == "cookie")
+        .flat_map(|(_, v)| v.split(';').map(str::trim))
         .collect();
     let now = chrono::Utc::now();
     json!({
@@ -336,6 +347,7 @@ fn v2_event(req: &Request, id: &str) -> Value {
         "rawPath": path,
         "rawQueryString": query,
         "headers": headers,
+        "cookies": cookies,
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
@@ -357,21 +369,36 @@ fn v2_event(req: &Request, id: &str) -> Value {
 /// A function's v2 response, decoded.
 fn response_of(out: Value) -> Response {
     let body = out["body"].as_str().unwrap_or_default();
+    // `Set-Cookie` comes back in `cookies`, as API Gateway reads it.
+    let set_cookie = out["cookies"]
+        .as_array()
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            (
+                "set-cookie".to_string(),
+                c.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        });
+    let mut headers: HashMap<String, String> = out["headers"]
+        .as_object()
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_ascii_lowercase(),
+                        v.as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    headers.extend(set_cookie);
     Response {
         status: out["statusCode"].as_u64().expect("statusCode") as u16,
-        headers: out["headers"]
-            .as_object()
-            .map(|h| {
-                h.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.to_ascii_lowercase(),
-                            v.as_str().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        headers,
         body: serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string())),
     }
 }

@@ -105,10 +105,12 @@ fn template_routes_are_exactly_the_served_routes() {
             declared.insert(format!("{m} {p}"));
         }
     }
-    let served: BTreeSet<String> = catalog::api::FUNCTIONS
+    let mut served: BTreeSet<String> = catalog::api::FUNCTIONS
         .iter()
         .flat_map(|api| api.routes().map(|r| format!("{} /v1{}", r.method, r.path)))
         .collect();
+    // and the console's pages (`api/console/site.rs`)
+    served.extend(["GET /console".into(), "GET /console/{proxy+}".into()]);
     assert_eq!(declared, served);
 }
 
@@ -184,6 +186,8 @@ async fn sample_events_work_against_the_real_functions() {
         ("settings", "events/settings/list-api-keys.json", 200),
         ("settings", "events/settings/get-usage.json", 200),
         ("imports", "events/imports/list-imports.json", 200),
+        ("console", "events/console/create-console-link.json", 201),
+        ("console", "events/console/get-console-page.json", 200),
         // Not HTTP: a batch whose records all succeed reports no failures (the upload's
         // import does not exist: nothing to run).
         ("import-worker", "events/import-worker/s3-upload.json", 0),
@@ -635,7 +639,7 @@ fn every_alarm_names_a_metric_that_exists() {
     // alarm pages on it (api_failures_are_counted_apart_from_retry_after_answers).
     assert!(!seen.contains("AWS/ApiGateway 5xx"), "{seen:?}");
     let functions = of_type("AWS::Lambda::Function").len();
-    assert_eq!(functions, 16);
+    assert_eq!(functions, 17);
     assert_eq!(alarms.len(), 2 * functions + 15);
     // The deferred-import metric counts a line the worker really logs.
     assert!(read("shared/src/workers/import.rs").contains("\"import deferred\""));

@@ -137,12 +137,10 @@ async fn a_key_held_by_a_running_request_is_409() {
     let request = ApiRequest {
         method: "PATCH".into(),
         path: "/v1/products/lamp".into(),
-        query: Vec::new(),
-        authorization: None,
         content_type: Some("application/json".into()),
-        if_match: None,
         idempotency_key: Some("k-held".into()),
         body: serde_json::to_vec(&body).unwrap(),
+        ..Default::default()
     };
     let guard = Guard::new(&org.id, "k-held", "ik_test");
     let store = stack().await.store();

@@ -257,6 +257,10 @@ async fn rapid_updates_coalesce_into_one_signed_delivery() {
     let product = org.get("/v1/products/lamp").await.body["result"].clone();
     assert_eq!(product["name"], json!("Lamp 19"));
     let id = d.json["id"].as_str().unwrap();
+    // the log counts the 20 changes the one delivery stands for
+    let log = org.get(&format!("/v1/webhooks/{hook}/deliveries")).await;
+    assert_eq!(log.body["result"][0]["id"], json!(id));
+    assert_eq!(log.body["result"][0]["changes"], json!(20));
     assert_eq!(
         d.json,
         json!({"id": id, "event": "product.updated", "identifier": "lamp",
@@ -345,6 +349,13 @@ async fn a_failing_receiver_gets_retries_with_the_same_id() {
     })
     .await;
     assert_eq!(today["failedAttempts"], json!(3));
+    // answered again: healthy
+    let sub = org.get(&format!("/v1/webhooks/{hook}")).await;
+    assert_eq!(
+        sub.body["result"]["health"],
+        json!({"status": "healthy", "failingSince": null, "consecutiveFailures": 0})
+    );
+    assert_eq!(sub.ddb_requests(), 1);
 }
 
 #[tokio::test]
@@ -1045,6 +1056,13 @@ async fn a_subscription_failing_for_the_configured_period_is_disabled_until_patc
     );
     assert!(reason.starts_with(&prefix), "{reason}");
     let since = Timestamp::parse(&reason[prefix.len()..prefix.len() + 24]).unwrap();
+    // the console shows why: the endpoint's failure streak
+    assert_eq!(sub["health"]["status"], json!("failing"));
+    assert_eq!(sub["health"]["failingSince"], json!(since.to_string()));
+    assert!(
+        sub["health"]["consecutiveFailures"].as_u64().unwrap() >= 1,
+        "{sub}"
+    );
     let disabled_at = Timestamp::parse(sub["updatedAt"].as_str().unwrap()).unwrap();
     assert!(
         disabled_at.millis() - since.millis() >= DISABLE_AFTER_SECONDS as i64 * 1000,
@@ -1340,4 +1358,110 @@ async fn the_event_catalog_lists_every_topic_with_an_example() {
         .send()
         .await;
     assert_eq!(r.status, 403);
+}
+
+/// The console's delivery log filters (issue 29): `status` and `event` narrow the log, with
+/// exact totals; the counts of coalesced changes; bad filters are named.
+#[tokio::test]
+async fn the_delivery_log_filters_by_status_and_event() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.*"]).await;
+    put_product(&org, "desk", json!({"name": "Desk"})).await;
+    receiver.wait_for(1, DELIVERY).await;
+    put_product(&org, "desk", json!({"name": "Desk 2"})).await;
+    receiver.wait_for(2, DELIVERY).await;
+    let r = org
+        .post(&format!("/v1/webhooks/{hook}/test"), json!({}))
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    receiver.wait_for(3, DELIVERY).await;
+    let log = |query: &'static str| {
+        let (org, hook) = (&org, &hook);
+        async move {
+            org.get(&format!("/v1/webhooks/{hook}/deliveries{query}"))
+                .await
+        }
+    };
+    eventually("three succeeded deliveries", DELIVERY, || async {
+        let r = log("?status=succeeded").await;
+        (r.body["pagination"]["totalResults"] == json!(3)).then_some(())
+    })
+    .await;
+    let events = |r: &catalog_e2e::Response| -> Vec<(String, u64)> {
+        r.body["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["event"].as_str().unwrap().to_string(),
+                    d["changes"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let all = log("").await;
+    assert_eq!(
+        events(&all),
+        [
+            ("webhook.test".into(), 0),
+            ("product.updated".into(), 1),
+            ("product.created".into(), 1)
+        ]
+    );
+    let created = log("?event=product.created").await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    assert_eq!(events(&created), [("product.created".into(), 1)]);
+    assert_eq!(created.body["pagination"]["totalResults"], json!(1));
+    assert_eq!(
+        events(&log("?event=webhook.test").await),
+        [("webhook.test".into(), 0)]
+    );
+    let failed = log("?status=failed").await;
+    assert_eq!(
+        (
+            failed.body["result"].clone(),
+            failed.body["pagination"]["totalResults"].clone()
+        ),
+        (json!([]), json!(0))
+    );
+    let paged = log("?status=succeeded&limit=1&page=2").await;
+    assert_eq!(events(&paged), [("product.updated".into(), 1)]);
+    assert_eq!(paged.body["pagination"]["totalPages"], json!(3));
+    let both = log("?status=succeeded&event=product.updated").await;
+    assert_eq!(events(&both), [("product.updated".into(), 1)]);
+    // a test event replays like any delivery: a new id, the same event, sent again
+    let test_id = log("?event=webhook.test").await.body["result"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = org
+        .post(
+            &format!("/v1/webhooks/{hook}/deliveries/{test_id}/replay"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    let replay_id = r.body["result"]["id"].as_str().unwrap().to_string();
+    assert_ne!(replay_id, test_id);
+    assert_eq!(r.body["result"]["replayOf"], json!(test_id));
+    let got = receiver.wait_for(4, DELIVERY).await;
+    assert_eq!(
+        (got[3].json["id"].as_str(), got[3].json["event"].as_str()),
+        (Some(replay_id.as_str()), Some("webhook.test"))
+    );
+    let bad = log("?status=done").await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        bad.body["error"],
+        json!("query parameter 'status': 'done' is not a delivery status; statuses are pending, retrying, succeeded, failed, cancelled")
+    );
+    let bad = log("?event=product.exploded").await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        bad.body["error"],
+        json!("query parameter 'event': 'product.exploded' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted or webhook.test")
+    );
 }

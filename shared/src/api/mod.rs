@@ -6,6 +6,7 @@ pub mod attributes;
 pub(crate) mod bulk;
 pub mod bundles;
 pub mod categories;
+pub mod console;
 pub(crate) mod deletions;
 pub mod fallback;
 pub mod imports;
@@ -38,6 +39,7 @@ pub const FUNCTIONS: &[&Api] = &[
     &bundles::API,
     &metaobjects::API,
     &imports::API,
+    &console::API,
 ];
 
 /// The `[workspace.metadata.lambda.watch.router]` entries: one line per path (matchit
@@ -49,6 +51,11 @@ pub fn router_toml() -> String {
             api.routes()
                 .map(move |r| format!("\"/v1{}\" = \"{}\"\n", r.path, api.function))
         })
+        .chain(
+            console::PAGE_PATHS
+                .iter()
+                .map(|p| format!("\"{p}\" = \"{}\"\n", console::API.function)),
+        )
         .chain(
             fallback::ROUTER_PATHS
                 .iter()

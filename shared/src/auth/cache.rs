@@ -99,6 +99,7 @@ impl Authenticator {
                     key_id: parsed.key_id,
                     scopes,
                     limit,
+                    session: None,
                 })
             }
             _ => Err(ApiError::unauthorized()),

@@ -6,6 +6,7 @@ pub mod apikey;
 pub(crate) mod cache;
 pub(crate) mod rate;
 pub(crate) mod scope;
+pub mod session;
 
 pub use apikey::{ApiKey, ParsedKey};
 pub use cache::Authenticator;
@@ -19,6 +20,9 @@ pub struct Principal {
     pub scopes: Vec<Scope>,
     /// The organization's own rate limit, when it has one (else the deployment's).
     pub limit: Option<crate::domain::rate::Policy>,
+    /// The console session the call came with (its cookie), if any: the call then acts as
+    /// the session's key.
+    pub session: Option<session::Session>,
 }
 
 impl Principal {
@@ -29,6 +33,7 @@ impl Principal {
             key_id: String::new(),
             scopes: Vec::new(),
             limit: None,
+            session: None,
         }
     }
 

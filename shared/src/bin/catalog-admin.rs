@@ -29,6 +29,10 @@ Commands:
                                        create an import, upload the NDJSON file to it and show
                                        its progress until it finishes (URL and KEY default to
                                        CATALOG_BASE_URL and CATALOG_API_KEY, as .local/env sets)
+  console-link [--key KEY] [--url URL]
+                                       a single-use sign-in link (10 minutes) to the web console
+                                       at URL (default: CATALOG_BASE_URL's /console/), acting as
+                                       the API key KEY (default CATALOG_API_KEY; settings:manage)
   dev-setup [--env-file PATH] [--base-url URL]
                                        local stack: create the table, reuse the key in PATH if it
                                        still works or create a dev organization and key, and write
@@ -214,6 +218,36 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
                 ),
                 None => println!("rate limit removed: the deployment's defaults apply"),
             }
+        }
+        "console-link" => {
+            let env = |name: &str| std::env::var(name).ok();
+            let key = flags
+                .get("key")
+                .cloned()
+                .or_else(|| env("CATALOG_API_KEY"))
+                .ok_or("--key (or CATALOG_API_KEY) is required")?;
+            let url = match flags.get("url").cloned() {
+                Some(url) => url,
+                None => {
+                    let base =
+                        env("CATALOG_BASE_URL").ok_or("--url (or CATALOG_BASE_URL) is required")?;
+                    format!(
+                        "{}/console/",
+                        base.trim_end_matches('/').trim_end_matches("/v1")
+                    )
+                }
+            };
+            let s = store().await;
+            let parsed = catalog::auth::apikey::parse(&key)
+                .filter(|_| !key.is_empty())
+                .ok_or("--key is not an API key (cat_<id>_<secret>)")?;
+            if !admin::key_is_live(&s, &key).await.map_err(store_err)? {
+                return Err("the key is not live (unknown, revoked, or API access is off)".into());
+            }
+            let (link, expires_at) =
+                admin::console_link(&s, &parsed.org, &parsed.key_id, &url).await?;
+            println!("{link}");
+            eprintln!("(single use, until {expires_at})");
         }
         "dev-setup" => dev_setup(flags).await?,
         other => return Err(format!("unknown command '{other}'\n\n{HELP}")),

@@ -13,6 +13,7 @@ pub(crate) mod request;
 pub(crate) mod response;
 pub mod routes;
 pub(crate) mod schema;
+pub mod site;
 
 pub use body::JsonBody;
 pub use doc::{Body, Doc};

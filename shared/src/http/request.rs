@@ -19,6 +19,13 @@ pub struct ApiRequest {
     pub if_match: Option<String>,
     /// `Idempotency-Key`, as sent (see [`crate::http::idempotency::key`]).
     pub idempotency_key: Option<String>,
+    /// `Cookie`, as sent (API Gateway's `cookies`, joined by lambda_http): the console's
+    /// session (`auth/session.rs`).
+    pub cookie: Option<String>,
+    /// `X-CSRF-Token`: what a state-changing call under a console session carries.
+    pub csrf_token: Option<String>,
+    /// `Host`: where a console sign-in link points.
+    pub host: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -36,6 +43,9 @@ impl ApiRequest {
         let content_type = header("content-type");
         let if_match = header("if-match");
         let idempotency_key = header("idempotency-key");
+        let cookie = header("cookie");
+        let csrf_token = header("x-csrf-token");
+        let host = header("host");
         let raw_path = req.raw_http_path();
         let path = if raw_path.is_empty() {
             req.uri().path().to_string()
@@ -66,6 +76,9 @@ impl ApiRequest {
             content_type,
             if_match,
             idempotency_key,
+            cookie,
+            csrf_token,
+            host,
             body,
         }
     }

@@ -28,6 +28,12 @@ impl ApiResponse {
         Self::json(status, json!({ "result": result }))
     }
 
+    /// The response with one more header.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
     /// The response with `ETag: <tag>` (a single entity's read or write).
     pub fn with_etag(mut self, tag: String) -> Self {
         self.headers.push(("etag", tag));

@@ -38,6 +38,13 @@ pub fn key_sk(key_id: &str) -> String {
     format!("KEY#{key_id}")
 }
 pub const KEY_SK_PREFIX: &str = "KEY#";
+/// A console sign-in link and a console session, beside the key that made them.
+pub fn console_link_sk(id: &str) -> String {
+    format!("CLINK#{id}")
+}
+pub fn console_session_sk(id: &str) -> String {
+    format!("CSESSION#{id}")
+}
 
 /// One product's whole tree (product, variants, SKUs) is one item collection.
 pub fn product_pk(org: &str, product: &str) -> String {

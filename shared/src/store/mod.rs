@@ -4,6 +4,7 @@
 
 pub(crate) mod attributes;
 pub(crate) mod changes;
+pub mod console;
 pub(crate) mod counters;
 pub(crate) mod errors;
 pub mod idempotency;

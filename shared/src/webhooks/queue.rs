@@ -35,6 +35,7 @@ pub fn new_delivery(m: &QueueMessage, occurred_at: Timestamp, retention: Duratio
         next_attempt_at: None,
         replay_of: None,
         attempt_log: Vec::new(),
+        changes: 0,
         expires: now.millis() / 1000 + retention.as_secs() as i64,
     }
 }

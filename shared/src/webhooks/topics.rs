@@ -44,6 +44,14 @@ impl Action {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
+
+    /// The action of a logged event's name (`product.updated`, `webhook.test`).
+    pub fn of_event(event: &str) -> Option<Self> {
+        match event.rsplit_once('.')? {
+            (TEST_ENTITY_TYPE, "test") => Some(Self::Test),
+            (_, action) => Self::parse(action),
+        }
+    }
 }
 
 /// The entity type and identifier a test event names (`webhook.test`, the subscription).

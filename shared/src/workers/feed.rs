@@ -123,6 +123,8 @@ struct Window<'a> {
     /// The first record of the batch that touched it (for partial-failure reporting).
     first: usize,
     occurred_at: Timestamp,
+    /// How many of the batch's changes it holds.
+    changes: u32,
 }
 
 /// Whether a failure may pass on a retry (storage throttled or unreachable); any other
@@ -260,8 +262,10 @@ impl ChangeFeed {
                     webhook_id: &sub.id,
                     first: *i,
                     occurred_at: change.occurred_at,
+                    changes: 0,
                 });
                 w.occurred_at = w.occurred_at.max(change.occurred_at);
+                w.changes += 1;
             }
         }
         let results = join_all(windows.values().map(|w| self.open(w))).await;
@@ -357,7 +361,7 @@ impl ChangeFeed {
         let pending = self
             .cx
             .store
-            .open_pending(&key, w.occurred_at, &new_delivery_id())
+            .open_pending(&key, w.occurred_at, w.changes, &new_delivery_id())
             .await?;
         if pending.queued {
             return Ok(None);

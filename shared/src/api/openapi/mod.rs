@@ -63,6 +63,8 @@ fn parameters() -> Value {
         "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
         "entity_type": param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list."),
         "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
+        "delivery_status": param("status", "query", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), "Only deliveries in this status."),
+        "delivery_event": param("event", "query", matching("[a-z]+\\.(created|updated|deleted|test)"), "Only deliveries of this event (`product.updated`, `webhook.test`)."),
         "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
         "If-Match": {"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."},
         "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request by the same API key within 24 h: the first answer is replayed (a secret it carried, null) and nothing is written; with another request or from another key: 422; while the first runs: 409."},
@@ -259,6 +261,9 @@ fn operation(route: &Route, tag: &str, g: &mut SchemaGenerator) -> Value {
             ("429", "TooManyRequests"),
             ("503", "Unavailable"),
         ]);
+    } else if op.request.is_some() {
+        // the console's sign-in exchange: public, but it checks a token in storage
+        errors.extend([("401", "Unauthorized"), ("503", "Unavailable")]);
     }
     if route.path.contains('{') {
         errors.push(("404", "NotFound"));
@@ -362,10 +367,10 @@ pub fn document() -> Value {
         "info": {
             "title": "Catalog API",
             "version": "1.0.0",
-            "description": format!("Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` except this document.\n\n## Limits\n\nEvery limit is checked before anything is read or written; beyond it the answer names the limit.\n\n{}", crate::domain::limits::markdown()),
+            "description": format!("Product catalog (PIM) REST API: products, variants and SKUs with typed attributes, assets, metaobjects, categories, bundles, and signed webhooks. Every route needs `Authorization: Bearer <API key>` (or the web console's session cookie) except this document and the console's sign-in exchange.\n\n## Limits\n\nEvery limit is checked before anything is read or written; beyond it the answer names the limit.\n\n{}", crate::domain::limits::markdown()),
         },
         "servers": [{"url": "/v1", "description": "The API's base URL ends in /v1"}],
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"consoleSession": []}],
         "paths": paths,
         "webhooks": {
             "catalogEvent": {"post": {
@@ -387,7 +392,10 @@ pub fn document() -> Value {
             }},
         },
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "cat_<12 char id>_<secret>"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "cat_<12 char id>_<secret>"},
+                "consoleSession": {"type": "apiKey", "in": "cookie", "name": "__Host-catalog_console", "description": "The web console's session (POST /console-sessions/exchange sets it; `catalog_console` in local mode). It acts as the API key that made its sign-in link; a call that is not a read also sends the session's `X-CSRF-Token` header."},
+            },
             "schemas": schemas,
             "parameters": parameters(),
             "responses": responses(),

@@ -53,6 +53,7 @@ pub(super) fn answers() -> Map<String, Value> {
     for answer in [
         super::super::attributes::ANSWERS,
         super::super::api_keys::ANSWERS,
+        super::super::console::ANSWERS,
         super::super::settings::ANSWERS,
         super::super::webhooks::ANSWERS,
         super::super::categories::ANSWERS,

@@ -23,6 +23,9 @@ struct DeliveryView<'a> {
     created_at: Timestamp,
     updated_at: Timestamp,
     attempt_log: &'a [Attempt],
+    /// The changes to the entity coalesced into this delivery within the coalescing
+    /// window; 0 for replays and test events
+    changes: u32,
 }
 
 /// What sending a test event answers.
@@ -57,20 +60,39 @@ pub fn render_delivery(d: &Delivery) -> Value {
         created_at: d.created_at,
         updated_at: d.updated_at,
         attempt_log: &d.attempt_log,
+        changes: d.changes,
     })
 }
 
 /// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
 /// log's warm index (a delta Query) in parallel, then the page's entries (BatchGetItem).
 pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let query = Query::parse(&call.request.query, &["limit", "page", "status", "event"])?;
     let paging = Paging::from_query(&query)?;
+    let status = query.get("status").map(status_filter).transpose()?;
+    let event = query.get("event").map(event_filter).transpose()?;
     reads_catalog(
         call,
         "reading the delivery log of a subscription to catalog topics",
     )?;
     let org = call.org();
     let webhook = call.route.identifier(0, "webhook id")?;
+    if status.is_some() || event.is_some() {
+        let (sub, log) = in_parallel(async {
+            futures_util::try_join!(load(app, call), async {
+                Ok(app
+                    .store
+                    .filtered_deliveries(org, webhook, status, event)
+                    .await?)
+            })
+        })
+        .await?;
+        let log: Vec<&Delivery> = log.iter().filter(|d| d.webhook_id == sub.id).collect();
+        let page = &log[paging.range(log.len())];
+        return Ok(
+            paging.page_response(page.iter().map(|d| render_delivery(d)).collect(), log.len())
+        );
+    }
     let list = Followed::Deliveries { org, webhook };
     let refresh = async { Ok(app.store.refresh_warm(&list).await?) };
     let (sub, ()) =
@@ -99,6 +121,33 @@ pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, Ap
     Ok(paging.page_response(log.iter().map(render_delivery).collect(), page.total))
 }
 
+/// The `status` filter of the delivery log.
+fn status_filter(value: &str) -> Result<DeliveryStatus, ApiError> {
+    DeliveryStatus::parse(value).ok_or_else(|| {
+        let all: Vec<&str> = DeliveryStatus::ALL.iter().map(|s| s.as_str()).collect();
+        ApiError::bad_request(format!(
+            "query parameter 'status': '{value}' is not a delivery status; statuses are {}",
+            all.join(", ")
+        ))
+    })
+}
+
+/// The `event` filter of the delivery log: a catalog event or `webhook.test`.
+fn event_filter(value: &str) -> Result<&str, ApiError> {
+    let known = match Action::of_event(value) {
+        Some(Action::Test) => true,
+        Some(_) => value
+            .split_once('.')
+            .is_some_and(|(entity, _)| topics::ENTITY_TYPES.contains(&entity)),
+        None => false,
+    };
+    known.then_some(value).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "query parameter 'event': '{value}' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted or webhook.test"
+        ))
+    })
+}
+
 /// POST /webhooks/{id}/deliveries/{deliveryId}/replay: the same payload under a new
 /// delivery id, queued at once. 202: it is delivered asynchronously.
 pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -120,11 +169,7 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         )));
     }
     count_by_hand(app, call).await?;
-    let action = original
-        .event
-        .rsplit_once('.')
-        .and_then(|(_, a)| Action::parse(a))
-        .ok_or_else(ApiError::internal)?;
+    let action = Action::of_event(&original.event).ok_or_else(ApiError::internal)?;
     let message = QueueMessage {
         org: call.org().to_string(),
         webhook_id: sub.id.clone(),

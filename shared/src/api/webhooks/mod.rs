@@ -28,6 +28,10 @@ use serde_json::Value;
 use std::time::Duration;
 
 mod deliveries;
+mod view;
+
+pub use view::render;
+use view::{render_with, WebhookView};
 
 pub(crate) use deliveries::DELIVERY_ANSWERS;
 use deliveries::*;
@@ -123,8 +127,8 @@ const ENDPOINTS: &[Endpoint] = &[
             "/webhooks/{id}/deliveries",
             Scope::SettingsManage,
             Doc::new(
-                "The delivery log, newest first",
-                PAGE,
+                "The delivery log, newest first; `status` and `event` narrow it",
+                &["limit", "page", "delivery_status", "delivery_event"],
                 None,
                 200,
                 Body::List("Delivery"),
@@ -234,68 +238,6 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
     schema::answer::<WebhookView>,
     schema::answer::<event_types::EventType>,
 ];
-
-/// A subscription as served.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "Webhook")]
-struct WebhookView<'a> {
-    id: &'a str,
-    url: &'a str,
-    topics: &'a [String],
-    description: Option<&'a str>,
-    enabled: bool,
-    #[schemars(schema_with = "status")]
-    status: &'static str,
-    /// Only while disabled: by a request (PATCH enabled: false), or automatically after every
-    /// delivery failed for the configured period (5 days)
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    disabled_reason: Option<&'a str>,
-    /// While the secret before the last rotation still signs beside the current one
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Timestamp")]
-    previous_secret_expires_at: Option<Timestamp>,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    /// Shown only on creation and rotation. The part after whsec_ is base64 (the Standard
-    /// Webhooks key).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "secret")]
-    secret: Option<&'a str>,
-}
-
-fn status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"enum": ["enabled", "disabled"]})
-}
-
-fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"})
-}
-
-/// A subscription as served; `secret` only right after creation or rotation.
-pub fn render(sub: &Subscription, with_secret: bool) -> Value {
-    let now = Timestamp::now().millis();
-    to_json(WebhookView {
-        id: &sub.id,
-        url: &sub.url,
-        topics: &sub.topics,
-        description: sub.description.as_deref(),
-        enabled: sub.enabled,
-        status: if sub.enabled { "enabled" } else { "disabled" },
-        disabled_reason: (!sub.enabled).then(|| {
-            sub.disabled_reason
-                .as_deref()
-                .unwrap_or(DISABLED_BY_REQUEST)
-        }),
-        previous_secret_expires_at: sub
-            .previous_secret_expires_at
-            .filter(|until| until.millis() > now),
-        created_at: sub.created_at,
-        updated_at: sub.updated_at,
-        secret: with_secret.then_some(sub.secret.as_str()),
-    })
-}
 
 /// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
 fn new_secret() -> String {
@@ -441,8 +383,16 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let sub = load(app, call).await?;
-    Ok(ApiResponse::single(200, render(&sub, false)).with_etag(etags::subscription(&sub)))
+    let id = call.route.identifier(0, "webhook id")?;
+    let (sub, health) = app
+        .store
+        .get_subscription_and_health(call.org(), id)
+        .await?;
+    let sub = sub.ok_or_else(|| not_found(id))?;
+    Ok(
+        ApiResponse::single(200, render_with(&sub, false, Some(&health)))
+            .with_etag(etags::subscription(&sub)),
+    )
 }
 
 /// Applies `change` to the stored subscription under optimistic concurrency.

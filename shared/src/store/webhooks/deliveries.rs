@@ -4,13 +4,15 @@ use super::*;
 use crate::store::idempotency::Guard;
 
 impl Store {
-    /// Records a change in the (subscription, entity, event) window: opens it with
-    /// `new_delivery_id` when none is open, else moves its `occurredAt` to this change. One
-    /// UpdateItem; returns the window as it now stands.
+    /// Records `changes` changes (the latest at `occurred_at`) in the (subscription, entity,
+    /// event) window: opens it with `new_delivery_id` when none is open, else moves its
+    /// `occurredAt` to this change, and counts them. One UpdateItem; returns the window as
+    /// it now stands.
     pub async fn open_pending(
         &self,
         key: &PendingKey<'_>,
         occurred_at: Timestamp,
+        changes: u32,
         new_delivery_id: &str,
     ) -> Result<Pending, StoreError> {
         let ttl = Timestamp::now().millis() / 1000 + PENDING_TTL_SECS;
@@ -22,13 +24,14 @@ impl Store {
                 .set_key(Some(key.key()))
                 .update_expression(
                     "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
-                     #ttl = if_not_exists(#ttl, :ttl)",
+                     #ttl = if_not_exists(#ttl, :ttl) ADD changes :n",
                 )
                 .condition_expression("attribute_not_exists(occurredAt) OR occurredAt <= :t")
                 .expression_attribute_names("#ttl", TTL)
                 .expression_attribute_values(":id", s(new_delivery_id))
                 .expression_attribute_values(":t", s(occurred_at.to_string()))
                 .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
+                .expression_attribute_values(":n", AttributeValue::N(changes.to_string()))
                 .return_values(ReturnValue::AllNew)
                 .send()
                 .await
@@ -216,5 +219,46 @@ impl Store {
             by_id.insert(d.id.clone(), d);
         }
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+    }
+
+    /// The log entries of `webhook` in `status` and of `event` (either or both), newest
+    /// first: the log's partition queried with a filter, every page of it (⌈log size / 1 MB⌉
+    /// requests), for a log narrowed by what its warm index does not hold.
+    pub async fn filtered_deliveries(
+        &self,
+        org: &str,
+        webhook: &str,
+        status: Option<DeliveryStatus>,
+        event: Option<&str>,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", s(deliveries_pk(org, webhook)))
+            .scan_index_forward(false)
+            .consistent_read(true);
+        let mut conditions = Vec::new();
+        if let Some(status) = status {
+            conditions.push("#status = :status");
+            query = query
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":status", s(status.as_str()));
+        }
+        if let Some(event) = event {
+            conditions.push("#event = :event");
+            query = query
+                .expression_attribute_names("#event", "event")
+                .expression_attribute_values(":event", s(event));
+        }
+        if !conditions.is_empty() {
+            query = query.filter_expression(conditions.join(" AND "));
+        }
+        self.query_all(query)
+            .await?
+            .into_iter()
+            .map(|i| decode::<DeliveryItem>(i, "delivery").map(|d| d.delivery))
+            .collect()
     }
 }

@@ -124,6 +124,28 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
+    pub const ALL: [Self; 5] = [
+        Self::Pending,
+        Self::Retrying,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Retrying => "retrying",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
     /// Whether no further attempt will be made.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
@@ -170,6 +192,9 @@ pub struct Delivery {
     pub replay_of: Option<String>,
     #[serde(default)]
     pub attempt_log: Vec<Attempt>,
+    /// The changes to the entity coalesced into this delivery (0: a replay or a test event).
+    #[serde(default)]
+    pub changes: u32,
     /// Epoch seconds after which DynamoDB deletes the entry.
     #[serde(rename = "ttl")]
     pub expires: i64,
@@ -218,6 +243,10 @@ pub struct Pending {
     /// Set once the delivery's message is on the queue.
     #[serde(default)]
     pub queued: bool,
+    /// The changes recorded in the window (a change the feed records twice, after a
+    /// retried batch, counts twice).
+    #[serde(default)]
+    pub changes: u32,
 }
 
 /// Where one pending window lives.

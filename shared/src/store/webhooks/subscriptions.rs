@@ -30,6 +30,27 @@ impl Store {
         Ok(item.map(|i| i.sub))
     }
 
+    /// A subscription and its endpoint's health (the default when it never failed): one
+    /// BatchGetItem.
+    pub async fn get_subscription_and_health(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<(Option<Subscription>, Health), StoreError> {
+        let sub_key = item_key(webhooks_pk(org), id);
+        let health_key = item_key(health_pk(org, id), HEALTH_SK);
+        let mut found = (None, Health::default());
+        for item in self.batch_get(vec![sub_key, health_key]).await? {
+            let pk = item.get(PK).and_then(|v| v.as_s().ok()).cloned();
+            if pk.as_deref() == Some(webhooks_pk(org).as_str()) {
+                found.0 = Some(decode::<SubscriptionItem>(item, "webhook")?.sub);
+            } else {
+                found.1 = decode(item, "endpoint health")?;
+            }
+        }
+        Ok(found)
+    }
+
     /// Every subscription of the organization, oldest first: one Query.
     pub async fn list_subscriptions(&self, org: &str) -> Result<Vec<Subscription>, StoreError> {
         let items = self

@@ -45,6 +45,7 @@ fn delivery() -> Delivery {
             duration_ms: 12,
             error: None,
         }],
+        changes: 2,
         expires: 9_999,
     }
 }

@@ -392,7 +392,9 @@ impl Deliverer {
             let Some(p) = pending.filter(|p| p.delivery_id == m.delivery_id) else {
                 return Ok(None);
             };
-            let delivery = new_delivery(m, p.occurred_at, self.cx.config.webhooks.log_retention);
+            let mut delivery =
+                new_delivery(m, p.occurred_at, self.cx.config.webhooks.log_retention);
+            delivery.changes = p.changes.max(1);
             match store.seal_delivery(key, &p, &delivery).await {
                 Ok(()) => return Ok(Some(delivery)),
                 // A change moved the window (read it again), or another copy of this

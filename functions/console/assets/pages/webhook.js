@@ -1,0 +1,295 @@
+// One webhook subscription: GET /webhooks/{id}; PATCH /webhooks/{id} (edit, enable,
+// disable); POST /webhooks/{id}/rotate-secret; POST /webhooks/{id}/test; DELETE
+// /webhooks/{id}; and its delivery log, GET /webhooks/{id}/deliveries (status and event
+// filters, paged with "Load more"), with POST …/deliveries/{deliveryId}/replay per entry.
+
+import * as api from '../api.js';
+import {
+  h, replace, announce, errorArea, table, field, busy, secretBox, time, badge, code,
+  dl, confirmDialog, option, dash,
+} from '../ui.js';
+import { loadEventTypes, topicPicker, statusCell, healthPairs } from './webhooks.js';
+
+const LOG_PAGE = 25;
+const DELIVERY_STATUSES = [
+  ['pending', 'Pending (queued)'], ['retrying', 'Retrying'], ['succeeded', 'Succeeded'],
+  ['failed', 'Failed'], ['cancelled', 'Cancelled'],
+];
+const STATUS_KIND = { succeeded: 'ok', failed: 'bad', retrying: 'warn', cancelled: 'muted', pending: '' };
+
+const isEnabled = (w) => (w.status ? w.status === 'enabled' : w.enabled !== false);
+
+/** The changes coalesced into a delivery (0: a replay or a test event). */
+function coalescedOf(d) {
+  return typeof d.changes === 'number' ? d.changes : null;
+}
+
+function attemptsCell(d) {
+  const log = Array.isArray(d.attemptLog) ? d.attemptLog : [];
+  const count = d.attempts ?? log.length;
+  if (!log.length) return String(count);
+  return h('details', { class: 'attempts' },
+    h('summary', {}, `${count} attempt${count === 1 ? '' : 's'}`),
+    h('ol', { class: 'attempt-list' }, log.map((a) => h('li', {},
+      time(a.at), ' — ',
+      a.statusCode !== undefined && a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no answer',
+      typeof a.durationMs === 'number' ? ` in ${a.durationMs} ms` : '',
+      a.error ? h('span', { class: 'reason' }, ` (${a.error})`) : null))));
+}
+
+export default async function webhookPage(ctx) {
+  const { root, signal, params } = ctx;
+  const id = params.id;
+  const path = `webhooks/${api.seg(id)}`;
+  const errors = errorArea();
+  const summary = h('div', { id: 'webhook-summary' });
+  const output = h('div', { id: 'action-output', class: 'output' });
+  const editBox = h('div');
+  const logBox = h('div', { id: 'deliveries-list', 'aria-busy': 'true' });
+  let hook = null;
+  let eventTypes = [];
+
+  // --- summary and actions
+  function drawSummary() {
+    const pairs = [
+      ['URL', h('span', { class: 'wrap' }, hook.url)],
+      ['Description', hook.description || dash()],
+      ['Topics', h('span', { class: 'tags' }, (hook.topics || []).map((t) => badge(t)))],
+      ['Status', statusCell(hook)],
+      ['Created', time(hook.createdAt)],
+      ['Updated', time(hook.updatedAt)],
+      hook.previousSecretExpiresAt ? ['Previous secret signs until', time(hook.previousSecretExpiresAt)] : null,
+      ...healthPairs(hook),
+      ['ID', code(hook.id)],
+    ];
+    replace(summary, dl(pairs));
+    toggleButton.textContent = isEnabled(hook) ? 'Disable' : 'Enable';
+  }
+
+  const testButton = h('button', { type: 'button', class: 'btn', id: 'send-test' }, 'Send test event');
+  const toggleButton = h('button', { type: 'button', class: 'btn btn-secondary', id: 'toggle-webhook' }, 'Disable');
+  const deleteButton = h('button', { type: 'button', class: 'btn btn-danger', id: 'delete-webhook' }, 'Delete subscription');
+  const overlap = field('Keep the current secret signing for', { name: 'overlap' }, {
+    tag: 'select',
+    hint: 'During the overlap every delivery is signed with both secrets, so receivers can switch without losing any.',
+    options: [
+      { value: '0', label: 'No overlap: it stops at once' },
+      { value: '3600', label: '1 hour' },
+      { value: '21600', label: '6 hours' },
+      { value: '86400', label: '24 hours (the longest)' },
+    ],
+  });
+  const rotateButton = h('button', { type: 'submit', class: 'btn btn-secondary' }, 'Rotate secret');
+  const rotateForm = h('form', { class: 'inline-form', id: 'rotate-form', 'aria-labelledby': 'rotate-h' },
+    h('h3', { id: 'rotate-h' }, 'Rotate the signing secret'), overlap.wrap, rotateButton);
+
+  testButton.addEventListener('click', () => busy(testButton, async () => {
+    errors.clear();
+    try {
+      const res = await api.post(`${path}/test`, undefined, { signal });
+      const deliveryId = res.result.deliveryId;
+      replace(output, h('p', {}, 'Test event queued as delivery ', h('code', { id: 'test-delivery-id' }, deliveryId), '. Refresh the delivery log to follow it.'));
+      announce(`Test event queued as delivery ${deliveryId}.`);
+    } catch (err) { errors.show(err); }
+  }));
+
+  toggleButton.addEventListener('click', () => busy(toggleButton, async () => {
+    errors.clear();
+    try {
+      const res = await api.patch(path, { enabled: !isEnabled(hook) }, { signal });
+      hook = res.result;
+      drawSummary();
+      announce(`Subscription ${isEnabled(hook) ? 'enabled' : 'disabled'}.`);
+    } catch (err) { errors.show(err); }
+  }));
+
+  deleteButton.addEventListener('click', async () => {
+    const ok = await confirmDialog({
+      title: 'Delete this subscription?',
+      message: `No more deliveries will go to ${hook.url}, and its delivery log goes with it.`,
+      confirmLabel: 'Delete subscription',
+    });
+    if (!ok) return;
+    await busy(deleteButton, async () => {
+      try {
+        await api.del(path, { signal });
+        announce('Subscription deleted.');
+        window.location.hash = '#/webhooks';
+      } catch (err) { errors.show(err); }
+    });
+  });
+
+  rotateForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const seconds = Number(overlap.input.value);
+    const ok = await confirmDialog({
+      title: 'Rotate the signing secret?',
+      message: seconds
+        ? `A new secret is made now; the current one keeps signing beside it for ${overlap.input.selectedOptions[0].textContent}.`
+        : 'A new secret is made now and the current one stops signing at once: update your receiver right away.',
+      confirmLabel: 'Rotate secret',
+    });
+    if (!ok) return;
+    await busy(rotateButton, async () => {
+      errors.clear();
+      try {
+        const res = await api.post(`${path}/rotate-secret`, { expireCurrentInSeconds: seconds }, { signal });
+        hook = res.result;
+        drawSummary();
+        const until = hook.previousSecretExpiresAt;
+        replace(output, secretBox({
+          heading: 'New signing secret',
+          label: 'Signing secret',
+          value: hook.secret || '',
+          testId: 'rotated-secret',
+          note: until
+            ? `Copy it now: it will not be shown again. The previous secret keeps signing beside it until ${new Date(until).toLocaleString()}.`
+            : 'Copy it now: it will not be shown again. The previous secret no longer signs.',
+        }));
+        announce('Secret rotated. Copy the new secret now.');
+        output.querySelector('input')?.focus();
+      } catch (err) { errors.show(err); }
+    });
+  });
+
+  // --- edit form
+  function drawEdit() {
+    const url = field('Endpoint URL', { type: 'url', name: 'url', required: true, value: hook.url, autocomplete: 'off' });
+    const description = field('Description (optional)', { name: 'description', value: hook.description || '', maxlength: '500' });
+    const picker = topicPicker(eventTypes, hook.topics || []);
+    const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
+    const formErrors = errorArea();
+    const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
+      formErrors.el, url.wrap, description.wrap, picker.el, h('div', { class: 'actions' }, save));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formErrors.clear();
+      const topics = picker.values();
+      if (!topics.length) {
+        formErrors.show(new Error('Choose at least one topic.'));
+        picker.focus();
+        return;
+      }
+      const body = { url: url.input.value.trim(), topics, description: description.input.value.trim() || null };
+      await busy(save, async () => {
+        try {
+          const res = await api.patch(path, body, { signal });
+          hook = res.result;
+          drawSummary();
+          announce('Subscription saved.');
+        } catch (err) { formErrors.show(err); }
+      });
+    });
+    replace(editBox, h('details', { class: 'panel edit' },
+      h('summary', {}, h('h2', { class: 'summary-heading' }, 'Edit subscription')), form));
+  }
+
+  // --- delivery log
+  const statusSel = field('Status', { name: 'status', id: 'log-status' }, {
+    tag: 'select', options: [{ value: '', label: 'Any status' }, ...DELIVERY_STATUSES.map(([value, label]) => ({ value, label }))],
+  });
+  const eventSel = field('Event', { name: 'event', id: 'log-event' }, { tag: 'select', options: [{ value: '', label: 'Any event' }] });
+  const refresh = h('button', { type: 'button', class: 'btn btn-secondary', id: 'refresh-log' }, 'Refresh');
+  const filters = h('form', { class: 'filters', id: 'log-filters', 'aria-label': 'Delivery log filters' },
+    statusSel.wrap, eventSel.wrap,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'btn btn-secondary' }, 'Apply filters'), refresh));
+  let rows = [];
+  let page = 1;
+  let totalPages = 0;
+  let total = 0;
+
+  async function replay(d, button) {
+    await busy(button, async () => {
+      errors.clear();
+      try {
+        const res = await api.post(`${path}/deliveries/${api.seg(d.id)}/replay`, undefined, { signal });
+        const newId = res.result.id || res.result.deliveryId;
+        replace(output, h('p', {}, 'Delivery ', code(d.id), ' replayed as new delivery ', h('code', { id: 'replay-delivery-id' }, newId), '. Refresh the log to follow it.'));
+        announce(`Replayed as delivery ${newId}.`);
+      } catch (err) { errors.show(err); }
+    });
+  }
+
+  function drawLog(focusMore) {
+    const more = page < totalPages
+      ? h('button', { type: 'button', class: 'btn btn-secondary', id: 'load-more' }, 'Load more')
+      : null;
+    if (more) more.addEventListener('click', () => busy(more, () => loadLog(page + 1)));
+    replace(logBox,
+      h('p', { class: 'pager-info' }, `${rows.length} of ${total} deliveries shown`),
+      table({
+        caption: { text: 'Deliveries, newest first', hidden: true },
+        empty: 'No deliveries match.',
+        rows,
+        columns: [
+          { label: 'Delivery', cell: (d) => code(d.id) },
+          { label: 'Event', cell: (d) => d.event },
+          { label: 'Status', cell: (d) => h('span', {}, badge(d.status, STATUS_KIND[d.status]), d.lastError ? h('span', { class: 'reason block' }, d.lastError) : null) },
+          { label: 'Attempts', cell: attemptsCell },
+          { label: 'Created', cell: (d) => time(d.createdAt) },
+          {
+            label: 'Actions',
+            cell: (d) => {
+              const b = h('button', { type: 'button', class: 'btn btn-secondary btn-small', 'aria-label': `Replay ${d.id}` }, 'Replay');
+              b.addEventListener('click', () => replay(d, b));
+              return b;
+            },
+          },
+          { label: 'Coalesced', cell: (d) => { const c = coalescedOf(d); return c === null ? dash() : String(c); } },
+          { label: 'Last code', cell: (d) => (d.lastStatusCode ?? dash()) },
+          { label: 'Entity', cell: (d) => (d.identifier ? code(d.identifier) : dash()) },
+          { label: 'Replay of', cell: (d) => (d.replayOf ? code(d.replayOf) : dash()) },
+        ],
+      }),
+      more);
+    if (focusMore) (logBox.querySelector('#load-more') || logBox.querySelector('.table-wrap'))?.focus();
+  }
+
+  async function loadLog(p = 1) {
+    logBox.setAttribute('aria-busy', 'true');
+    try {
+      const query = { limit: LOG_PAGE, page: p, status: statusSel.input.value, event: eventSel.input.value };
+      const res = await api.get(`${path}/deliveries`, { query, signal });
+      const items = res.result || [];
+      rows = p === 1 ? items : rows.concat(items.filter((d) => !rows.some((r) => r.id === d.id)));
+      page = p;
+      totalPages = res.pagination ? res.pagination.totalPages : 1;
+      total = res.pagination ? res.pagination.totalResults : rows.length;
+      drawLog(p > 1);
+    } catch (err) {
+      errors.show(err);
+    } finally {
+      logBox.setAttribute('aria-busy', 'false');
+    }
+  }
+
+  filters.addEventListener('submit', (e) => { e.preventDefault(); loadLog(1); });
+  refresh.addEventListener('click', () => busy(refresh, async () => {
+    await loadLog(1);
+    announce(`Delivery log refreshed: ${total} ${total === 1 ? 'delivery' : 'deliveries'}.`);
+  }));
+
+  // --- first draw
+  const res = await api.get(path, { signal });
+  hook = res.result;
+  ctx.setTitle('Webhook subscription');
+  drawSummary();
+  replace(root,
+    h('p', {}, h('a', { href: '#/webhooks' }, '← All subscriptions')),
+    errors.el,
+    summary,
+    h('section', { class: 'panel', 'aria-labelledby': 'actions-h' },
+      h('h2', { id: 'actions-h' }, 'Actions'),
+      h('div', { class: 'row wrap-row' }, testButton, toggleButton, deleteButton),
+      rotateForm,
+      output),
+    editBox,
+    h('section', { 'aria-labelledby': 'log-h' }, h('h2', { id: 'log-h' }, 'Delivery log'), filters, logBox));
+  const typesLoaded = loadEventTypes(signal).then((types) => {
+    eventTypes = types;
+    const names = [...new Set([...types.map((t) => t.name), 'webhook.test'])].sort();
+    for (const n of names) eventSel.input.append(option(n));
+    drawEdit();
+  }).catch((err) => errors.show(err));
+  await Promise.all([loadLog(1), typesLoaded]);
+}

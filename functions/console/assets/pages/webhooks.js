@@ -1,0 +1,196 @@
+// Webhooks: GET /webhooks (paged), GET /event-types (the topics, with descriptions and
+// example payloads), POST /webhooks (the secret shown once), PATCH /webhooks/{id}
+// {enabled}. The topic picker and the status cells are shared with the detail page.
+
+import * as api from '../api.js';
+import {
+  h, replace, announce, errorArea, table, pager, field, busy, secretBox, time, badge,
+  jsonBlock, uid, focusIn,
+} from '../ui.js';
+import { hrefOf } from '../router.js';
+
+const PAGE_SIZE = 50;
+
+/** Every event type (GET /event-types, all pages). */
+export function loadEventTypes(signal) {
+  return api.getAll('event-types', { signal });
+}
+
+const ENTITY_LABELS = {
+  product: 'Products', variant: 'Variants', sku: 'SKUs', bundle: 'Bundles',
+  metaobject: 'Metaobjects', category: 'Categories', asset: 'Assets', webhook: 'Webhook',
+};
+
+/**
+ * Checkboxes for the topics, grouped by entity, each with its description and example
+ * payload; `selected` topics that the catalog does not list (such as `product.*`) are
+ * shown checked under "Other topics". Returns {el, values(), setSelected(list)}.
+ */
+export function topicPicker(eventTypes, selected = [], legend = 'Topics') {
+  const inputs = [];
+  const groups = new Map();
+  for (const t of eventTypes) {
+    const entity = String(t.name).split('.')[0];
+    if (!groups.has(entity)) groups.set(entity, []);
+    groups.get(entity).push(t);
+  }
+  const known = new Set(eventTypes.map((t) => t.name));
+  const others = selected.filter((s) => !known.has(s)).map((name) => ({ name, description: 'A topic pattern this subscription already has.' }));
+  if (others.length) groups.set('other', others);
+
+  const topicRow = (t) => {
+    const id = uid('topic');
+    const input = h('input', { type: 'checkbox', id, name: 'topics', value: t.name, checked: selected.includes(t.name), 'aria-describedby': `${id}-d` });
+    inputs.push(input);
+    return h('li', { class: 'topic' },
+      h('div', { class: 'check' }, input, h('label', { for: id }, h('code', {}, t.name))),
+      h('p', { class: 'hint', id: `${id}-d` }, t.description || ''),
+      t.example ? h('details', { class: 'example' }, h('summary', {}, `Example payload of ${t.name}`), jsonBlock(t.example)) : null);
+  };
+  const el = h('fieldset', { class: 'topics' }, h('legend', {}, legend),
+    eventTypes.length ? null : h('p', { class: 'hint' }, 'No event types could be loaded.'),
+    [...groups.entries()].map(([entity, list]) => h('fieldset', { class: 'topic-group' },
+      h('legend', {}, entity === 'other' ? 'Other topics' : (ENTITY_LABELS[entity] || entity)),
+      h('ul', { class: 'topic-list' }, list.map(topicRow)))));
+  return {
+    el,
+    values: () => inputs.filter((i) => i.checked).map((i) => i.value),
+    focus: () => inputs[0]?.focus(),
+  };
+}
+
+/** "Enabled", or "Disabled" with the reason the API gives. */
+export function statusCell(w) {
+  const enabled = w.status ? w.status === 'enabled' : w.enabled !== false;
+  if (enabled) return badge('Enabled', 'ok');
+  return h('span', {}, badge('Disabled', 'warn'), w.disabledReason ? h('span', { class: 'reason' }, ` ${w.disabledReason}`) : null);
+}
+
+/** [label, node] pairs of the endpoint's health (`GET /webhooks/{id}` gives it). */
+export function healthPairs(w) {
+  const health = w.health;
+  if (!health || typeof health !== 'object') return [];
+  const pairs = [['Health', badge(health.status === 'failing' ? 'Failing' : 'Healthy', health.status === 'failing' ? 'bad' : 'ok')]];
+  if (health.failingSince) pairs.push(['Failing since', time(health.failingSince)]);
+  if (health.consecutiveFailures) pairs.push(['Failed attempts in a row', String(health.consecutiveFailures)]);
+  return pairs;
+}
+
+export default async function webhooksPage(ctx) {
+  const { root, signal } = ctx;
+  const errors = errorArea();
+  const created = h('div', { id: 'new-webhook' });
+  const listBox = h('div', { id: 'webhooks-list', 'aria-busy': 'true' });
+  const formBox = h('div');
+  let page = 1;
+
+  async function toggle(w, button) {
+    await busy(button, async () => {
+      try {
+        const enabled = !(w.status ? w.status === 'enabled' : w.enabled);
+        await api.patch(`webhooks/${api.seg(w.id)}`, { enabled }, { signal });
+        announce(`${w.url} ${enabled ? 'enabled' : 'disabled'}.`);
+        await load();
+      } catch (err) {
+        errors.show(err);
+      }
+    });
+  }
+
+  async function load() {
+    listBox.setAttribute('aria-busy', 'true');
+    try {
+      const res = await api.get('webhooks', { query: { limit: PAGE_SIZE, page }, signal });
+      const hooks = res.result || [];
+      replace(listBox,
+        table({
+          caption: { text: 'Webhook subscriptions', hidden: true },
+          empty: 'No subscriptions yet.',
+          rows: hooks,
+          columns: [
+            { label: 'URL', class: 'wrap', cell: (w) => h('a', { href: hrefOf(['webhooks', w.id]) }, w.url) },
+            { label: 'Topics', cell: (w) => h('span', { class: 'tags' }, (w.topics || []).map((t) => badge(t))) },
+            { label: 'Status', cell: statusCell },
+            { label: 'Created', cell: (w) => time(w.createdAt) },
+            {
+              label: 'Actions',
+              cell: (w) => {
+                const on = w.status ? w.status === 'enabled' : w.enabled;
+                const b = h('button', { type: 'button', class: 'btn btn-secondary btn-small', 'aria-label': `${on ? 'Disable' : 'Enable'} ${w.url}` }, on ? 'Disable' : 'Enable');
+                b.addEventListener('click', () => toggle(w, b));
+                return h('div', { class: 'row' }, h('a', { class: 'btn btn-secondary btn-small', href: hrefOf(['webhooks', w.id]), 'aria-label': `Open ${w.url}` }, 'Open'), b);
+              },
+            },
+          ],
+        }),
+        pager(res.pagination, async (p) => { page = p; await load(); focusIn(listBox); }, 'subscriptions'));
+    } catch (err) {
+      errors.show(err);
+    } finally {
+      listBox.setAttribute('aria-busy', 'false');
+    }
+  }
+
+  function drawForm(eventTypes) {
+    const url = field('Endpoint URL', { type: 'url', name: 'url', required: true, placeholder: 'https://example.com/hooks/catalog', autocomplete: 'off' },
+      { hint: 'Deliveries are signed HTTP POSTs with a JSON body. Only public https addresses are allowed in production.' });
+    const description = field('Description (optional)', { name: 'description', maxlength: '500' });
+    const picker = topicPicker(eventTypes, []);
+    const submit = h('button', { type: 'submit', class: 'btn' }, 'Create subscription');
+    const formErrors = errorArea();
+    const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
+      h('h2', { id: 'create-webhook-h' }, 'Create a subscription'),
+      formErrors.el, url.wrap, description.wrap, picker.el,
+      ctx.can('catalog:read') ? null : h('p', { class: 'note' }, 'Catalog topics also need the catalog:read scope, which this session does not hold.'),
+      h('div', { class: 'actions' }, submit));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      formErrors.clear();
+      const topics = picker.values();
+      if (!url.input.value.trim()) {
+        formErrors.show(new Error('Enter the endpoint URL.'));
+        url.input.focus();
+        return;
+      }
+      if (!topics.length) {
+        formErrors.show(new Error('Choose at least one topic.'));
+        picker.focus();
+        return;
+      }
+      const body = { url: url.input.value.trim(), topics };
+      if (description.input.value.trim()) body.description = description.input.value.trim();
+      await busy(submit, async () => {
+        try {
+          const res = await api.post('webhooks', body, { signal });
+          const w = res.result;
+          replace(created,
+            w.secret ? secretBox({
+              heading: 'Subscription created: its signing secret',
+              label: 'Signing secret',
+              value: w.secret,
+              testId: 'webhook-secret',
+              note: 'Copy the secret now: it will not be shown again. Verify each delivery’s signature with it (Standard Webhooks).',
+            }) : null,
+            h('p', {}, 'Subscription created. ', h('a', { href: hrefOf(['webhooks', w.id]), id: 'new-webhook-link' }, `Open ${w.url}`)));
+          announce(`Subscription to ${w.url} created.`);
+          form.reset();
+          (created.querySelector('input') || created.querySelector('a')).focus();
+          page = 1;
+          await load();
+        } catch (err) {
+          formErrors.show(err);
+        }
+      });
+    });
+    replace(formBox, form);
+  }
+
+  replace(root,
+    h('p', { class: 'lead' }, 'Subscriptions send signed HTTP POSTs to your endpoint when catalog data changes. Open one for its delivery log, test events and replays.'),
+    errors.el,
+    created,
+    h('section', { 'aria-labelledby': 'hooks-h' }, h('h2', { id: 'hooks-h' }, 'Subscriptions'), listBox),
+    formBox);
+  const types = loadEventTypes(signal).catch((err) => { errors.show(err); return []; });
+  await Promise.all([load(), types.then(drawForm)]);
+}

@@ -1,0 +1,100 @@
+//! A subscription as the API serves it, with its endpoint's health in the single read.
+
+use super::*;
+
+/// A subscription as served.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Webhook")]
+pub(super) struct WebhookView<'a> {
+    id: &'a str,
+    url: &'a str,
+    topics: &'a [String],
+    description: Option<&'a str>,
+    enabled: bool,
+    #[schemars(schema_with = "status")]
+    status: &'static str,
+    /// Only while disabled: by a request (PATCH enabled: false), or automatically after every
+    /// delivery failed for the configured period (5 days)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    disabled_reason: Option<&'a str>,
+    /// While the secret before the last rotation still signs beside the current one
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Timestamp")]
+    previous_secret_expires_at: Option<Timestamp>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    /// Shown only on creation and rotation. The part after whsec_ is base64 (the Standard
+    /// Webhooks key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "secret")]
+    secret: Option<&'a str>,
+    /// Only in `GET /webhooks/{id}`: how the endpoint answers lately
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: Option<HealthView>,
+}
+
+/// An endpoint's health.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "WebhookHealth")]
+struct HealthView {
+    /// `failing` while every attempt since `failingSince` failed, else `healthy`
+    #[schemars(schema_with = "health_status")]
+    status: &'static str,
+    /// When the current streak of failed attempts began
+    failing_since: Option<Timestamp>,
+    /// Failed attempts in the current streak
+    consecutive_failures: u32,
+}
+
+fn health_status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["healthy", "failing"]})
+}
+
+fn status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["enabled", "disabled"]})
+}
+
+fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"})
+}
+
+/// A subscription as served; `secret` only right after creation or rotation.
+pub fn render(sub: &Subscription, with_secret: bool) -> Value {
+    render_with(sub, with_secret, None)
+}
+
+/// A subscription as served, with its endpoint's health when given.
+pub(super) fn render_with(
+    sub: &Subscription,
+    with_secret: bool,
+    health: Option<&crate::store::webhooks::Health>,
+) -> Value {
+    let now = Timestamp::now().millis();
+    to_json(WebhookView {
+        id: &sub.id,
+        url: &sub.url,
+        topics: &sub.topics,
+        description: sub.description.as_deref(),
+        enabled: sub.enabled,
+        status: if sub.enabled { "enabled" } else { "disabled" },
+        disabled_reason: (!sub.enabled).then(|| {
+            sub.disabled_reason
+                .as_deref()
+                .unwrap_or(DISABLED_BY_REQUEST)
+        }),
+        previous_secret_expires_at: sub
+            .previous_secret_expires_at
+            .filter(|until| until.millis() > now),
+        created_at: sub.created_at,
+        updated_at: sub.updated_at,
+        secret: with_secret.then_some(sub.secret.as_str()),
+        health: health.map(|h| HealthView {
+            status: if h.failing() { "failing" } else { "healthy" },
+            failing_since: h.failing_since,
+            consecutive_failures: if h.failing() { h.failures } else { 0 },
+        }),
+    })
+}

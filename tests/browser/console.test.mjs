@@ -1,0 +1,356 @@
+// Browser test of the web console (functions/console/assets) against a running stack.
+//
+//   node tests/browser/console.test.mjs
+//
+// Environment:
+//   CONSOLE_LINK    a fresh sign-in link (https://host/console/#token=…)
+//   RECEIVER_URL    a webhook receiver that answers 200
+//   IMPORT_FILE     an NDJSON file of a few products
+//   PRODUCT_ID      a seeded product with variants, SKUs and product attribute color = "red"
+//   SCREENSHOT_DIR  where the PNGs go (default: a new temporary folder)
+//   CHROMIUM        the browser (default /usr/bin/chromium)
+//
+// Prints {"testDelivery":"…","replayDelivery":"…"} on a line of its own on stdout, and
+// exits 0 when every step passed, 1 with the first failure's message otherwise. Every wait
+// is on the DOM (Playwright's waitFor / waitForFunction), never a fixed sleep.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import AxeBuilder from '@axe-core/playwright';
+
+const env = (name, fallback) => {
+  const v = process.env[name];
+  if (v) return v;
+  if (fallback !== undefined) return fallback;
+  console.error(`FAIL: environment variable ${name} is required`);
+  process.exit(2);
+};
+const LINK = env('CONSOLE_LINK');
+const RECEIVER_URL = env('RECEIVER_URL');
+const IMPORT_FILE = env('IMPORT_FILE');
+const PRODUCT_ID = env('PRODUCT_ID');
+const SHOTS = env('SCREENSHOT_DIR', '') || fs.mkdtempSync(path.join(os.tmpdir(), 'console-shots-'));
+const CHROMIUM = env('CHROMIUM', '/usr/bin/chromium');
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const STEP_TIMEOUT = 15_000;
+const IMPORT_DEADLINE = 60_000;
+const LOG_DEADLINE = 45_000;
+
+fs.mkdirSync(SHOTS, { recursive: true });
+if (!fs.existsSync(IMPORT_FILE)) {
+  console.error(`FAIL: IMPORT_FILE ${IMPORT_FILE} does not exist`);
+  process.exit(2);
+}
+
+const say = (msg) => process.stderr.write(`[console-test] ${msg}\n`);
+class Failure extends Error {}
+const check = (cond, msg) => { if (!cond) throw new Failure(msg); };
+const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Collects console errors, page errors and CSP violations of a page. Failed-resource
+ * messages for a 401 are allowed only while `expect401` is set (a used link, signed out).
+ */
+function watch(page, label) {
+  const problems = [];
+  const w = { expect401: false, problems };
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    const text = m.text();
+    if (w.expect401 && /status of 401/.test(text)) return;
+    problems.push(`${label}: console error: ${text}`);
+  });
+  page.on('pageerror', (e) => problems.push(`${label}: uncaught error: ${e.message}`));
+  w.assertClean = () => {
+    check(!problems.length, `errors in the browser console:\n  ${problems.join('\n  ')}`);
+  };
+  return w;
+}
+
+async function newPage(context, label, viewport) {
+  const page = await context.newPage();
+  if (viewport) await page.setViewportSize(viewport);
+  page.setDefaultTimeout(STEP_TIMEOUT);
+  // Report every CSP violation on the console, whatever the browser itself logs.
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile || ''}:${e.lineNumber || ''})`);
+    });
+  });
+  return { page, watcher: watch(page, label) };
+}
+
+/** Waits until no region is loading. */
+const settled = (page) => page.waitForFunction(() => !document.querySelector('[aria-busy="true"]') && !document.querySelector('.loading'));
+
+/** axe-core (no serious or critical violation), console clean, then a full-page screenshot. */
+async function audit(page, watcher, name) {
+  await settled(page);
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  if (bad.length) {
+    const lines = bad.map((v) => `${v.impact} ${v.id}: ${v.help}\n      ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join('\n      ')}`);
+    throw new Failure(`axe found ${bad.length} serious/critical violation(s) on ${name}:\n    ${lines.join('\n    ')}`);
+  }
+  const minor = results.violations.length;
+  watcher.assertClean();
+  say(`${name}: axe clean (${minor} minor/moderate), screenshot ${name}.png`);
+}
+
+async function gotoNav(page, label, heading) {
+  await page.getByRole('navigation').getByRole('link', { name: label, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+  const current = page.getByRole('navigation').locator('[aria-current="page"]');
+  check((await current.textContent()).trim() === label, `the nav does not mark ${label} as the current page`);
+  await settled(page);
+}
+
+/** Clicks Refresh until a log row shows `id` (or the deadline passes). */
+async function refreshUntilLogged(page, id) {
+  const deadline = Date.now() + LOG_DEADLINE;
+  const cell = page.locator('#deliveries-list tbody code', { hasText: new RegExp(`^${escapeRe(id)}$`) });
+  for (;;) {
+    await page.locator('#refresh-log').click();
+    try {
+      await cell.first().waitFor({ timeout: 1500 });
+      return;
+    } catch {
+      check(Date.now() < deadline, `delivery ${id} did not appear in the delivery log within ${LOG_DEADLINE / 1000} s`);
+    }
+  }
+}
+
+// --------------------------------------------------------------------------------------
+
+const steps = [];
+const step = (name, fn) => steps.push({ name, fn });
+const state = {};
+
+step('sign in with the link; the link works once', async ({ browser, context, page, watcher }) => {
+  await page.goto(LINK);
+  await page.locator('#session-info').waitFor({ state: 'visible' });
+  await page.waitForFunction(() => document.getElementById('org-id').textContent.trim() !== '');
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  const token = new URL(LINK).hash.replace(/^#/, '');
+  check(!page.url().includes('token=') && !page.url().includes(token), `the address still holds the token: ${page.url()}`);
+  state.org = (await page.locator('#org-id').textContent()).trim();
+  await settled(page);
+  watcher.assertClean();
+
+  const other = await browser.newContext();
+  try {
+    const { page: p2, watcher: w2 } = await newPage(other, 'used link');
+    w2.expect401 = true;
+    await p2.goto(LINK);
+    await p2.getByRole('alert').filter({ hasText: /invalid, used or expired/i }).waitFor();
+    check(!p2.url().includes('token='), 'the used link\'s token stayed in the address');
+    check(await p2.locator('#session-info').isHidden(), 'the header shows a session for a used link');
+    check(await p2.getByText('catalog-admin console-link').count() > 0, 'the signed-out screen does not say how to get a link');
+    w2.assertClean();
+  } finally {
+    await other.close();
+  }
+  say(`signed in to ${state.org}`);
+  void context;
+});
+
+step('API keys: create, shown once, listed, revoked', async ({ page, watcher }) => {
+  await gotoNav(page, 'API keys', 'API keys');
+  const form = page.locator('#create-key');
+  await form.getByLabel('Name', { exact: true }).fill('browser-key');
+  await form.getByLabel('catalog:read', { exact: true }).check();
+  await form.getByRole('button', { name: 'Create key' }).click();
+  const secret = page.getByTestId('new-key-value');
+  await secret.waitFor();
+  const key = await secret.inputValue();
+  check(key.startsWith('cat_'), `the new key is not shown (got "${key.slice(0, 8)}…")`);
+  check(await secret.getAttribute('readonly') !== null, 'the new key field is not read-only');
+  await page.getByText('will not be shown again').first().waitFor();
+  const rows = page.locator('#keys-list tbody tr', { has: page.locator('th', { hasText: /^browser-key$/ }) });
+  await rows.first().waitFor();
+  const row = rows.last();
+  const keyId = (await row.locator('code').first().textContent()).trim();
+  check(keyId.length > 0, 'the listed key shows no id');
+  await audit(page, watcher, 'keys');
+
+  await row.getByRole('button', { name: /^Revoke/ }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  await dialog.getByRole('button', { name: 'Revoke key' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await page.locator('#keys-list code', { hasText: new RegExp(`^${escapeRe(keyId)}$`) }).waitFor({ state: 'detached' });
+  await settled(page);
+  watcher.assertClean();
+  say(`key ${keyId} created and revoked`);
+});
+
+step('webhooks: create, test event, replay, delivery log', async ({ page, watcher }) => {
+  await gotoNav(page, 'Webhooks', 'Webhooks');
+  const form = page.locator('#create-webhook');
+  await form.waitFor();
+  await form.getByLabel('Endpoint URL').fill(RECEIVER_URL);
+  await form.getByLabel('product.updated', { exact: true }).check();
+  await form.getByRole('button', { name: 'Create subscription' }).click();
+  await page.locator('#new-webhook-link').waitFor();
+  const secret = page.getByTestId('webhook-secret');
+  if (await secret.count()) check((await secret.inputValue()).startsWith('whsec_'), 'the signing secret is not shown');
+  await page.locator('#webhooks-list a', { hasText: RECEIVER_URL }).first().waitFor();
+  await audit(page, watcher, 'webhooks');
+
+  await page.locator('#new-webhook-link').click();
+  await page.getByRole('heading', { level: 1, name: 'Webhook subscription' }).waitFor();
+  await settled(page);
+  await page.getByRole('button', { name: 'Send test event' }).click();
+  const testId = (await page.locator('#test-delivery-id').textContent()).trim();
+  check(testId.length > 0, 'no delivery id was shown for the test event');
+  await refreshUntilLogged(page, testId);
+
+  const testRow = page.locator('#deliveries-list tbody tr', { has: page.locator('code', { hasText: new RegExp(`^${escapeRe(testId)}$`) }) });
+  await testRow.getByRole('button', { name: /^Replay/ }).click();
+  const replayId = (await page.locator('#replay-delivery-id').textContent()).trim();
+  check(replayId && replayId !== testId, `the replay did not give a new delivery id (${replayId})`);
+  await refreshUntilLogged(page, replayId);
+  await settled(page);
+  await audit(page, watcher, 'webhook-log');
+  process.stdout.write(`${JSON.stringify({ testDelivery: testId, replayDelivery: replayId })}\n`);
+});
+
+step('imports: upload, progress, succeeded, history', async ({ page, watcher }) => {
+  await gotoNav(page, 'Imports', 'Imports');
+  await page.getByLabel('NDJSON file').setInputFiles(IMPORT_FILE);
+  await page.getByRole('button', { name: 'Upload and import' }).click();
+  const upload = page.getByRole('progressbar', { name: 'Upload' });
+  await upload.waitFor();
+  await page.waitForFunction(() => {
+    const bars = document.querySelectorAll('#import-run progress');
+    return bars.length === 2 && bars[0].value === 100;
+  });
+  const status = page.locator('#import-status');
+  await status.locator('[data-status]').waitFor();
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#import-status [data-status]');
+    return s && ['succeeded', 'completed_with_errors', 'failed'].includes(s.dataset.status);
+  }, null, { timeout: IMPORT_DEADLINE });
+  const final = await status.locator('[data-status]').getAttribute('data-status');
+  check(final === 'succeeded', `the import ended ${final}: ${await page.locator('#import-run').textContent()}`);
+  const importId = (await status.locator('code').textContent()).trim();
+  await page.locator('#imports-list tbody tr', { hasText: importId }).locator('[data-status="succeeded"]').waitFor();
+  await audit(page, watcher, 'imports');
+  say(`import ${importId} succeeded`);
+});
+
+step('catalog: filter color = red, open the product', async ({ context, page, watcher }) => {
+  await gotoNav(page, 'Products', 'Products');
+  await page.getByRole('button', { name: 'Add condition' }).click();
+  const cond = page.locator('.condition').last();
+  const attr = cond.getByLabel('Attribute');
+  const values = await attr.locator('option').evaluateAll((os) => os.map((o) => o.value));
+  const colorKey = values.includes('product.color') ? 'product.color' : values.find((v) => v.endsWith('.color'));
+  check(colorKey, `no color attribute to filter on (options: ${values.join(', ')})`);
+  await attr.selectOption(colorKey);
+  await cond.getByLabel('Operator').selectOption('EQUALS');
+  await cond.getByLabel('Value').fill('red');
+  await page.getByLabel('Per page').selectOption('200');
+  await page.getByRole('button', { name: 'Apply', exact: true }).click();
+  await page.locator('#result-total', { hasText: 'match the filter' }).waitFor();
+  const link = page.locator('#catalog-results a', { hasText: new RegExp(`^${escapeRe(PRODUCT_ID)}$`) });
+  await link.waitFor();
+  const total = (await page.locator('#result-total').textContent()).trim();
+  check(/^\d+ products match the filter$/.test(total), `no total is shown ("${total}")`);
+  const colors = await page.locator('#catalog-results tbody tr').evaluateAll((trs, key) => {
+    const idx = [...document.querySelectorAll('#catalog-results thead th')].findIndex((th) => th.textContent === key);
+    return trs.map((tr) => (idx < 0 ? 'red' : tr.children[idx].textContent.trim()));
+  }, colorKey);
+  check(colors.every((c) => /red/i.test(c)), `the filter let other colors through: ${colors.join(', ')}`);
+  await audit(page, watcher, 'products');
+
+  // The same list at 375 px: nothing scrolls the document sideways.
+  const { page: mobile, watcher: mw } = await newPage(context, 'mobile', { width: 375, height: 812 });
+  await mobile.goto(page.url());
+  await mobile.locator('#catalog-results a', { hasText: new RegExp(`^${escapeRe(PRODUCT_ID)}$`) }).waitFor();
+  await audit(mobile, mw, 'mobile-products');
+  const width = await mobile.evaluate(() => document.documentElement.scrollWidth);
+  check(width <= 375, `the document scrolls horizontally at 375 px (scrollWidth ${width})`);
+  await mobile.close();
+
+  await link.click();
+  await page.locator('#product-tree').waitFor();
+  await page.locator('h1', { hasText: /\S/ }).waitFor();
+  const variants = await page.locator('.node-variant').count();
+  const skus = await page.locator('.node-sku').count();
+  check(variants > 0 && skus > 0, `the product shows ${variants} variants and ${skus} SKUs`);
+  await page.locator('.badge-own').first().waitFor();
+  await page.locator('.badge-inherited').first().waitFor();
+  await page.getByText('Self updated (selfUpdatedAt)').first().waitFor();
+  await audit(page, watcher, 'product');
+  say(`product ${PRODUCT_ID}: ${variants} variants, ${skus} SKUs`);
+});
+
+step('attributes: create one, listed', async ({ page, watcher }) => {
+  await gotoNav(page, 'Attributes', 'Attributes');
+  const key = `browser_${Date.now().toString(36)}`;
+  const form = page.locator('#create-attribute');
+  await form.getByLabel('Display name').fill('Browser test attribute');
+  await form.getByLabel('Key', { exact: true }).fill(key);
+  await form.getByLabel('Target entity').selectOption('product');
+  await form.getByLabel('Type', { exact: true }).selectOption('text');
+  await form.getByRole('button', { name: 'Create attribute' }).click();
+  await page.locator('#attributes-list code', { hasText: new RegExp(`^product\\.${key}$`) }).waitFor();
+  await audit(page, watcher, 'attributes');
+});
+
+step('sign out: the session is gone', async ({ page, watcher }) => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Sign in to the Catalog console' }).waitFor();
+  check(await page.locator('#mainnav').isHidden(), 'the navigation is still shown after signing out');
+  watcher.expect401 = true;
+  const status = await page.evaluate(async () => {
+    const r = await fetch(new URL('../v1/console-sessions/current', window.location.href), { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+    return r.status;
+  });
+  check(status === 401, `GET console-sessions/current answers ${status} after signing out`);
+  watcher.assertClean();
+});
+
+// --------------------------------------------------------------------------------------
+
+async function main() {
+  const started = Date.now();
+  // launch() starts Chromium with a new temporary profile (user-data-dir) of its own.
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 30_000 });
+  let passed = 0;
+  let current = null;
+  let page = null;
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const p = await newPage(context, 'console');
+    page = p.page;
+    for (const s of steps) {
+      current = s;
+      const t0 = Date.now();
+      await s.fn({ browser, context, page, watcher: p.watcher });
+      passed += 1;
+      say(`ok ${passed} - ${s.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    }
+  } catch (err) {
+    if (page) await page.screenshot({ path: path.join(SHOTS, 'failure.png'), fullPage: true }).catch(() => {});
+    console.error(`FAIL step ${passed + 1} (${current ? current.name : 'start'}): ${err.message}`);
+    if (!(err instanceof Failure) && err.stack) console.error(err.stack.split('\n').slice(1, 4).join('\n'));
+    console.error(`screenshots in ${SHOTS}`);
+    console.log(`console-browser: ${passed} passed, 1 failed`);
+    await browser.close().catch(() => {});
+    process.exit(1);
+  }
+  await browser.close();
+  say(`screenshots in ${SHOTS}; ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(`console-browser: ${passed} passed, 0 failed`);
+}
+
+main().catch((err) => {
+  console.error(`FAIL: ${err.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,448 @@
+//! The web console's sign-in and session (decisions.md, "Console, test events, event
+//! catalog"; docs/console.md): a link signs in once, the session cookie acts as the key
+//! that made the link, state-changing calls need the CSRF token, signing out and turning
+//! the organization's API access off end it; and the console's pages are served with their
+//! security and caching headers. Through the real `console` function and the others.
+
+use catalog::auth::Scope;
+use catalog::domain::time::Timestamp;
+use catalog::store::console::ConsoleItem;
+use catalog_e2e::{stack, Org, Request, Response};
+use serde_json::{json, Value};
+
+/// A session: the cookie to send and the CSRF token.
+struct Session {
+    cookie: String,
+    csrf: String,
+}
+
+async fn link(key: &str) -> Response {
+    Request::new("POST", "/v1/console-sessions")
+        .bearer(key)
+        .header("host", "catalog.test:9000")
+        .send()
+        .await
+}
+
+/// The link's token (its fragment).
+fn token_of(link: &Response) -> String {
+    let url = link.body["result"]["url"].as_str().expect("a url");
+    url.split_once("#token=")
+        .expect("a token fragment")
+        .1
+        .to_string()
+}
+
+async fn exchange(token: &str) -> Response {
+    Request::new("POST", "/v1/console-sessions/exchange")
+        .json(json!({ "token": token }))
+        .send()
+        .await
+}
+
+async fn sign_in(key: &str) -> Session {
+    let made = link(key).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let r = exchange(&token_of(&made)).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let set = r.header("set-cookie").expect("a session cookie");
+    Session {
+        cookie: set.split(';').next().unwrap().to_string(),
+        csrf: r.body["result"]["csrfToken"].as_str().unwrap().to_string(),
+    }
+}
+
+impl Session {
+    fn request(&self, method: &str, path: &str) -> Request {
+        Request::new(method, path).header("cookie", &format!("other=1; {}", self.cookie))
+    }
+
+    async fn get(&self, path: &str) -> Response {
+        self.request("GET", path).send().await
+    }
+}
+
+fn error(r: &Response) -> &str {
+    r.body["error"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_link_signs_in_once_and_its_session_acts_as_the_key() {
+    let org = Org::new().await;
+    let made = link(&org.key).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let url = made.body["result"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("http://catalog.test:9000/console/#token=csl_"),
+        "{url}"
+    );
+    let expires = Timestamp::parse(made.body["result"]["expiresAt"].as_str().unwrap()).unwrap();
+    let left = expires.millis() - Timestamp::now().millis();
+    assert!(
+        (590_000..=600_000).contains(&left),
+        "valid 10 minutes: {left} ms"
+    );
+
+    let token = token_of(&made);
+    let r = exchange(&token).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let set = r.header("set-cookie").unwrap();
+    let cookie = set.split(';').next().unwrap();
+    assert!(cookie.starts_with("catalog_console=css_"), "{set}");
+    assert_eq!(
+        &set[cookie.len()..],
+        "; Path=/; Max-Age=28800; HttpOnly; SameSite=Strict",
+        "local mode: no Secure (plain HTTP)"
+    );
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    let result = &r.body["result"];
+    assert_eq!(result["org"], json!(org.id));
+    assert_eq!(
+        result["scopes"],
+        json!(["catalog:read", "catalog:write", "settings:manage"])
+    );
+    let csrf = result["csrfToken"].as_str().unwrap();
+    assert_eq!(csrf.len(), 32);
+
+    // once only
+    let again = exchange(&token).await;
+    assert_eq!(again.status, 401);
+    assert_eq!(
+        error(&again),
+        "this sign-in link is invalid, used or expired: make a new one"
+    );
+    assert_eq!(again.header("set-cookie"), None);
+
+    let session = Session {
+        cookie: cookie.to_string(),
+        csrf: csrf.to_string(),
+    };
+    let current = session.get("/v1/console-sessions/current").await;
+    assert_eq!(current.status, 200, "{:?}", current.body);
+    assert_eq!(current.body["result"]["csrfToken"], json!(csrf));
+    assert_eq!(current.body["result"]["org"], json!(org.id));
+    let listed = session.get("/v1/api-keys").await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert_eq!(listed.body["result"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn state_changing_calls_need_the_session_s_csrf_token_and_change_nothing_without_it() {
+    let org = Org::new().await;
+    let s = sign_in(&org.key).await;
+    for csrf in [
+        None,
+        Some("x".repeat(32)),
+        Some(s.csrf.replace(|_| true, "A")),
+    ] {
+        let mut req = s
+            .request("PATCH", "/v1/products/lamp")
+            .json(json!({"name": "Lamp"}));
+        if let Some(c) = &csrf {
+            req = req.header("x-csrf-token", c);
+        }
+        let r = req.send().await;
+        assert_eq!(r.status, 403, "{csrf:?}: {:?}", r.body);
+        assert_eq!(
+            error(&r),
+            "a state-changing call of a console session needs the session's X-CSRF-Token header"
+        );
+    }
+    assert_eq!(org.get("/v1/products/lamp").await.status, 404);
+    let r = s
+        .request("PATCH", "/v1/products/lamp")
+        .header("x-csrf-token", &s.csrf)
+        .json(json!({"name": "Lamp"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(
+        s.get("/v1/products/lamp").await.body["result"]["name"],
+        json!("Lamp")
+    );
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_session_everywhere() {
+    let org = Org::new().await;
+    let s = sign_in(&org.key).await;
+    let refused = s
+        .request("DELETE", "/v1/console-sessions/current")
+        .send()
+        .await;
+    assert_eq!(refused.status, 403);
+    let out = s
+        .request("DELETE", "/v1/console-sessions/current")
+        .header("x-csrf-token", &s.csrf)
+        .send()
+        .await;
+    assert_eq!(out.status, 200, "{:?}", out.body);
+    assert_eq!(
+        out.body,
+        json!({"result": {"identifier": "current", "deleted": true}})
+    );
+    assert_eq!(
+        out.header("set-cookie"),
+        Some("catalog_console=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict")
+    );
+    for path in [
+        "/v1/console-sessions/current",
+        "/v1/products",
+        "/v1/api-keys",
+    ] {
+        let r = s.get(path).await;
+        assert_eq!(r.status, 401, "{path}: {:?}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn turning_api_access_off_or_revoking_the_key_ends_its_sessions() {
+    let org = Org::new().await;
+    let other = org
+        .key_with(&[Scope::SettingsManage, Scope::CatalogRead])
+        .await;
+    let s = sign_in(&other).await;
+    assert_eq!(s.get("/v1/products").await.status, 200);
+    let store = stack().await.store();
+    store.set_api_enabled(&org.id, false).await.unwrap();
+    let off = s.get("/v1/products").await;
+    assert_eq!(off.status, 403);
+    assert_eq!(error(&off), "API access is disabled for this organization");
+    store.set_api_enabled(&org.id, true).await.unwrap();
+    assert_eq!(s.get("/v1/products").await.status, 200);
+    let key_id = &other["cat_".len().."cat_".len() + 12];
+    assert_eq!(
+        org.delete(&format!("/v1/api-keys/{key_id}")).await.status,
+        200
+    );
+    assert_eq!(s.get("/v1/products").await.status, 401);
+}
+
+#[tokio::test]
+async fn a_session_has_its_key_s_scopes_and_only_settings_keys_make_links() {
+    let org = Org::new().await;
+    let reader = org.key_with(&[Scope::CatalogRead]).await;
+    let r = link(&reader).await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+    let settings_only = org.key_with(&[Scope::SettingsManage]).await;
+    let s = sign_in(&settings_only).await;
+    assert_eq!(s.get("/v1/api-keys").await.status, 200);
+    let r = s.get("/v1/products").await;
+    assert_eq!(r.status, 403, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn a_wrong_secret_leaves_the_link_usable_and_bad_tokens_are_named() {
+    let org = Org::new().await;
+    let token = token_of(&link(&org.key).await);
+    let last = token.chars().last().unwrap();
+    let wrong = format!(
+        "{}{}",
+        &token[..token.len() - 1],
+        if last == 'A' { 'B' } else { 'A' }
+    );
+    assert_eq!(exchange(&wrong).await.status, 401);
+    assert_eq!(exchange(&token).await.status, 201);
+
+    let malformed = exchange("cat_nothing").await;
+    assert_eq!(malformed.status, 400);
+    assert_eq!(
+        error(&malformed),
+        "field 'token' is not a console sign-in link's token"
+    );
+    let missing = Request::new("POST", "/v1/console-sessions/exchange")
+        .json(json!({}))
+        .send()
+        .await;
+    assert_eq!(
+        (missing.status, error(&missing)),
+        (400, "field 'token' is required")
+    );
+}
+
+#[tokio::test]
+async fn an_expired_link_or_session_is_refused() {
+    let org = Org::new().await;
+    let store = stack().await.store();
+    let key_id = &org.key["cat_".len().."cat_".len() + 12];
+    let past = Timestamp::from_millis(Timestamp::now().millis() - 1000);
+    let secret = "A".repeat(40);
+    let hash = catalog::auth::apikey::hash_secret(&secret);
+    let id = format!("{key_id}expired1");
+    let scopes = vec!["settings:manage".to_string()];
+    store
+        .put_console_item(&ConsoleItem::new(
+            &org.id,
+            &id,
+            key_id,
+            hash.clone(),
+            scopes.clone(),
+            past,
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(exchange(&format!("csl_{id}_{secret}")).await.status, 401);
+    store
+        .put_console_item(&ConsoleItem::new(
+            &org.id,
+            &id,
+            key_id,
+            hash,
+            scopes,
+            past,
+            Some("c".repeat(32)),
+        ))
+        .await
+        .unwrap();
+    let s = Session {
+        cookie: format!("catalog_console=css_{id}_{secret}"),
+        csrf: "c".repeat(32),
+    };
+    assert_eq!(s.get("/v1/console-sessions/current").await.status, 401);
+}
+
+#[tokio::test]
+async fn a_session_costs_one_read_and_a_key_wins_over_a_cookie() {
+    let org = Org::new().await;
+    let s = sign_in(&org.key).await;
+    // warm both: the key's resolution is cached, the session is read on every call
+    org.get("/v1/api-keys").await;
+    let by_key = org.get("/v1/api-keys").await;
+    let by_session = s.get("/v1/api-keys").await;
+    assert_eq!((by_key.status, by_session.status), (200, 200));
+    assert_eq!(by_session.ddb_requests(), by_key.ddb_requests() + 1);
+    assert_eq!(by_session.ddb_round_trips(), by_key.ddb_round_trips() + 1);
+    // with both, the key decides: a session's cookie never widens a key
+    let reader = org.key_with(&[Scope::CatalogRead]).await;
+    let r = s
+        .request("GET", "/v1/api-keys")
+        .bearer(&reader)
+        .send()
+        .await;
+    assert_eq!(r.status, 403);
+    // and the session routes are the console's: an API key is told so
+    let r = org.get("/v1/console-sessions/current").await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        error(&r),
+        "this route is the console's: call it with the console session's cookie, not an API key"
+    );
+}
+
+fn text(r: &Response) -> &str {
+    match &r.body {
+        Value::String(s) => s,
+        _ => panic!("not a page: {:?}", r.body),
+    }
+}
+
+#[tokio::test]
+async fn the_pages_are_served_with_a_strict_policy_and_hashed_long_cached_assets() {
+    let page = Request::new("GET", "/console/").send().await;
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(page.header("cache-control"), Some("no-cache"));
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'self'; style-src 'self';"),
+        "{csp}"
+    );
+    assert!(csp.ends_with("frame-ancestors 'none'"), "{csp}");
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    let html = text(&page);
+    assert!(!html.contains("{{ASSETS}}"));
+    assert!(
+        !html.contains("<script>") && !html.contains(" style="),
+        "nothing inline"
+    );
+    let script = html
+        .split("src=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("a script");
+    assert!(
+        script.starts_with("assets/") && script.ends_with("/app.js"),
+        "{script}"
+    );
+    let folder = script.split('/').nth(1).unwrap();
+    assert_eq!(folder.len(), 12);
+    let js = Request::new("GET", &format!("/console/{script}"))
+        .send()
+        .await;
+    assert_eq!(js.status, 200);
+    assert_eq!(
+        js.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert_eq!(
+        js.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    let stale = Request::new("GET", "/console/assets/000000000000/app.js")
+        .send()
+        .await;
+    assert_eq!(stale.status, 404);
+    let moved = Request::new("GET", "/console").send().await;
+    assert_eq!(
+        (moved.status, moved.header("location")),
+        (308, Some("console/"))
+    );
+}
+
+/// Operators make links too: the CLI (`make dev`, `make console-link`) with a key, the admin
+/// function with a key id; each signs in once, and a key without `settings:manage` is refused.
+#[tokio::test]
+async fn the_cli_and_the_admin_function_make_links_that_sign_in() {
+    let org = Org::new().await;
+    let out = std::process::Command::new(catalog_e2e::binary("catalog-admin"))
+        .args([
+            "console-link",
+            "--key",
+            &org.key,
+            "--url",
+            "http://localhost:9000/console/",
+        ])
+        .envs(stack().await.aws_env())
+        .output()
+        .expect("catalog-admin runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = String::from_utf8(out.stdout).unwrap();
+    let token = url
+        .trim()
+        .strip_prefix("http://localhost:9000/console/#token=")
+        .expect("a link to the console");
+    assert_eq!(exchange(token).await.status, 201);
+    assert_eq!(exchange(token).await.status, 401);
+
+    let key_id = &org.key["cat_".len().."cat_".len() + 12];
+    let made = catalog_e2e::invoke(
+        "admin",
+        json!({"op": "console-link", "org": org.id, "keyId": key_id, "url": "https://x.test/console/"}),
+    )
+    .await;
+    let url = made["url"].as_str().expect("a url");
+    let token = url.strip_prefix("https://x.test/console/#token=").unwrap();
+    assert_eq!(exchange(token).await.status, 201);
+
+    let reader = org.key_with(&[Scope::CatalogRead]).await;
+    let refused = catalog_e2e::invoke(
+        "admin",
+        json!({"op": "console-link", "org": org.id, "keyId": &reader["cat_".len().."cat_".len() + 12], "url": "https://x.test/console/"}),
+    )
+    .await;
+    assert_eq!(
+        refused,
+        json!({"error": "a console link needs a key with settings:manage"})
+    );
+}
