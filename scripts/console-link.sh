@@ -11,4 +11,4 @@ source .local/functions.env
 source .local/env
 set +a
 base="${CATALOG_BASE_URL%/v1}"
-exec target/debug/catalog-admin console-link --key "$CATALOG_API_KEY" --url "$base/console/"
+exec target/debug/catalog-admin console-link --key "$CATALOG_API_KEY" --url "$base/console"

@@ -96,6 +96,15 @@ pids+=($!)
 # shellcheck disable=SC1091
 source .local/env
 CONSOLE_LINK="$(scripts/console-link.sh 2>/dev/null || echo "(make console-link failed: see .local/watch.log)")"
+# cargo lambda watch starts a function's processes on its first requests, and the console's
+# page asks for its files in parallel: start them now, so the first page load finds them up.
+console="http://127.0.0.1:$API_PORT/console"
+warming=()
+for file in $(curl -s --max-time 120 "$console" | grep -oE 'console/assets/[0-9a-f]+/[a-z./]+' | sort -u); do
+  curl -s -o /dev/null --max-time 120 "http://127.0.0.1:$API_PORT/$file" &
+  warming+=($!)
+done
+for pid in "${warming[@]}"; do wait "$pid" || true; done
 cat <<MSG
 
 Catalog is running locally.

@@ -87,7 +87,7 @@ pub async fn key_is_live(store: &Store, plain: &str) -> Result<bool, StoreError>
     })
 }
 
-/// A sign-in link to the console at `console_url` (ending in `/console/`) acting as the live
+/// A sign-in link to the console at `console_url` (ending in `/console`) acting as the live
 /// key `key_id` of `org`, which must hold `settings:manage`; its URL and expiry.
 pub async fn console_link(
     store: &Store,

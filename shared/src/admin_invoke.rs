@@ -48,7 +48,7 @@ pub enum Op {
         org: String,
     },
     /// A single-use sign-in link (10 minutes) to the console at `url` (ending in
-    /// `/console/`), acting as the live key `keyId` of `org` (which holds `settings:manage`).
+    /// `/console`), acting as the live key `keyId` of `org` (which holds `settings:manage`).
     ConsoleLink {
         org: String,
         #[serde(rename = "keyId")]

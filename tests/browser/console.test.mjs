@@ -3,7 +3,7 @@
 //   node tests/browser/console.test.mjs
 //
 // Environment:
-//   CONSOLE_LINK    a fresh sign-in link (https://host/console/#token=…)
+//   CONSOLE_LINK    a fresh sign-in link (https://host/console#token=…)
 //   RECEIVER_URL    a webhook receiver that answers 200
 //   IMPORT_FILE     an NDJSON file of a few products
 //   PRODUCT_ID      a seeded product with variants, SKUs and product attribute color = "red"

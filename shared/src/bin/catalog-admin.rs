@@ -31,7 +31,7 @@ Commands:
                                        CATALOG_BASE_URL and CATALOG_API_KEY, as .local/env sets)
   console-link [--key KEY] [--url URL]
                                        a single-use sign-in link (10 minutes) to the web console
-                                       at URL (default: CATALOG_BASE_URL's /console/), acting as
+                                       at URL (default: CATALOG_BASE_URL's /console), acting as
                                        the API key KEY (default CATALOG_API_KEY; settings:manage)
   dev-setup [--env-file PATH] [--base-url URL]
                                        local stack: create the table, reuse the key in PATH if it
@@ -232,7 +232,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
                     let base =
                         env("CATALOG_BASE_URL").ok_or("--url (or CATALOG_BASE_URL) is required")?;
                     format!(
-                        "{}/console/",
+                        "{}/console",
                         base.trim_end_matches('/').trim_end_matches("/v1")
                     )
                 }

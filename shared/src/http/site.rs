@@ -1,8 +1,8 @@
-//! The console's pages: the files built into the `console` binary, served under
-//! `/console/` with one content-hashed folder for everything but the page itself (cached for
-//! a year, a new build is a new folder), a Content-Security-Policy that allows this origin's
-//! scripts and styles only (no inline script, no third party, no framing), and no caching of
-//! the page, which names the folder.
+//! The console's pages: the files built into the `console` binary. The page is at `/console`
+//! (and `/console/`), never cached, and names one content-hashed folder under
+//! `/console/assets/` that holds everything else, cached for a year (a new build is a new
+//! folder). Every answer carries a Content-Security-Policy that allows this origin's scripts
+//! and styles only: no inline script, no third party, no framing.
 
 use crate::auth::apikey::to_hex;
 use lambda_http::{Body, Response};
@@ -17,8 +17,9 @@ const ASSETS_MARK: &str = "{{ASSETS}}";
 /// The console's files and how to serve them, built once per process.
 pub struct Site {
     files: &'static [(&'static str, &'static str)],
-    /// `index.html` with the hashed folder filled in.
-    index: String,
+    /// `index.html` with the hashed folder filled in, relative to `/console` (the page's
+    /// address: API Gateway routes no trailing slash) and to `/console/`.
+    index: [String; 2],
     /// The first 12 hex digits of the SHA-256 of every file's name and text.
     folder: String,
     csp: String,
@@ -43,7 +44,10 @@ impl Site {
             .iter()
             .find(|(n, _)| *n == "index.html")
             .map_or("", |(_, t)| *t);
-        let index = page.replace(ASSETS_MARK, &format!("assets/{folder}/"));
+        let index = [
+            page.replace(ASSETS_MARK, &format!("console/assets/{folder}/")),
+            page.replace(ASSETS_MARK, &format!("assets/{folder}/")),
+        ];
         let connect = match upload_origin {
             Some(origin) => format!("'self' {origin}"),
             None => "'self'".into(),
@@ -109,8 +113,16 @@ impl Site {
             );
         }
         let (content_type, text, cache) = match page {
-            "" => return self.redirect("console/"),
-            "/" => ("text/html; charset=utf-8", self.index.as_str(), "no-cache"),
+            "" => (
+                "text/html; charset=utf-8",
+                self.index[0].as_str(),
+                "no-cache",
+            ),
+            "/" => (
+                "text/html; charset=utf-8",
+                self.index[1].as_str(),
+                "no-cache",
+            ),
             _ => match self.asset(page) {
                 Some((name, text)) => (
                     content_type(name),
@@ -153,14 +165,6 @@ impl Site {
             .header("referrer-policy", "no-referrer")
             .header("cross-origin-opener-policy", "same-origin")
             .header("cross-origin-resource-policy", "same-origin")
-    }
-
-    fn redirect(&self, to: &str) -> Response<Body> {
-        self.with_headers(Response::builder().status(308))
-            .header("location", to)
-            .header("cache-control", "no-cache")
-            .body(Body::Empty)
-            .expect("valid headers")
     }
 
     fn error(&self, status: u16, message: &str) -> Response<Body> {
@@ -278,13 +282,12 @@ mod tests {
             assert_eq!(site.respond("GET", &missing).status(), 404, "{missing}");
         }
         assert_eq!(site.respond("POST", "/console/").status(), 405);
-        let moved = site.respond("GET", "/console");
-        assert_eq!(
-            (
-                moved.status().as_u16(),
-                moved.headers()["location"].to_str().unwrap()
-            ),
-            (308, "console/")
+        // the page's own address has no trailing slash (API Gateway routes `/console`), so
+        // its folder is named from there
+        let page = text(&site.respond("GET", "/console"));
+        assert!(
+            page.contains(&format!("src=\"console/assets/{}/app.js\"", site.folder())),
+            "{page}"
         );
     }
 

@@ -94,7 +94,7 @@ struct LinkView {
 }
 
 fn link_url(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "format": "uri", "example": "https://api.example.com/console/#token=csl_abc123xyz789k3j9x0qa_…"})
+    schemars::json_schema!({"type": "string", "format": "uri", "example": "https://api.example.com/console#token=csl_abc123xyz789k3j9x0qa_…"})
 }
 
 /// A console session.
@@ -134,7 +134,7 @@ schema::requiring!(
     ConsoleSignInRequired = SignIn, ["token"]
 );
 
-/// The console's address as the caller reached this API: its scheme (plain HTTP only in
+/// The console's address (`/console`, which API Gateway routes; not `/console/`) as the caller reached this API: its scheme (plain HTTP only in
 /// local mode), `Host`, and any stage segment before `/v1`.
 fn console_url(app: &App, call: &Call) -> String {
     let scheme = if app.config.local_mode {
@@ -144,7 +144,7 @@ fn console_url(app: &App, call: &Call) -> String {
     };
     let host = call.request.host.as_deref().unwrap_or("localhost");
     let stage = call.request.path.split("/v1/").next().unwrap_or_default();
-    format!("{scheme}://{host}{stage}/console/")
+    format!("{scheme}://{host}{stage}/console")
 }
 
 /// POST /console-sessions.
