@@ -303,6 +303,14 @@ step('attributes: create one, listed', async ({ page, watcher }) => {
   await audit(page, watcher, 'attributes');
 });
 
+step('variants and SKUs: listed, accessible', async ({ page, watcher }) => {
+  for (const [label, name] of [['Variants', 'variants'], ['SKUs', 'skus']]) {
+    await gotoNav(page, label, label);
+    await page.locator('#catalog-results tbody tr').first().waitFor();
+    await audit(page, watcher, name);
+  }
+});
+
 step('sign out: the session is gone', async ({ page, watcher }) => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { level: 1, name: 'Sign in to the Catalog console' }).waitFor();
@@ -313,7 +321,7 @@ step('sign out: the session is gone', async ({ page, watcher }) => {
     return r.status;
   });
   check(status === 401, `GET console-sessions/current answers ${status} after signing out`);
-  watcher.assertClean();
+  await audit(page, watcher, 'signed-out');
 });
 
 // --------------------------------------------------------------------------------------
