@@ -18,7 +18,7 @@ const DEFINITION: u8 = 2;
 const LOCALE: u8 = 1;
 const CHANNEL: u8 = 2;
 
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn put_len(out: &mut Vec<u8>, mut n: usize) {
     loop {
         let b = (n & 0x7f) as u8;
         n >>= 7;
@@ -188,6 +188,16 @@ impl PackedValues {
     /// The bytes the buffer holds.
     pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// The packed bytes, as a checkpoint stores them.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Values packed before (a checkpoint's bytes, checked by its hash).
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Self {
+        Self(bytes.into())
     }
 
     pub fn is_empty(&self) -> bool {

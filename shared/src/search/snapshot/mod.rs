@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::store::changes::SnapshotPolicy;
 
+mod checkpoint;
 mod refresh;
 
 #[cfg(test)]
