@@ -181,3 +181,70 @@ fn a_load_counts_its_shards_until_every_one_is_done() {
     assert_eq!(ids(s), ["b@1", "c@1"]);
     assert_eq!(s.synced, Some(T));
 }
+
+/// The template's default `ApiMemorySize` (MB).
+fn default_api_memory_mb() -> usize {
+    let template = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../infra/template.yaml"
+    ))
+    .expect("infra/template.yaml");
+    let at = template.find("  ApiMemorySize:").expect("the parameter");
+    template[at..]
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Default: "))
+        .and_then(|v| v.parse().ok())
+        .expect("its default")
+}
+
+/// A default deployment holds the catalog the bench and the README claim (250,000 entities:
+/// 50,000 products with five values, as many variants with one, 150,000 SKUs with two)
+/// within its snapshot budget (half the function's memory) twice over: a reload builds the
+/// new snapshot while the old one serves, and both count. With less, a process would evict
+/// and read the index again while it serves.
+#[test]
+fn the_default_function_holds_the_claimed_catalog_through_a_reload() {
+    use crate::domain::values::StoredValues;
+    let pack = |v: serde_json::Value| {
+        PackedValues::pack(&serde_json::from_value::<StoredValues>(v).expect("values"))
+    };
+    let text = |v: String| serde_json::json!({"t": "text", "e": [{"v": v}]});
+    let mut weight = 0;
+    for i in 0..50_000 {
+        let p = format!("p{i:07}");
+        let product = pack(serde_json::json!({
+            "brand": text(format!("Brand {:02}", i % 40)), "color": text("red".into()),
+            "price": text(format!("{}.{:02} EUR", 5 + i % 200, i % 100)),
+            "material": text("oak".into()), "weight": text(format!("{}.5 kg", 1 + i % 20)),
+        }));
+        let entry = |id: String, pid: Option<&str>, vid: Option<&str>, values| Entry {
+            id: id.into(),
+            pid: pid.map(Into::into),
+            vid: vid.map(Into::into),
+            self_updated_at: T,
+            updated_at: T,
+            ver: 1,
+            name: format!("Product {i}").into(),
+            family_id: None,
+            values,
+        };
+        weight += entry(p.clone(), None, None, product).weight();
+        let v = format!("{p}-v");
+        let size = pack(serde_json::json!({"size": text("M".into())}));
+        weight += entry(v.clone(), Some(&p), None, size).weight();
+        for s in 0..3 {
+            let sku = pack(serde_json::json!({
+                "price": text(format!("{}.00 EUR", 10 + (i + s) % 90)),
+                "ean": text(format!("400{i:07}{s}")),
+            }));
+            weight += entry(format!("{p}-v-{s}"), Some(&p), Some(&v), sku).weight();
+        }
+    }
+    let budget = default_api_memory_mb() << 19;
+    assert!(
+        2 * weight <= budget,
+        "250,000 entities weigh {} MiB; twice that is over the default budget of {} MiB",
+        weight >> 20,
+        budget >> 20
+    );
+}
