@@ -45,9 +45,12 @@ def walk(name, doc):
             for v in vals if isinstance(vals, list) else [vals]:
                 text = json.dumps(v)
                 # the allowed wildcards: a log group's own ARN (Fn::GetAtt <X>Logs.Arn), and
-                # the objects under the import bucket's imports/ prefix (names are generated)
+                # the objects under the import bucket's imports/ and checkpoints/ prefixes
+                # (names are generated per organization)
                 log_group = key == "Resource" and "Logs" in text and "Fn::GetAtt" in text
-                import_files = key == "Resource" and text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/imports/*"}')
+                import_files = key == "Resource" and (
+                    text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/imports/*"}')
+                    or text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/checkpoints/*"}'))
                 # X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level
                 # permissions: `*` is the only resource they take (infra/README.md).
                 xray = key == "Resource" and v == "*" and set(actions(st)) <= XRAY_WRITE

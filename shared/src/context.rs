@@ -50,7 +50,20 @@ impl Context {
         let store = Store::new(Store::client_from_config(shared), config.table_name.clone())
             .with_snapshot_policy(config.snapshots);
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(shared), &config.webhooks);
+        let checkpoints = config.imports.checkpoint_bucket.clone().map(|bucket| {
+            std::sync::Arc::new(crate::imports::checkpoints::S3Checkpoints {
+                client: crate::imports::s3_client(shared),
+                bucket,
+            })
+        });
         let mut cx = Self::new(config, store);
+        if let Some(checkpoints) = checkpoints {
+            cx.lists = Box::new(Embedded::with_checkpoints(
+                cx.store.clone(),
+                cx.config.snapshots,
+                checkpoints,
+            ));
+        }
         cx.queue = queue;
         cx
     }

@@ -135,7 +135,8 @@ impl Emulator {
     /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
     /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
-    /// invocation queue (as Lambda hands each call to a free instance).
+    /// invocation queue (as Lambda hands each call to a free instance), `@ckpt…` with list
+    /// checkpoints and `@fullread…` without (both reading the index in 5-item pages).
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         for _ in 0..instances(function) {
             let instance = Arc::new(Instance {
@@ -187,6 +188,15 @@ impl Emulator {
                 ("CATALOG_LIST_LOAD_BUDGET_MS", "0".into()),
                 ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
             ]),
+            // full reads of 5-item pages, with (`@ckpt…`) or without (`@fullread…`) list
+            // checkpoints in the import stack's bucket (call `imports().await` first)
+            v if v.starts_with("ckpt") => env.extend([
+                ("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()),
+                ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
+            ]),
+            v if v.starts_with("fullread") => {
+                env.push(("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()))
+            }
             _ => {}
         }
         let name = function.to_string();

@@ -4,6 +4,7 @@
 //! (`lines.rs` splits the file, `client.rs` is the operator CLI's upload with a progress
 //! bar; the worker that runs a job is `workers/import.rs`).
 
+pub mod checkpoints;
 pub mod client;
 pub(crate) mod lines;
 
@@ -14,6 +15,9 @@ use std::time::Duration;
 pub struct ImportConfig {
     /// The bucket uploads go to (`CATALOG_IMPORT_BUCKET`); unset, imports are off.
     pub bucket: Option<String>,
+    /// The bucket list checkpoints go to (`CATALOG_CHECKPOINT_BUCKET`; the imports' bucket
+    /// as deployed); unset, a cold process reads the index in full.
+    pub checkpoint_bucket: Option<String>,
     /// The import queue (`CATALOG_IMPORT_QUEUE_URL`): the worker queues its own continuation.
     pub queue_url: Option<String>,
     /// Lines applied per batch and checkpoint (`CATALOG_IMPORT_BATCH_LINES`, default 1000).
@@ -35,6 +39,7 @@ impl Default for ImportConfig {
     fn default() -> Self {
         Self {
             bucket: None,
+            checkpoint_bucket: None,
             queue_url: None,
             batch_lines: 1000,
             slice: None,
@@ -52,6 +57,7 @@ impl ImportConfig {
         let number = |name: &str| text(name).and_then(|v| v.trim().parse::<u64>().ok());
         Self {
             bucket: text("CATALOG_IMPORT_BUCKET"),
+            checkpoint_bucket: text("CATALOG_CHECKPOINT_BUCKET"),
             queue_url: text("CATALOG_IMPORT_QUEUE_URL"),
             batch_lines: number("CATALOG_IMPORT_BATCH_LINES")
                 .map(|n| n.clamp(1, crate::domain::limits::MAX_BULK_ITEMS as u64) as usize)

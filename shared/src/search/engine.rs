@@ -71,6 +71,18 @@ impl Embedded {
             snapshots: Snapshots::new(policy),
         }
     }
+
+    /// The engine whose cold snapshots start from `checkpoints` (and save them there).
+    pub fn with_checkpoints(
+        store: Store,
+        policy: SnapshotPolicy,
+        checkpoints: std::sync::Arc<dyn super::snapshot::CheckpointStore>,
+    ) -> Self {
+        Self {
+            store,
+            snapshots: Snapshots::new(policy).with_checkpoints(checkpoints),
+        }
+    }
 }
 
 /// Whether packed values reference metaobject `def`/`id`.

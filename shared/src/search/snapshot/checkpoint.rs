@@ -18,17 +18,29 @@
 //! footer  := index length (u32 LE) "CATCKPT1"
 //! ```
 
-// The format and its proofs come first; the job that writes checkpoints to S3 and the cold
-// path that loads them are not built yet (issue 30): until then nothing outside the tests
-// calls this module.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use super::Rows;
 use crate::domain::time::Timestamp;
 use crate::search::entities::Entry;
 use crate::search::packed::{put_len, PackedValues};
+use crate::store::items::EntityKind;
+use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+
+/// Where checkpoints are kept (S3 as deployed, `imports/checkpoints.rs`): whole objects by
+/// key. Errors are text: a checkpoint that cannot be read or written is only a slower start.
+pub trait CheckpointStore: Send + Sync {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>>;
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The object key of the checkpoint of `org`'s entities of `kind`, in format 1.
+pub fn key(org: &str, kind: EntityKind) -> String {
+    format!("checkpoints/{org}/{}/{VERSION}", kind.as_str())
+}
+
+/// Entries per block of the checkpoints a process writes.
+pub(crate) const BLOCK_ENTRIES: usize = 16_384;
 
 const MAGIC: &[u8; 8] = b"CATCKPT1";
 const VERSION: u8 = 1;

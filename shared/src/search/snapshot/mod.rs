@@ -25,6 +25,8 @@ pub use crate::store::changes::SnapshotPolicy;
 mod checkpoint;
 mod refresh;
 
+pub use checkpoint::CheckpointStore;
+
 #[cfg(test)]
 mod tests;
 
@@ -161,6 +163,22 @@ impl Load {
         }
     }
 
+    /// Whether no shard has been read yet.
+    fn untouched(&self) -> bool {
+        self.shards
+            .iter()
+            .all(|s| matches!(s.cursor, Cursor::Start))
+    }
+
+    /// Its shards' rows, as one.
+    fn into_rows(self) -> Rows {
+        let mut rows = Rows::default();
+        for shard in self.shards {
+            rows.absorb(shard.rows);
+        }
+        rows
+    }
+
     fn done(&self) -> bool {
         self.shards.iter().all(|s| matches!(s.cursor, Cursor::Done))
     }
@@ -223,9 +241,11 @@ impl TypeSnapshot {
 }
 
 /// Every snapshot of this process.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Snapshots {
     policy: SnapshotPolicy,
+    /// Where checkpoints are kept, when the deployment has them (`checkpoint.rs`).
+    checkpoints: Option<std::sync::Arc<dyn CheckpointStore>>,
     inner: Mutex<HashMap<(String, EntityKind), TypeSnapshot>>,
     /// Filtered lists computed over the snapshots (always locked after `inner`).
     selections: Mutex<Selections>,
@@ -302,9 +322,16 @@ impl Snapshots {
                 reload_after: policy.reload_after.min(reload_cap),
                 ..policy
             },
+            checkpoints: None,
             inner: Mutex::default(),
             selections: Mutex::default(),
         }
+    }
+
+    /// These snapshots, loaded from and saved to `checkpoints` when cold.
+    pub fn with_checkpoints(mut self, checkpoints: std::sync::Arc<dyn CheckpointStore>) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
     }
 
     pub fn policy(&self) -> SnapshotPolicy {
@@ -357,14 +384,10 @@ impl Snapshots {
             Outcome::Delta { .. } => {}
             Outcome::Loading(load) => snap.load = Some(load),
             Outcome::Loaded {
-                load,
+                rows,
                 delta_started,
                 delta,
             } => {
-                let mut rows = Rows::default();
-                for shard in load.shards {
-                    rows.absorb(shard.rows);
-                }
                 snap.rows = rows;
                 snap.generation = next_generation();
                 snap.loaded = Instant::now();
@@ -406,8 +429,9 @@ enum Outcome {
         rows: Vec<Row>,
     },
     Loading(Load),
+    /// A full read, or a checkpoint, and the changes after it.
     Loaded {
-        load: Load,
+        rows: Rows,
         delta_started: Timestamp,
         delta: Vec<Row>,
     },

@@ -69,6 +69,30 @@ impl Snapshots {
             }
             Step::Load { load, serving } => (load, serving),
         };
+        // A cold type (nothing served, nothing read yet) starts from its checkpoint when
+        // there is a usable one: then only the changes after it are read.
+        if serving.is_none() && load.untouched() {
+            if let Some(rows) = self.restore(org, kind).await {
+                let (rows, synced) = rows;
+                let since =
+                    Timestamp::from_millis(synced.millis() - policy.overlap.as_millis() as i64);
+                let started = Timestamp::now();
+                return match delta_rows(store, org, kind, since).await {
+                    Ok(delta) => Ok((
+                        Outcome::Loaded {
+                            rows,
+                            delta_started: started,
+                            delta,
+                        },
+                        None,
+                    )),
+                    Err(e) => {
+                        self.keep(org, kind, Outcome::Loading(load));
+                        Err(e)
+                    }
+                };
+            }
+        }
         let deadline = began
             + match serving {
                 Some(_) => policy.reload_slice,
@@ -122,14 +146,60 @@ impl Snapshots {
         } else {
             (load.started, Vec::new())
         };
+        let started = load.started;
+        let rows = load.into_rows();
+        self.save(org, kind, &rows, started).await;
         Ok((
             Outcome::Loaded {
-                load,
+                rows,
                 delta_started,
                 delta,
             },
             None,
         ))
+    }
+
+    /// The checkpoint of `org`'s `kind`, decoded, when there is one young enough that the
+    /// index still holds every deletion after it (tombstones are kept a day: half of it).
+    async fn restore(&self, org: &str, kind: EntityKind) -> Option<(Rows, Timestamp)> {
+        let checkpoints = self.checkpoints.as_ref()?;
+        let bytes = match checkpoints.get(&checkpoint::key(org, kind)).await {
+            Ok(found) => found?,
+            Err(e) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not read");
+                return None;
+            }
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let decoded = tokio::task::spawn_blocking(move || checkpoint::decode(&bytes, threads))
+            .await
+            .ok()?;
+        match decoded {
+            Ok((rows, synced))
+                if Timestamp::now().millis() - synced.millis()
+                    < TOMBSTONE_RETENTION_SECS * 1000 / 2 =>
+            {
+                Some((rows, synced))
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e.0, "checkpoint refused");
+                None
+            }
+        }
+    }
+
+    /// Saves the checkpoint of rows a full read that started at `started` has just built
+    /// (every change before `started` minus the overlap is in them). Best effort: a
+    /// checkpoint not written is only a slower start elsewhere.
+    async fn save(&self, org: &str, kind: EntityKind, rows: &Rows, started: Timestamp) {
+        let Some(checkpoints) = &self.checkpoints else {
+            return;
+        };
+        let bytes = checkpoint::encode(rows, started, checkpoint::BLOCK_ENTRIES);
+        if let Err(e) = checkpoints.put(&checkpoint::key(org, kind), bytes).await {
+            tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not written");
+        }
     }
 
     /// Runs `f` over the organization's snapshots (refresh them first).

@@ -126,7 +126,7 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
             .apply((0..n).map(|i| row(&i.to_string(), 1, 1, false)).collect());
         load.shards[0].cursor = Cursor::Done;
         Outcome::Loaded {
-            load,
+            rows: load.into_rows(),
             delta_started: T,
             delta: Vec::new(),
         }
@@ -171,7 +171,7 @@ fn a_load_counts_its_shards_until_every_one_is_done() {
         "o1",
         EntityKind::Sku,
         Outcome::Loaded {
-            load,
+            rows: load.into_rows(),
             delta_started: T,
             delta: vec![row("c", 60, 1, false), row("a", 61, 0, true)],
         },

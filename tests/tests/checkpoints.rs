@@ -1,0 +1,126 @@
+//! List checkpoints (issue 30; docs/scaling.md, "Checkpoints"): a process whose full read of
+//! the index completes saves a checkpoint of each type's snapshot in S3; a cold process loads
+//! it and reads only the changes after it. Its lists equal, answer for answer, those of a
+//! process that read the index in full, with deletes, renames, new entities and descendant
+//! changes made between the checkpoint and the load; and its first call costs the delta
+//! Queries instead of the full read.
+
+use catalog_e2e::imports::{imports, s3_client, BUCKET};
+use catalog_e2e::webhooks::moto;
+use catalog_e2e::{encode, send_to, Org, Request, Response};
+use serde_json::{json, Value};
+
+/// Product `i` with a variant and two SKUs, colored by `i`.
+fn tree(i: usize) -> Value {
+    let p = format!("c{i:03}");
+    let color = ["red", "blue", "green"][i % 3];
+    json!({"identifier": p, "name": format!("Chair {i}"),
+           "values": {"color": color},
+           "variants": [{"identifier": format!("{p}-v"), "skus": [
+               {"identifier": format!("{p}-s0"), "values": {"size": "S"}},
+               {"identifier": format!("{p}-s1"), "values": {"size": "M"}}]}]})
+}
+
+async fn get(org: &Org, function: &str, path: &str) -> Response {
+    let r = send_to(function, Request::new("GET", path).bearer(&org.key)).await;
+    assert_eq!(r.status, 200, "{function} {path}: {:?}", r.body);
+    r
+}
+
+/// Every list the test compares, on `function`'s process.
+async fn lists(org: &Org, function: &str) -> Vec<Value> {
+    let red =
+        encode(&json!({"product.color": [{"operator": "EQUALS", "value": "red"}]}).to_string());
+    let mut out = Vec::new();
+    for path in [
+        "/v1/products?limit=200".to_string(),
+        "/v1/products?limit=200&page=2".into(),
+        format!("/v1/products?limit=200&search={red}"),
+        "/v1/variants?limit=200".into(),
+        "/v1/skus?limit=200".into(),
+        "/v1/skus?limit=200&page=2".into(),
+        format!("/v1/skus?limit=200&search={red}"),
+    ] {
+        let function = if path.starts_with("/v1/products") {
+            function.to_string()
+        } else {
+            function.replacen(
+                "products",
+                if path.starts_with("/v1/variants") {
+                    "variants"
+                } else {
+                    "skus"
+                },
+                1,
+            )
+        };
+        out.push(get(org, &function, &path).await.body);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_does() {
+    imports().await;
+    let org = Org::new().await;
+    for (key, entity) in [("color", "product"), ("size", "sku")] {
+        org.define(json!({"key": key, "displayName": key, "targetEntity": entity, "type": "text"}))
+            .await;
+    }
+    let items: Vec<Value> = (0..300).map(tree).collect();
+    let r = org.patch("/v1/products", Value::Array(items)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    // a first process reads the index in full and saves the checkpoints
+    let first = lists(&org, "products@ckpt-a").await;
+    let s3 = s3_client(moto());
+    for kind in ["product", "variant", "sku"] {
+        let key = format!("checkpoints/{}/{kind}/1", org.id);
+        let object = s3.get_object().bucket(BUCKET).key(&key).send().await;
+        assert!(object.is_ok(), "no checkpoint at {key}");
+    }
+    assert_eq!(first[0]["pagination"]["totalResults"], json!(300));
+
+    // changes after the checkpoint: deletes, a rename, new trees, descendant changes
+    for id in ["c000", "c150", "c299"] {
+        assert_eq!(org.delete(&format!("/v1/products/{id}")).await.status, 200);
+    }
+    assert_eq!(org.delete("/v1/skus/c007-s1").await.status, 200);
+    let r = org
+        .patch(
+            "/v1/products/c010",
+            json!({"name": "Renamed", "values": {"color": "red"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = org
+        .patch("/v1/skus/c020-s0", json!({"values": {"size": "XL"}}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let news: Vec<Value> = (300..310).map(tree).collect();
+    assert_eq!(
+        org.patch("/v1/products", Value::Array(news)).await.status,
+        200
+    );
+
+    // a cold process with the checkpoints, and one without: the same answers
+    let from_checkpoint = get(&org, "products@ckpt-b", "/v1/products?limit=200").await;
+    let full_read = get(&org, "products@fullread", "/v1/products?limit=200").await;
+    assert_eq!(from_checkpoint.body, full_read.body);
+    assert_eq!(
+        from_checkpoint.body["pagination"]["totalResults"],
+        json!(307)
+    );
+    // the checkpoint's first call read the deltas (16 shards per type) and the page, not
+    // the index in 5-item pages
+    assert!(
+        from_checkpoint.ddb_requests() < full_read.ddb_requests(),
+        "{} requests from the checkpoint, {} for a full read",
+        from_checkpoint.ddb_requests(),
+        full_read.ddb_requests()
+    );
+    assert_eq!(
+        lists(&org, "products@ckpt-b").await,
+        lists(&org, "products@fullread").await
+    );
+}
