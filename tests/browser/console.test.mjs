@@ -132,6 +132,11 @@ const state = {};
 
 step('sign in with the link; the link works once', async ({ browser, context, page, watcher }) => {
   await page.goto(LINK);
+  // nothing is exchanged before the person confirms, and the page names the organization
+  const linkOrg = /#token=csl_([a-z0-9]{6})/.exec(LINK)[1];
+  await page.locator('#confirm-org', { hasText: linkOrg }).waitFor();
+  check(await page.locator('#session-info').isHidden(), 'the header shows a session before the sign-in is confirmed');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.locator('#session-info').waitFor({ state: 'visible' });
   await page.waitForFunction(() => document.getElementById('org-id').textContent.trim() !== '');
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
@@ -146,6 +151,7 @@ step('sign in with the link; the link works once', async ({ browser, context, pa
     const { page: p2, watcher: w2 } = await newPage(other, 'used link');
     w2.expect401 = true;
     await p2.goto(LINK);
+    await p2.getByRole('button', { name: 'Sign in', exact: true }).click();
     await p2.getByRole('alert').filter({ hasText: /invalid, used or expired/i }).waitFor();
     check(!p2.url().includes('token='), 'the used link\'s token stayed in the address');
     check(await p2.locator('#session-info').isHidden(), 'the header shows a session for a used link');

@@ -449,3 +449,30 @@ async fn the_cli_and_the_admin_function_make_links_that_sign_in() {
         json!({"error": "a console link needs a key with settings:manage"})
     );
 }
+
+/// A link opens nothing once its key is revoked or its organization's API access is off,
+/// and the session answers with the key's current scopes.
+#[tokio::test]
+async fn a_link_of_a_revoked_key_or_a_disabled_organization_opens_nothing() {
+    let org = Org::new().await;
+    let other = org.key_with(&[Scope::SettingsManage]).await;
+    let token = token_of(&link(&other).await);
+    let key_id = &other["cat_".len().."cat_".len() + 12];
+    assert_eq!(
+        org.delete(&format!("/v1/api-keys/{key_id}")).await.status,
+        200
+    );
+    let r = exchange(&token).await;
+    assert_eq!((r.status, r.header("set-cookie")), (401, None));
+
+    let token = token_of(&link(&org.key).await);
+    let store = stack().await.store();
+    store.set_api_enabled(&org.id, false).await.unwrap();
+    let r = exchange(&token).await;
+    store.set_api_enabled(&org.id, true).await.unwrap();
+    assert_eq!((r.status, r.header("set-cookie")), (401, None));
+    assert_eq!(
+        error(&r),
+        "this sign-in link is invalid, used or expired: make a new one"
+    );
+}

@@ -42,8 +42,18 @@ export function apiUrl(path, query) {
   return url;
 }
 
-/** Percent-encodes one path segment (identifiers may hold anything but '/'). */
-export const seg = (s) => encodeURIComponent(s);
+/**
+ * Percent-encodes one path segment (identifiers may hold anything but '/'). A segment of
+ * only dots cannot be sent: browsers resolve "." and ".." (encoded or not) away, so the
+ * call would reach another route; it is refused here instead.
+ */
+export const seg = (s) => {
+  const text = String(s);
+  if (/^\.{1,2}$/.test(text)) {
+    throw new Error(`the identifier "${text}" cannot be used in a browser's URL; use the API directly`);
+  }
+  return encodeURIComponent(text);
+};
 
 /**
  * request('GET', 'products', {query, body, signal, auth401}) → the parsed JSON body

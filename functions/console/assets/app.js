@@ -187,12 +187,47 @@ function tokenOfHash() {
   try { return decodeURIComponent(m[1]); } catch { return m[1]; }
 }
 
-/** Exchanges the `#token=` of the address (removed from it first); false when none. */
+/** The organization a link's token signs in to (its key id's first six characters). */
+function orgOfToken(token) {
+  const m = /^csl_([a-z0-9]{6})/.exec(token);
+  return m ? m[1] : null;
+}
+
+/** Asks before signing in with a link, naming its organization: a link another site sent
+ * cannot switch this browser to another organization unnoticed. Resolves true to go on. */
+function confirmSignIn(token) {
+  return new Promise((resolve) => {
+    $('session-info').hidden = true;
+    $('mainnav').hidden = true;
+    document.title = 'Sign in · Catalog console';
+    const org = orgOfToken(token);
+    const title = h('h1', { tabindex: '-1', id: 'confirm-h' }, 'Sign in to the Catalog console');
+    const go = h('button', { type: 'button', class: 'btn', id: 'confirm-sign-in' }, 'Sign in');
+    const cancel = h('button', { type: 'button', class: 'btn btn-secondary' }, 'Cancel');
+    go.addEventListener('click', () => resolve(true));
+    cancel.addEventListener('click', () => resolve(false));
+    replace($('view'), h('section', { class: 'signed-out panel', 'aria-labelledby': 'confirm-h' },
+      title,
+      h('p', {}, 'This link signs you in to organization ', h('strong', { id: 'confirm-org' }, org || 'unknown'),
+        session && session.org !== org ? ` (you are signed in to ${session.org}: that session is replaced).` : '.'),
+      h('p', { class: 'actions' }, go, ' ', cancel)));
+    title.focus();
+  });
+}
+
+/** Exchanges the `#token=` of the address (removed from it first), once the person
+ * confirms; false when there is none. */
 async function signInWithLink() {
   const token = tokenOfHash();
   if (token === null) return false;
   // The token is single use: drop it from the address bar and history at once.
   window.history.replaceState(null, '', window.location.pathname + window.location.search);
+  if (!(await confirmSignIn(token))) {
+    const current = await api.currentSession().catch(() => null);
+    if (current) startSession(current);
+    else showSignedOut({});
+    return true;
+  }
   let result;
   try {
     result = await api.exchangeToken(token);

@@ -9,6 +9,15 @@
 use crate::domain::attributes::AttributeType;
 use crate::domain::values::StoredValues;
 
+/// What the packed bytes mean: this layout's version and the order of the attribute types
+/// it indexes. Stored bytes (a checkpoint's) are read only under the same fingerprint.
+pub(crate) fn layout_fingerprint() -> [u8; 8] {
+    use sha2::{Digest, Sha256};
+    let names: Vec<&str> = AttributeType::ALL.iter().map(|t| t.as_str()).collect();
+    let digest = Sha256::digest(format!("packed-values/1:{}", names.join(",")));
+    digest[..8].try_into().expect("8 bytes")
+}
+
 /// An entity's values, packed (see the module's layout).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackedValues(Box<[u8]>);

@@ -171,15 +171,30 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         ApiError::bad_request("field 'token' is not a console sign-in link's token")
     })?;
     let now = Timestamp::now();
+    let refused = || {
+        ApiError::new(
+            401,
+            "this sign-in link is invalid, used or expired: make a new one",
+        )
+    };
     let Some(taken) = app
         .store
         .take_console_link(link.org(), &link.id, &link.secret_hash(), now)
         .await?
     else {
-        return Err(ApiError::new(
-            401,
-            "this sign-in link is invalid, used or expired: make a new one",
-        ));
+        return Err(refused());
+    };
+    // The session acts as the key: a link of a key revoked since, or of an organization
+    // whose API access is off now, opens nothing.
+    let (org, key) = app.store.get_org_and_key(link.org(), &taken.key_id).await?;
+    let scopes: Vec<&'static str> = match (org, key) {
+        (Some(org), Some(key)) if org.api_enabled && !key.revoked => key
+            .scopes
+            .iter()
+            .filter_map(|s| Scope::parse(s))
+            .map(Scope::as_str)
+            .collect(),
+        _ => return Err(refused()),
     };
     let (token, cookie) = Token::generate(Kind::Session, &taken.key_id);
     let expires_at = Timestamp::from_millis(now.millis() + SESSION_SECONDS * 1000);
@@ -196,12 +211,7 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     app.store.put_console_item(&item).await?;
     let view = SessionView {
         org: link.org(),
-        scopes: taken
-            .scopes
-            .iter()
-            .filter_map(|s| Scope::parse(s))
-            .map(Scope::as_str)
-            .collect(),
+        scopes,
         csrf_token: &csrf,
         expires_at,
     };

@@ -13,9 +13,9 @@
 //! entry   := flags id [pid] [vid] su tu ver name [family] values
 //!            flags: 1 pid, 2 vid, 4 family; strings and values as LEB128 length + bytes;
 //!            su, tu (ms) and family as i64 LE; ver as LEB128
-//! index   := version(1) synced(i64 LE) blocks(LEB128) (offset u64, len u64, sha256)*
-//!            deletions(LEB128) (id, at i64 LE)*
-//! footer  := index length (u32 LE) "CATCKPT1"
+//! index   := version(1) values(8: the packed values' layout fingerprint) synced(i64 LE)
+//!            blocks(LEB128) (offset u64, len u64, sha256)* deletions(LEB128) (id, at i64 LE)*
+//! footer  := index length (u32 LE) sha256(index) "CATCKPT1"
 //! ```
 
 use super::Rows;
@@ -45,7 +45,7 @@ pub(crate) const BLOCK_ENTRIES: usize = 16_384;
 const MAGIC: &[u8; 8] = b"CATCKPT1";
 const VERSION: u8 = 1;
 /// Bytes of the footer: the index's length and the magic.
-pub(crate) const FOOTER: usize = 12;
+pub(crate) const FOOTER: usize = 4 + 32 + 8;
 
 const PID: u8 = 1;
 const VID: u8 = 2;
@@ -123,6 +123,7 @@ pub(crate) fn encode(rows: &Rows, synced: Timestamp, block_entries: usize) -> Ve
     }
     let index_start = out.len();
     out.push(VERSION);
+    out.extend_from_slice(&crate::search::packed::layout_fingerprint());
     out.extend_from_slice(&synced.millis().to_le_bytes());
     put_len(&mut out, blocks.len());
     for (offset, len, hash) in &blocks {
@@ -136,7 +137,9 @@ pub(crate) fn encode(rows: &Rows, synced: Timestamp, block_entries: usize) -> Ve
         out.extend_from_slice(&at.millis().to_le_bytes());
     }
     let index_len = (out.len() - index_start) as u32;
+    let index_hash: [u8; 32] = Sha256::digest(&out[index_start..]).into();
     out.extend_from_slice(&index_len.to_le_bytes());
+    out.extend_from_slice(&index_hash);
     out.extend_from_slice(MAGIC);
     out
 }
@@ -199,14 +202,24 @@ pub(crate) fn layout(tail: &[u8], total: u64) -> Result<Layout, Unusable> {
     let Some(index_start) = (tail.len() - FOOTER).checked_sub(index_len) else {
         return Err(unusable("the index is not within the bytes read"));
     };
-    let blocks_end = total - (index_len + FOOTER) as u64;
-    let mut r = Reader(&tail[index_start..tail.len() - FOOTER]);
+    let Some(blocks_end) = total.checked_sub((index_len + FOOTER) as u64) else {
+        return Err(unusable("the index is longer than the checkpoint"));
+    };
+    let index = &tail[index_start..tail.len() - FOOTER];
+    if Sha256::digest(index).as_slice() != &footer[4..36] {
+        return Err(unusable("the index does not match its hash"));
+    }
+    let mut r = Reader(index);
     if r.byte()? != VERSION {
         return Err(unusable("another format version"));
     }
+    if r.take(8)? != crate::search::packed::layout_fingerprint() {
+        return Err(unusable("values packed in another layout"));
+    }
     let synced = Timestamp::from_millis(r.i64()?);
     let count = r.len()?;
-    let mut blocks = Vec::with_capacity(count.min(1 << 20));
+    // every block takes 48 bytes of the index: no more can be there
+    let mut blocks = Vec::with_capacity(count.min(r.0.len() / 48));
     for _ in 0..count {
         let (offset, len) = (r.u64()?, r.u64()?);
         let hash = r.take(32)?.try_into().expect("32 bytes");
@@ -216,7 +229,7 @@ pub(crate) fn layout(tail: &[u8], total: u64) -> Result<Layout, Unusable> {
         blocks.push(Block { offset, len, hash });
     }
     let deletions = r.len()?;
-    let mut deleted = Vec::with_capacity(deletions.min(1 << 20));
+    let mut deleted = Vec::with_capacity(deletions.min(r.0.len() / 9));
     for _ in 0..deletions {
         let id = r.str()?.to_string();
         deleted.push((id, Timestamp::from_millis(r.i64()?)));

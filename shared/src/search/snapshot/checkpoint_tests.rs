@@ -132,15 +132,29 @@ fn a_torn_altered_or_foreign_checkpoint_is_refused() {
         Unusable("no checkpoint footer".into())
     );
     assert!(decode(&bytes[bytes.len() - 20..], 1).is_err());
-    let mut newer = bytes.clone();
-    let index_len =
-        u32::from_le_bytes(bytes[bytes.len() - 12..bytes.len() - 8].try_into().unwrap());
-    let version_at = bytes.len() - FOOTER - index_len as usize;
-    newer[version_at] = 2;
-    assert_eq!(
-        decode(&newer, 1).unwrap_err(),
-        Unusable("another format version".into())
-    );
+    // the index, a byte flipped in place (and its hash made again when `rehash`)
+    let with_index = |at: usize, value: u8, rehash: bool| {
+        let mut b = bytes.clone();
+        let n = b.len();
+        let index_len = u32::from_le_bytes(b[n - FOOTER..n - FOOTER + 4].try_into().unwrap());
+        let start = n - FOOTER - index_len as usize;
+        b[start + at] ^= value;
+        if rehash {
+            let hash: [u8; 32] = Sha256::digest(&b[start..n - FOOTER]).into();
+            b[n - FOOTER + 4..n - 8].copy_from_slice(&hash);
+        }
+        b
+    };
+    for (at, value, rehash, why) in [
+        (9, 0xff, false, "the index does not match its hash"),
+        (0, 3, true, "another format version"),
+        (1, 0x5a, true, "values packed in another layout"),
+    ] {
+        assert_eq!(
+            decode(&with_index(at, value, rehash), 1).unwrap_err(),
+            Unusable(why.into())
+        );
+    }
     assert!(decode(b"", 1).is_err());
 }
 

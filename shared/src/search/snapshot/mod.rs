@@ -148,6 +148,9 @@ struct Load {
     /// a delta from there brings what changed while it ran.
     started: Timestamp,
     shards: Vec<ShardLoad>,
+    /// Whether this cold start tried the type's checkpoint already (once: a checkpoint that
+    /// could not be used within the call's budget is not tried again).
+    tried_checkpoint: bool,
 }
 
 impl Load {
@@ -160,14 +163,17 @@ impl Load {
                     rows: Rows::default(),
                 })
                 .collect(),
+            tried_checkpoint: false,
         }
     }
 
-    /// Whether no shard has been read yet.
+    /// Whether no shard has been read yet, nor the checkpoint tried.
     fn untouched(&self) -> bool {
-        self.shards
-            .iter()
-            .all(|s| matches!(s.cursor, Cursor::Start))
+        !self.tried_checkpoint
+            && self
+                .shards
+                .iter()
+                .all(|s| matches!(s.cursor, Cursor::Start))
     }
 
     /// Its shards' rows, as one.

@@ -70,27 +70,27 @@ impl Snapshots {
             Step::Load { load, serving } => (load, serving),
         };
         // A cold type (nothing served, nothing read yet) starts from its checkpoint when
-        // there is a usable one: then only the changes after it are read.
-        if serving.is_none() && load.untouched() {
-            if let Some(rows) = self.restore(org, kind).await {
-                let (rows, synced) = rows;
-                let since =
-                    Timestamp::from_millis(synced.millis() - policy.overlap.as_millis() as i64);
-                let started = Timestamp::now();
-                return match delta_rows(store, org, kind, since).await {
-                    Ok(delta) => Ok((
-                        Outcome::Loaded {
-                            rows,
-                            delta_started: started,
-                            delta,
-                        },
-                        None,
-                    )),
-                    Err(e) => {
-                        self.keep(org, kind, Outcome::Loading(load));
-                        Err(e)
-                    }
-                };
+        // there is a usable one: then only the changes after it are read. All of it within
+        // the call's budget; past it, or without a checkpoint, the full read (tried once).
+        if serving.is_none() && self.checkpoints.is_some() && load.untouched() {
+            load.tried_checkpoint = true;
+            let restored = tokio::time::timeout_at(
+                (began + policy.load_budget).into(),
+                self.restore_with_delta(store, org, kind, policy),
+            )
+            .await;
+            match restored {
+                Ok(Ok(Some(outcome))) => return Ok((outcome, None)),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    self.keep(org, kind, Outcome::Loading(load));
+                    return Err(e);
+                }
+                Err(_) => {
+                    tracing::warn!(%org, kind = kind.as_str(), "checkpoint not loaded within the budget: full read");
+                    self.keep(org, kind, Outcome::Loading(load));
+                    return Err(StoreError::Loading { read: 0 });
+                }
             }
         }
         let deadline = began
@@ -147,8 +147,7 @@ impl Snapshots {
             (load.started, Vec::new())
         };
         let started = load.started;
-        let rows = load.into_rows();
-        self.save(org, kind, &rows, started).await;
+        let rows = self.save(org, kind, load.into_rows(), started).await;
         Ok((
             Outcome::Loaded {
                 rows,
@@ -159,8 +158,35 @@ impl Snapshots {
         ))
     }
 
+    /// The checkpoint of `org`'s `kind` and the changes after it, when there is a usable
+    /// checkpoint.
+    async fn restore_with_delta(
+        &self,
+        store: &Store,
+        org: &str,
+        kind: EntityKind,
+        policy: SnapshotPolicy,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let Some((rows, synced)) = self.restore(org, kind).await else {
+            return Ok(None);
+        };
+        let since = Timestamp::from_millis(
+            synced
+                .millis()
+                .saturating_sub(policy.overlap.as_millis() as i64),
+        );
+        let started = Timestamp::now();
+        let delta = delta_rows(store, org, kind, since).await?;
+        Ok(Some(Outcome::Loaded {
+            rows,
+            delta_started: started,
+            delta,
+        }))
+    }
+
     /// The checkpoint of `org`'s `kind`, decoded, when there is one young enough that the
-    /// index still holds every deletion after it (tombstones are kept a day: half of it).
+    /// index still holds every deletion after it (tombstones are kept a day: half of it),
+    /// and not ahead of this clock.
     async fn restore(&self, org: &str, kind: EntityKind) -> Option<(Rows, Timestamp)> {
         let checkpoints = self.checkpoints.as_ref()?;
         let bytes = match checkpoints.get(&checkpoint::key(org, kind)).await {
@@ -171,13 +197,22 @@ impl Snapshots {
             }
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let decoded = tokio::task::spawn_blocking(move || checkpoint::decode(&bytes, threads))
+        let decoded = match tokio::task::spawn_blocking(move || checkpoint::decode(&bytes, threads))
             .await
-            .ok()?;
+        {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint decoder failed");
+                return None;
+            }
+        };
+        let now = Timestamp::now().millis();
+        let overlap = self.policy.overlap.as_millis() as i64;
         match decoded {
             Ok((rows, synced))
-                if Timestamp::now().millis() - synced.millis()
-                    < TOMBSTONE_RETENTION_SECS * 1000 / 2 =>
+                if synced.millis() <= now.saturating_add(overlap)
+                    && now.saturating_sub(synced.millis())
+                        < TOMBSTONE_RETENTION_SECS * 1000 / 2 =>
             {
                 Some((rows, synced))
             }
@@ -190,16 +225,36 @@ impl Snapshots {
     }
 
     /// Saves the checkpoint of rows a full read that started at `started` has just built
-    /// (every change before `started` minus the overlap is in them). Best effort: a
-    /// checkpoint not written is only a slower start elsewhere.
-    async fn save(&self, org: &str, kind: EntityKind, rows: &Rows, started: Timestamp) {
+    /// (every change before `started` minus the overlap is in them), and gives the rows back.
+    /// Encoded off the async threads, written within 5 s; best effort: a checkpoint not
+    /// written is only a slower start elsewhere.
+    async fn save(&self, org: &str, kind: EntityKind, rows: Rows, started: Timestamp) -> Rows {
         let Some(checkpoints) = &self.checkpoints else {
-            return;
+            return rows;
         };
-        let bytes = checkpoint::encode(rows, started, checkpoint::BLOCK_ENTRIES);
-        if let Err(e) = checkpoints.put(&checkpoint::key(org, kind), bytes).await {
-            tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not written");
+        let (rows, bytes) = match tokio::task::spawn_blocking(move || {
+            let bytes = checkpoint::encode(&rows, started, checkpoint::BLOCK_ENTRIES);
+            (rows, bytes)
+        })
+        .await
+        {
+            Ok(done) => done,
+            // encoding does not fail; should its thread panic, the rows went with it, and
+            // the call fails (the next one reads again) rather than serve an empty snapshot
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        let key = checkpoint::key(org, kind);
+        let put = checkpoints.put(&key, bytes);
+        match tokio::time::timeout(std::time::Duration::from_secs(5), put).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not written")
+            }
+            Err(_) => {
+                tracing::warn!(%org, kind = kind.as_str(), "checkpoint not written within 5 s")
+            }
         }
+        rows
     }
 
     /// Runs `f` over the organization's snapshots (refresh them first).
