@@ -88,11 +88,13 @@ pub async fn key_is_live(store: &Store, plain: &str) -> Result<bool, StoreError>
 }
 
 /// A sign-in link to the console at `console_url` (ending in `/console`) acting as the live
-/// key `key_id` of `org`, which must hold `settings:manage`; its URL and expiry.
+/// key `key_id` of `org`, which must hold `settings:manage` (and, when `secret` is given,
+/// have that secret); its URL and expiry.
 pub async fn console_link(
     store: &Store,
     org: &str,
     key_id: &str,
+    secret: Option<&str>,
     console_url: &str,
 ) -> Result<(String, Timestamp), String> {
     let (org_item, key) = store
@@ -100,7 +102,13 @@ pub async fn console_link(
         .await
         .map_err(|e| e.to_string())?;
     let key = match (org_item, key) {
-        (Some(o), Some(key)) if o.api_enabled && !key.revoked => key,
+        (Some(o), Some(key))
+            if o.api_enabled
+                && !key.revoked
+                && secret.is_none_or(|s| apikey::verify(s, &key.secret_hash)) =>
+        {
+            key
+        }
         _ => return Err(format!("key {key_id} of organization {org} is not live (unknown, revoked, or API access is off)")),
     };
     let scopes: Vec<Scope> = key.scopes.iter().filter_map(|s| Scope::parse(s)).collect();

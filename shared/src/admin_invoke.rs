@@ -140,7 +140,7 @@ async fn run(store: &Store, op: Op) -> Result<Value, String> {
         Op::EnableApi { org } => api_access(store, &org, true).await?,
         Op::DisableApi { org } => api_access(store, &org, false).await?,
         Op::ConsoleLink { org, key_id, url } => {
-            let (link, expires_at) = admin::console_link(store, &org, &key_id, &url).await?;
+            let (link, expires_at) = admin::console_link(store, &org, &key_id, None, &url).await?;
             json!({ "url": link, "expiresAt": expires_at.to_string() })
         }
         Op::SetLimits { org, rate, burst } => {

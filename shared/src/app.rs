@@ -163,13 +163,7 @@ impl App {
     /// runtime, with each event first made decodable (`http::event`), so that a request
     /// lambda_http could not decode is answered by the pipeline, never by API Gateway's 500.
     pub async fn run(&'static self, api: &'static Api) -> Result<(), lambda_http::Error> {
-        lambda_http::runtime(lambda_http::service_fn(move |req| self.serve(api, req)))
-            .layer(lambda_runtime::tower::layer::layer_fn(
-                crate::http::event::Readable,
-            ))
-            .layer(lambda_runtime::layers::TracingLayer::new())
-            .run()
-            .await
+        self.run_serving(api, None).await
     }
 
     /// [`App::run`] for the `console` function: its pages (`site`) besides its API routes.
@@ -178,11 +172,19 @@ impl App {
         api: &'static Api,
         site: &'static crate::http::site::Site,
     ) -> Result<(), lambda_http::Error> {
+        self.run_serving(api, Some(site)).await
+    }
+
+    async fn run_serving(
+        &'static self,
+        api: &'static Api,
+        site: Option<&'static crate::http::site::Site>,
+    ) -> Result<(), lambda_http::Error> {
         use crate::http::site::Site;
         lambda_http::runtime(lambda_http::service_fn(
             move |req: lambda_http::Request| async move {
-                match Site::page_of(req.uri().path()) {
-                    Some(_) => Ok(site.respond(req.method().as_str(), req.uri().path())),
+                match site.filter(|_| Site::page_of(req.uri().path()).is_some()) {
+                    Some(site) => Ok(site.respond(req.method().as_str(), req.uri().path())),
                     None => self.serve(api, req).await,
                 }
             },

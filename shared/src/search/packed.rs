@@ -39,7 +39,7 @@ pub(crate) fn put_len(out: &mut Vec<u8>, mut n: usize) {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     put_len(out, s.len());
     out.extend_from_slice(s.as_bytes());
 }

@@ -177,16 +177,10 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             "this sign-in link is invalid, used or expired: make a new one",
         )
     };
-    let Some(taken) = app
-        .store
-        .take_console_link(link.org(), &link.id, &link.secret_hash(), now)
-        .await?
-    else {
-        return Err(refused());
-    };
-    // The session acts as the key: a link of a key revoked since, or of an organization
-    // whose API access is off now, opens nothing.
-    let (org, key) = app.store.get_org_and_key(link.org(), &taken.key_id).await?;
+    // The session acts as the key the token names: a link of a key revoked since, or of an
+    // organization whose API access is off now, opens nothing, and is refused before it is
+    // taken (a refused exchange changes nothing).
+    let (org, key) = app.store.get_org_and_key(link.org(), link.key_id()).await?;
     let scopes: Vec<&'static str> = match (org, key) {
         (Some(org), Some(key)) if org.api_enabled && !key.revoked => key
             .scopes
@@ -195,6 +189,13 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .map(Scope::as_str)
             .collect(),
         _ => return Err(refused()),
+    };
+    let Some(taken) = app
+        .store
+        .take_console_link(link.org(), &link.id, &link.secret_hash(), now)
+        .await?
+    else {
+        return Err(refused());
     };
     let (token, cookie) = Token::generate(Kind::Session, &taken.key_id);
     let expires_at = Timestamp::from_millis(now.millis() + SESSION_SECONDS * 1000);

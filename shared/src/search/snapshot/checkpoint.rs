@@ -21,7 +21,7 @@
 use super::Rows;
 use crate::domain::time::Timestamp;
 use crate::search::entities::Entry;
-use crate::search::packed::{put_len, PackedValues};
+use crate::search::packed::{put_len, put_str, PackedValues};
 use crate::store::items::EntityKind;
 use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
@@ -73,11 +73,6 @@ pub(crate) struct Layout {
     pub synced: Timestamp,
     pub blocks: Vec<Block>,
     deleted: Vec<(String, Timestamp)>,
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_len(out, s.len());
-    out.extend_from_slice(s.as_bytes());
 }
 
 fn put_entry(out: &mut Vec<u8>, e: &Entry) {
