@@ -268,25 +268,32 @@ export default async function catalogPage(ctx, kind) {
     return cols;
   }
 
+  // Only the latest load draws: an earlier one that answers late (the page's first list,
+  // after a filter was applied) is dropped, never shown under the filter's name.
+  let latest = 0;
   async function load(announceIt) {
     const q = { limit: state.limit, page: state.page };
     if (state.search) { q.search = state.search; q.search_mode = state.mode; }
+    const searched = Boolean(state.search);
+    const mine = ++latest;
     setQuery(q);
     results.setAttribute('aria-busy', 'true');
     errors.clear();
     try {
       const res = await api.get(kind, { query: q, signal });
+      if (mine !== latest) return;
       const p = res.pagination || {};
       replace(results,
-        h('p', { class: 'total', id: 'result-total' }, h('strong', {}, String(p.totalResults ?? res.result.length)), ` ${meta.noun}`, state.search ? ' match the filter' : ' in total'),
+        h('p', { class: 'total', id: 'result-total' }, h('strong', {}, String(p.totalResults ?? res.result.length)), ` ${meta.noun}`, searched ? ' match the filter' : ' in total'),
         table({ caption: { text: `${meta.noun}, by identifier`, hidden: true }, empty: `No ${meta.noun} match.`, rows: res.result || [], columns: columns() }),
         pager(p, async (n) => { state.page = n; await load(true); focusIn(results); }, meta.noun));
       if (announceIt) { const n = p.totalResults ?? 0; announce(`${n} ${n === 1 ? meta.one : meta.noun} found.`); }
     } catch (err) {
+      if (mine !== latest) return;
       replace(results);
       errors.show(err);
     } finally {
-      results.setAttribute('aria-busy', 'false');
+      if (mine === latest) results.setAttribute('aria-busy', 'false');
     }
   }
 
