@@ -56,11 +56,12 @@ const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 function watch(page, label) {
   const problems = [];
-  const w = { expect401: false, problems };
+  const w = { expect401: false, expect403: false, problems };
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
     const text = m.text();
     if (w.expect401 && /status of 401/.test(text)) return;
+    if (w.expect403 && /status of 403/.test(text)) return;
     problems.push(`${label}: console error: ${text}`);
   });
   page.on('pageerror', (e) => problems.push(`${label}: uncaught error: ${e.message}`));
@@ -122,6 +123,16 @@ async function refreshUntilLogged(page, id) {
       check(Date.now() < deadline, `delivery ${id} did not appear in the delivery log within ${LOG_DEADLINE / 1000} s`);
     }
   }
+}
+
+/** Fills and sends the Attributes page's form: a text attribute of products. */
+async function createAttribute(page, key, displayName) {
+  const form = page.locator('#create-attribute');
+  await form.getByLabel('Display name').fill(displayName);
+  await form.getByLabel('Key', { exact: true }).fill(key);
+  await form.getByLabel('Target entity').selectOption('product');
+  await form.getByLabel('Type', { exact: true }).selectOption('text');
+  await form.getByRole('button', { name: 'Create attribute' }).click();
 }
 
 // --------------------------------------------------------------------------------------
@@ -299,12 +310,7 @@ step('catalog: filter color = red, open the product', async ({ context, page, wa
 step('attributes: create one, listed', async ({ page, watcher }) => {
   await gotoNav(page, 'Attributes', 'Attributes');
   const key = `browser_${Date.now().toString(36)}`;
-  const form = page.locator('#create-attribute');
-  await form.getByLabel('Display name').fill('Browser test attribute');
-  await form.getByLabel('Key', { exact: true }).fill(key);
-  await form.getByLabel('Target entity').selectOption('product');
-  await form.getByLabel('Type', { exact: true }).selectOption('text');
-  await form.getByRole('button', { name: 'Create attribute' }).click();
+  await createAttribute(page, key, 'Browser test attribute');
   await page.locator('#attributes-list code', { hasText: new RegExp(`^product\\.${key}$`) }).waitFor();
   await audit(page, watcher, 'attributes');
 });
@@ -315,6 +321,41 @@ step('variants and SKUs: listed, accessible', async ({ page, watcher }) => {
     await page.locator('#catalog-results tbody tr').first().waitFor();
     await audit(page, watcher, name);
   }
+});
+
+step('another tab signs in: this tab says so, and its write does nothing', async ({ context, page, watcher }) => {
+  await gotoNav(page, 'Attributes', 'Attributes');
+  // a second link, made by this session, opened in another tab of the same browser
+  const url = await page.evaluate(async () => {
+    const base = new URL('../v1/', window.location.href);
+    const opts = { credentials: 'same-origin', headers: { Accept: 'application/json' } };
+    const session = await (await fetch(new URL('console-sessions/current', base), opts)).json();
+    const headers = { ...opts.headers, 'X-CSRF-Token': session.result.csrfToken };
+    const r = await fetch(new URL('console-sessions', base), { ...opts, method: 'POST', headers });
+    return (await r.json()).result.url;
+  });
+  const { page: tab, watcher: w2 } = await newPage(context, 'second tab');
+  await tab.goto(url);
+  await tab.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await tab.locator('#session-info').waitFor({ state: 'visible' });
+  await settled(tab);
+  w2.assertClean();
+  await tab.close();
+
+  // this tab still holds the ended session's CSRF token: its write is refused, and it says why
+  watcher.expect403 = true;
+  const key = `replaced_${Date.now().toString(36)}`;
+  await createAttribute(page, key, 'Not created');
+  await page.getByRole('alert').filter({ hasText: /signed in again in another tab/ }).waitFor();
+  watcher.expect403 = false;
+  // reloaded, the tab goes on with the new session: nothing was created
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'Attributes', exact: true }).waitFor();
+  await page.locator('#attributes-list code').first().waitFor();
+  await settled(page);
+  const created = await page.locator('#attributes-list code', { hasText: new RegExp(`^product\\.${key}$`) }).count();
+  check(created === 0, `the refused write created attribute ${key}`);
+  watcher.assertClean();
 });
 
 step('sign out: the session is gone', async ({ page, watcher }) => {

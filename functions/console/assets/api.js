@@ -85,6 +85,9 @@ export async function request(method, path, { query, body, signal, quiet401 = fa
     const message = (data && (data.error || data.message)) || `${res.status} ${res.statusText || 'error'}`;
     const err = new ApiError(res.status, message);
     if (res.status === 401 && !quiet401) onUnauthorized(err);
+    if (res.status === 403 && headers['X-CSRF-Token'] && /X-CSRF-Token/.test(message)) {
+      throw await replacedSession(err);
+    }
     throw err;
   }
   return data;
@@ -125,6 +128,20 @@ export async function currentSession() {
     if (e.status === 401) return null;
     throw e;
   }
+}
+
+/**
+ * A write refused for its CSRF token although it sent one: another tab signed in since, and
+ * the cookie is now that session's. Nothing is retried under it (it may be another key or
+ * organization); the person is told, or sent to sign in when no session is left.
+ */
+async function replacedSession(err) {
+  const current = await currentSession().catch(() => null);
+  if (!current) {
+    onUnauthorized(err);
+    return err;
+  }
+  return new ApiError(403, 'You signed in again in another tab, so this tab\'s session ended: reload the page to go on with the new one.');
 }
 
 export async function signOut() {
