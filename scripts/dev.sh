@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
+# Where the stack keeps its data, logs and env files (another folder runs a separate stack).
+LOCAL="${CATALOG_DEV_DIR:-$ROOT/.local}"
+export CATALOG_DEV_DIR="$LOCAL"
 DDB_PORT="${CATALOG_DDB_PORT:-8000}"
 API_PORT="${CATALOG_API_PORT:-9000}"
 SQS_PORT="${CATALOG_SQS_PORT:-9324}"
@@ -16,18 +19,25 @@ scripts/tools.sh --dev
 export PATH="$ROOT/.tools/venv/bin:$PATH"
 
 pids=()
+# List checkpoints live in moto's S3, in memory: kept beside the data they summarize (wiping
+# the data wipes them) across restarts, so a restarted stack's first list starts from them.
+CHECKPOINTS="$LOCAL/dynamodb/checkpoints"
+keep_checkpoints=""
 cleanup() {
   trap - INT TERM EXIT
+  if [ -n "$keep_checkpoints" ]; then
+    target/debug/local-poller checkpoints save "$CHECKPOINTS" || true
+  fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   echo "[dev] stopped"
 }
 trap cleanup INT TERM EXIT
 
-mkdir -p .local/dynamodb
-echo "[dev] starting DynamoDB Local on 127.0.0.1:$DDB_PORT (data in .local/dynamodb)"
+mkdir -p "$LOCAL/dynamodb"
+echo "[dev] starting DynamoDB Local on 127.0.0.1:$DDB_PORT (data in $LOCAL/dynamodb)"
 (cd .tools/dynamodb-local && exec java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-  -sharedDb -disableTelemetry -dbPath "$ROOT/.local/dynamodb" -port "$DDB_PORT") >.local/dynamodb.log 2>&1 &
+  -sharedDb -disableTelemetry -dbPath "$LOCAL/dynamodb" -port "$DDB_PORT") >"$LOCAL/dynamodb.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
   (echo >"/dev/tcp/127.0.0.1/$DDB_PORT") 2>/dev/null && break
@@ -35,7 +45,7 @@ for _ in $(seq 1 300); do
 done
 
 echo "[dev] starting the SQS emulator (moto) on 127.0.0.1:$SQS_PORT"
-moto_server -H 127.0.0.1 -p "$SQS_PORT" >.local/sqs.log 2>&1 &
+moto_server -H 127.0.0.1 -p "$SQS_PORT" >"$LOCAL/sqs.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
   (echo >"/dev/tcp/127.0.0.1/$SQS_PORT") 2>/dev/null && break
@@ -51,12 +61,14 @@ export CATALOG_TABLE=catalog CATALOG_LOCAL_MODE=1 CATALOG_DEBUG_HEADERS=1
 
 echo "[dev] building"
 cargo build --workspace --bins
-target/debug/catalog-admin dev-setup --env-file .local/env --base-url "http://127.0.0.1:$API_PORT/v1" >/dev/null
-target/debug/local-poller queues > .local/queues.env
+target/debug/catalog-admin dev-setup --env-file "$LOCAL/env" --base-url "http://127.0.0.1:$API_PORT/v1" >/dev/null
+target/debug/local-poller queues > "$LOCAL/queues.env"
 # shellcheck disable=SC1091
-source .local/queues.env
+source "$LOCAL/queues.env"
+target/debug/local-poller checkpoints restore "$CHECKPOINTS" || true
+keep_checkpoints=1
 
-cat > .local/functions.env <<ENV
+cat > "$LOCAL/functions.env" <<ENV
 AWS_ENDPOINT_URL_DYNAMODB=$AWS_ENDPOINT_URL_DYNAMODB
 AWS_REGION=$AWS_REGION
 AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID
@@ -79,9 +91,9 @@ ENV
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
 # Up to 4 processes per function, as Lambda runs several sandboxes: the delivery pollers
 # hand over 4 batches at once, so one slow webhook endpoint cannot hold every delivery.
-cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" --env-file .local/functions.env \
+cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" --env-file "$LOCAL/functions.env" \
   --concurrency 4 \
-  >.local/watch.log 2>&1 &
+  >"$LOCAL/watch.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 600); do
   (echo >"/dev/tcp/127.0.0.1/$API_PORT") 2>/dev/null && break
@@ -91,12 +103,12 @@ done
 echo "[dev] starting the local event source mappings (stream -> change-feed, queues -> webhook-delivery, import-worker)"
 CATALOG_INVOKE_URL="http://127.0.0.1:$API_PORT" CATALOG_DELIVERY_QUEUE_URL="$CATALOG_DELIVERY_QUEUE_URL" \
   CATALOG_IMPORT_QUEUE_URL="$CATALOG_IMPORT_QUEUE_URL" \
-  target/debug/local-poller run >.local/poller.log 2>&1 &
+  target/debug/local-poller run >"$LOCAL/poller.log" 2>&1 &
 pids+=($!)
 
 # shellcheck disable=SC1091
-source .local/env
-CONSOLE_LINK="$(scripts/console-link.sh 2>/dev/null || echo "(make console-link failed: see .local/watch.log)")"
+source "$LOCAL/env"
+CONSOLE_LINK="$(scripts/console-link.sh 2>/dev/null || echo "(make console-link failed: see $LOCAL/watch.log)")"
 # cargo lambda watch starts a function's processes on its first requests, and the console's
 # page asks for its files in parallel: start them now, so the first page load finds them up.
 console="http://127.0.0.1:$API_PORT/console"
@@ -105,12 +117,19 @@ for file in $(curl -s --max-time 120 "$console" | grep -oE 'console/assets/[0-9a
   curl -s -o /dev/null --max-time 120 "http://127.0.0.1:$API_PORT/$file" &
   warming+=($!)
 done
+# The same for the API functions: a GET of an identifier that does not exist starts a
+# function's processes and touches no list (a first list call then waits for its data only).
+for fn in products variants skus attributes categories metaobjects/_ webhooks; do
+  curl -s -o /dev/null --max-time 120 -H "Authorization: Bearer $CATALOG_API_KEY" \
+    "$CATALOG_BASE_URL/$fn/not-there" &
+  warming+=($!)
+done
 for pid in "${warming[@]}"; do wait "$pid" || true; done
 cat <<MSG
 
 Catalog is running locally.
   Base URL: $CATALOG_BASE_URL
-  API key:  $CATALOG_API_KEY      (also in .local/env)
+  API key:  $CATALOG_API_KEY      (also in $LOCAL/env)
   OpenAPI:  $CATALOG_BASE_URL/openapi.json  (no key needed; docs/openapi.yaml is the same)
   Console:  $CONSOLE_LINK
             (a single-use sign-in link, valid 10 minutes; \`make console-link\` makes another)
@@ -129,7 +148,7 @@ Bulk writes and imports (S3 is moto's, on the same port as SQS):
        -H "Content-Type: application/x-ndjson" --data-binary \$'{"identifier":"p2"}\n{"identifier":"p3"}\n'
   target/debug/catalog-admin import FILE.ndjson --url "$CATALOG_BASE_URL" --key "$CATALOG_API_KEY"
 
-Logs: .local/watch.log, .local/poller.log, .local/dynamodb.log, .local/sqs.log. Press Ctrl-C to stop.
+Logs: $LOCAL/watch.log, $LOCAL/poller.log, $LOCAL/dynamodb.log, $LOCAL/sqs.log. Press Ctrl-C to stop.
 MSG
 echo "[dev] ready"
 wait -n "${pids[@]}"

@@ -9,6 +9,7 @@ pub mod ddb;
 pub mod faults;
 pub mod gateway;
 pub mod imports;
+pub mod kept_checkpoints;
 pub mod lineage;
 pub mod local;
 pub mod runtime;

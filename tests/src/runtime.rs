@@ -136,7 +136,8 @@ impl Emulator {
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
     /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
     /// invocation queue (as Lambda hands each call to a free instance), `@ckpt…` with list
-    /// checkpoints and `@fullread…` without (both reading the index in 5-item pages).
+    /// checkpoints and `@fullread…` without (both reading the index in 5-item pages),
+    /// `@coldckpt…` with list checkpoints and pages as deployed.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         for _ in 0..instances(function) {
             let instance = Arc::new(Instance {
@@ -196,6 +197,10 @@ impl Emulator {
             ]),
             v if v.starts_with("fullread") => {
                 env.push(("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()))
+            }
+            // list checkpoints as deployed, DynamoDB's own page size (the bench's rows)
+            v if v.starts_with("coldckpt") => {
+                env.push(("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()))
             }
             _ => {}
         }

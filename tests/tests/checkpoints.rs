@@ -1,14 +1,38 @@
 //! List checkpoints (issue 30; docs/scaling.md, "Checkpoints"): a process whose full read of
-//! the index completes saves a checkpoint of each type's snapshot in S3; a cold process loads
-//! it and reads only the changes after it. Its lists equal, answer for answer, those of a
-//! process that read the index in full, with deletes, renames, new entities and descendant
-//! changes made between the checkpoint and the load; and its first call costs the delta
-//! Queries instead of the full read.
+//! the index completes saves a checkpoint of each type's snapshot in S3 (in the background);
+//! a cold process loads it and reads only the changes after it. Its lists equal, answer for
+//! answer, those of a process that read the index in full, with deletes, renames, new
+//! entities and descendant changes made between the checkpoint and the load; and its first
+//! call costs the delta Queries instead of the full read. A warm process writes the
+//! checkpoint again once 5 % of a type changed, and never over a newer one.
 
 use catalog_e2e::imports::{imports, s3_client, BUCKET};
 use catalog_e2e::webhooks::moto;
 use catalog_e2e::{encode, send_to, Org, Request, Response};
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The position of the checkpoint at `key` (its `synced` metadata), once there is one.
+async fn synced(s3: &aws_sdk_s3::Client, key: &str) -> Option<i64> {
+    let head = s3.head_object().bucket(BUCKET).key(key).send().await.ok()?;
+    head.metadata()?.get("synced")?.parse().ok()
+}
+
+/// Polls until the checkpoint at `key` is past `after` (checkpoints are written in the
+/// background); its position.
+async fn written_after(s3: &aws_sdk_s3::Client, key: &str, after: i64) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match synced(s3, key).await {
+            Some(at) if at > after => return at,
+            seen => assert!(
+                Instant::now() < deadline,
+                "no checkpoint after {after} at {key} within 60 s (there: {seen:?})"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 /// Product `i` with a variant and two SKUs, colored by `i`.
 fn tree(i: usize) -> Value {
@@ -74,10 +98,13 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
     // a first process reads the index in full and saves the checkpoints
     let first = lists(&org, "products@ckpt-a").await;
     let s3 = s3_client(moto());
+    let key = |kind: &str| format!("checkpoints/{}/{kind}/1", org.id);
+    let mut product_at = 0;
     for kind in ["product", "variant", "sku"] {
-        let key = format!("checkpoints/{}/{kind}/1", org.id);
-        let object = s3.get_object().bucket(BUCKET).key(&key).send().await;
-        assert!(object.is_ok(), "no checkpoint at {key}");
+        let at = written_after(&s3, &key(kind), 0).await;
+        if kind == "product" {
+            product_at = at;
+        }
     }
     assert_eq!(first[0]["pagination"]["totalResults"], json!(300));
 
@@ -122,5 +149,64 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
     assert_eq!(
         lists(&org, "products@ckpt-b").await,
         lists(&org, "products@fullread").await
+    );
+
+    // the load brought 14 product changes of 307 (under 5 %); 20 new trees more (34 of 327,
+    // over it): the warm process writes the product checkpoint again, after the one it
+    // loaded, and a cold process from that one lists the same
+    let news: Vec<Value> = (310..330).map(tree).collect();
+    assert_eq!(
+        org.patch("/v1/products", Value::Array(news)).await.status,
+        200
+    );
+    get(&org, "products@ckpt-b", "/v1/products?limit=1").await;
+    written_after(&s3, &key("product"), product_at).await;
+    let from_new = get(&org, "products@ckpt-c", "/v1/products?limit=200&page=2").await;
+    let full_read = get(&org, "products@fullread", "/v1/products?limit=200&page=2").await;
+    assert_eq!(from_new.body, full_read.body);
+    assert_eq!(from_new.body["pagination"]["totalResults"], json!(327));
+}
+
+/// A checkpoint is written only over an older one, through S3's conditional writes (moto's
+/// here): an older or equal one leaves a newer checkpoint as it was. A large checkpoint reads back whole through the parallel ranged reads.
+#[tokio::test]
+async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts() {
+    use catalog::domain::time::Timestamp;
+    use catalog::imports::checkpoints::S3Checkpoints;
+    use catalog::search::snapshot::CheckpointStore;
+    imports().await;
+    let store = S3Checkpoints {
+        client: s3_client(moto()),
+        bucket: BUCKET.to_string(),
+    };
+    let org = Org::new().await;
+    let key = format!("checkpoints/{}/product/1", org.id);
+    let at = Timestamp::from_millis;
+    assert_eq!(store.get(&key).await, Ok(None));
+    assert_eq!(
+        store.put_newer(&key, b"100".to_vec(), at(100)).await,
+        Ok(true)
+    );
+    assert_eq!(
+        store.put_newer(&key, b"50".to_vec(), at(50)).await,
+        Ok(false)
+    );
+    assert_eq!(
+        store.put_newer(&key, b"100 again".to_vec(), at(100)).await,
+        Ok(false)
+    );
+    assert_eq!(store.get(&key).await, Ok(Some(b"100".to_vec())));
+    assert_eq!(
+        store.put_newer(&key, b"208".to_vec(), at(208)).await,
+        Ok(true)
+    );
+    assert_eq!(store.get(&key).await, Ok(Some(b"208".to_vec())));
+    assert_eq!(synced(&s3_client(moto()), &key).await, Some(208));
+    // 20 MiB: three ranged parts, fetched in parallel, put back in order
+    let big: Vec<u8> = (0..20 << 20).map(|i: u32| (i % 251) as u8).collect();
+    assert_eq!(store.put_newer(&key, big.clone(), at(300)).await, Ok(true));
+    assert!(
+        store.get(&key).await == Ok(Some(big)),
+        "the parts do not make the object"
     );
 }

@@ -1,8 +1,29 @@
 //! The list checkpoints' S3 adapter (`search/snapshot/checkpoint.rs` is the port): objects
-//! under `checkpoints/` of the deployment's bucket, the one the imports use.
+//! under `checkpoints/` of the deployment's bucket, the one the imports use. A large
+//! checkpoint is read in ranged parts fetched in parallel, all of one version of the object;
+//! a checkpoint is written only over an older one (conditional PutObject on the ETag seen).
 
+use crate::domain::time::Timestamp;
 use crate::search::snapshot::CheckpointStore;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::{ByteStream, SdkBody};
 use futures_util::future::BoxFuture;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+
+/// Bytes per ranged GET.
+const PART: u64 = 8 << 20;
+/// Ranged GETs under way at once.
+const PARALLEL: usize = 8;
+/// Largest checkpoint read: past it (more than the snapshots of any function size hold) the
+/// loader reads the index instead.
+const MAX_BYTES: u64 = 8 << 30;
+/// The user metadata that holds a checkpoint's position (milliseconds since the epoch).
+const SYNCED: &str = "synced";
+/// Conditional writes tried: each lost one means another writer's succeeded, so this many
+/// processes may write the same checkpoint at once before one gives up (leaving a valid,
+/// older one).
+const WRITE_TRIES: usize = 8;
 
 /// Checkpoints in `bucket`.
 pub struct S3Checkpoints {
@@ -10,45 +31,166 @@ pub struct S3Checkpoints {
     pub bucket: String,
 }
 
+/// The total size in a `Content-Range` answer (`bytes 0-8388607/12345678`).
+fn total_of(content_range: Option<&str>) -> Option<u64> {
+    content_range?.rsplit_once('/')?.1.parse().ok()
+}
+
+/// Whether a conditional write lost to another writer (S3 answers 412, or 409 to writes
+/// that raced each other).
+fn lost_race<E>(e: &SdkError<E, HttpResponse>) -> bool {
+    e.raw_response()
+        .is_some_and(|r| matches!(r.status().as_u16(), 409 | 412))
+}
+
+impl S3Checkpoints {
+    /// The bytes `range` of the object's version `etag`.
+    async fn part(&self, key: &str, range: String, etag: &str) -> Result<Vec<u8>, String> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .range(range)
+            .if_match(etag)
+            .send()
+            .await
+            .map_err(|e| format!("GetObject (part): {e}"))?;
+        out.body
+            .collect()
+            .await
+            .map(|b| b.into_bytes().to_vec())
+            .map_err(|e| format!("GetObject body: {e}"))
+    }
+
+    /// The ETag and the position of the checkpoint at `key`, when there is one.
+    async fn head(&self, key: &str) -> Result<Option<(String, Option<i64>)>, String> {
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let synced = out
+                    .metadata()
+                    .and_then(|m| m.get(SYNCED))
+                    .and_then(|v| v.parse().ok());
+                Ok(Some((out.e_tag().unwrap_or_default().to_string(), synced)))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
+            Err(e) => Err(format!("HeadObject: {e}")),
+        }
+    }
+}
+
 impl CheckpointStore for S3Checkpoints {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>> {
         Box::pin(async move {
-            let out = self
+            let first = self
                 .client
                 .get_object()
                 .bucket(&self.bucket)
                 .key(key)
+                .range(format!("bytes=0-{}", PART - 1))
                 .send()
                 .await;
-            match out {
-                Ok(out) => out
-                    .body
-                    .collect()
-                    .await
-                    .map(|b| Some(b.into_bytes().to_vec()))
-                    .map_err(|e| format!("GetObject body: {e}")),
+            let first = match first {
+                Ok(out) => out,
                 Err(e) => {
-                    use aws_sdk_s3::error::ProvideErrorMetadata;
-                    match e.as_service_error().and_then(|s| s.code()) {
+                    return match e.as_service_error().and_then(|s| s.code()) {
                         Some("NoSuchKey") => Ok(None),
                         _ => Err(format!("GetObject: {e}")),
                     }
                 }
+            };
+            let etag = first.e_tag().unwrap_or_default().to_string();
+            let total = total_of(first.content_range());
+            let mut bytes = first
+                .body
+                .collect()
+                .await
+                .map_err(|e| format!("GetObject body: {e}"))?
+                .into_bytes()
+                .to_vec();
+            let total = total.unwrap_or(bytes.len() as u64);
+            if total > MAX_BYTES {
+                return Err(format!("a checkpoint of {total} bytes is past the limit"));
             }
+            bytes.reserve(total as usize - bytes.len().min(total as usize));
+            let rest = (bytes.len() as u64..total).step_by(PART as usize);
+            let mut parts = stream::iter(rest)
+                .map(|start| {
+                    let end = (start + PART).min(total) - 1;
+                    self.part(key, format!("bytes={start}-{end}"), &etag)
+                })
+                .buffered(PARALLEL);
+            while let Some(part) = parts.try_next().await? {
+                bytes.extend_from_slice(&part);
+            }
+            if bytes.len() as u64 != total {
+                return Err(format!("read {} of {total} bytes", bytes.len()));
+            }
+            Ok(Some(bytes))
         })
     }
 
-    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>> {
+    fn position<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Timestamp>, String>> {
         Box::pin(async move {
-            self.client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .body(bytes.into())
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("PutObject: {e}"))
+            Ok(self
+                .head(key)
+                .await?
+                .and_then(|(_, synced)| synced)
+                .map(Timestamp::from_millis))
         })
+    }
+
+    fn put_newer<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+        synced: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            let body = SdkBody::from(bytes);
+            for _ in 0..WRITE_TRIES {
+                let put = self
+                    .client
+                    .put_object()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .metadata(SYNCED, synced.millis().to_string());
+                let put = match self.head(key).await? {
+                    Some((_, Some(theirs))) if theirs >= synced.millis() => return Ok(false),
+                    Some((etag, _)) => put.if_match(etag),
+                    None => put.if_none_match("*"),
+                };
+                let body = body
+                    .try_clone()
+                    .ok_or("the checkpoint's body cannot be sent again")?;
+                match put.body(ByteStream::new(body)).send().await {
+                    Ok(_) => return Ok(true),
+                    Err(e) if lost_race(&e) => continue,
+                    Err(e) => return Err(format!("PutObject: {e}")),
+                }
+            }
+            Ok(false)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::total_of;
+
+    #[test]
+    fn the_total_comes_from_the_content_range() {
+        assert_eq!(total_of(Some("bytes 0-8388607/12345678")), Some(12_345_678));
+        assert_eq!(total_of(Some("bytes 0-9/10")), Some(10));
+        assert_eq!(total_of(Some("bytes */10")), Some(10));
+        assert_eq!(total_of(Some("bytes 0-9/*")), None);
+        assert_eq!(total_of(None), None);
     }
 }

@@ -6,16 +6,23 @@
 //!   local-poller queues              creates the queues and the import bucket (S3 notifying
 //!                                    the import queue), prints their names as env lines
 //!   local-poller run                 polls until stopped
+//!   local-poller checkpoints save|restore DIR
+//!                                    keeps the import bucket's list checkpoints in DIR
+//!                                    across restarts (`kept_checkpoints.rs`)
 //! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
 //! CATALOG_TABLE, CATALOG_DELIVERY_QUEUE_URL and CATALOG_IMPORT_QUEUE_URL (run),
 //! CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
 
+use catalog_e2e::kept_checkpoints;
 use catalog_e2e::local::{
     create_delivery_queues, create_import_resources, run_queue, run_stream, stream_arn, Invoker,
     Start,
 };
 use catalog_e2e::runtime::DELIVERY_CONCURRENCY;
 use std::sync::Arc;
+
+/// `make dev`'s import bucket (it also holds the list checkpoints).
+const BUCKET: &str = "catalog-imports-local";
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
@@ -31,11 +38,10 @@ async fn main() {
             println!("CATALOG_DELIVERY_QUEUE_URL={queue}");
             println!("CATALOG_DEAD_LETTER_QUEUE_URL={dlq}");
             let s3 = catalog::imports::s3_client(&shared);
-            let bucket = "catalog-imports-local";
-            let imports = create_import_resources(&sqs, &s3, bucket, 720)
+            let imports = create_import_resources(&sqs, &s3, BUCKET, 720)
                 .await
                 .expect("import bucket and queue created");
-            println!("CATALOG_IMPORT_BUCKET={bucket}");
+            println!("CATALOG_IMPORT_BUCKET={BUCKET}");
             println!("CATALOG_IMPORT_QUEUE_URL={imports}");
         }
         Some("run") => {
@@ -88,9 +94,31 @@ async fn main() {
             );
             let _ = tokio::join!(feed, deliver, import);
         }
-        _ => {
-            eprintln!("usage: local-poller queues|run");
-            std::process::exit(2);
+        Some("checkpoints") => {
+            let s3 = catalog::imports::s3_client(&shared);
+            let (op, dir) = (std::env::args().nth(2), std::env::args().nth(3));
+            let dir = std::path::PathBuf::from(dir.unwrap_or_else(|| usage()));
+            let done = match op.as_deref() {
+                Some("save") => kept_checkpoints::save(&s3, BUCKET, &dir).await,
+                Some("restore") => kept_checkpoints::restore(&s3, BUCKET, &dir).await,
+                _ => usage(),
+            };
+            match done {
+                Ok(n) => eprintln!(
+                    "[local-poller] {n} list checkpoints {}d",
+                    op.unwrap_or_default()
+                ),
+                Err(e) => {
+                    eprintln!("[local-poller] checkpoints: {e}");
+                    std::process::exit(1);
+                }
+            }
         }
+        _ => usage(),
     }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: local-poller queues|run|checkpoints save|restore DIR");
+    std::process::exit(2);
 }

@@ -30,8 +30,20 @@ use std::sync::Arc;
 /// Where checkpoints are kept (S3 as deployed, `imports/checkpoints.rs`): whole objects by
 /// key. Errors are text: a checkpoint that cannot be read or written is only a slower start.
 pub trait CheckpointStore: Send + Sync {
+    /// The object at `key`, whole, or `None` when there is none.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>>;
-    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> BoxFuture<'a, Result<(), String>>;
+    /// The position of the checkpoint at `key` (without reading it), or `None` when there
+    /// is none.
+    fn position<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Timestamp>, String>>;
+    /// Writes `bytes`, a checkpoint synced to `synced`, at `key` unless the checkpoint there
+    /// is synced to `synced` or later (atomically: a slower writer never replaces a newer
+    /// checkpoint with an older one). Whether it wrote.
+    fn put_newer<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+        synced: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, String>>;
 }
 
 /// The object key of the checkpoint of `org`'s entities of `kind`, in format 1.
@@ -102,41 +114,73 @@ fn put_entry(out: &mut Vec<u8>, e: &Entry) {
     out.extend_from_slice(e.values.as_bytes());
 }
 
+/// A checkpoint being written: blocks as they come (a writer may take them from a snapshot
+/// block by block, letting go of it in between), then the index and the footer.
+pub(crate) struct Encoder {
+    out: Vec<u8>,
+    blocks: Vec<(u64, u64, [u8; 32])>,
+}
+
+impl Encoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            out: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Adds a block of entries (in identifier order, after those of earlier blocks).
+    pub(crate) fn block<'e>(&mut self, entries: impl ExactSizeIterator<Item = &'e Entry>) {
+        let start = self.out.len();
+        put_len(&mut self.out, entries.len());
+        for e in entries {
+            put_entry(&mut self.out, e);
+        }
+        let hash: [u8; 32] = Sha256::digest(&self.out[start..]).into();
+        self.blocks
+            .push((start as u64, (self.out.len() - start) as u64, hash));
+    }
+
+    /// The checkpoint: the blocks so far, synced to `synced`, remembering `deleted`.
+    pub(crate) fn finish<'d>(
+        self,
+        synced: Timestamp,
+        deleted: impl ExactSizeIterator<Item = (&'d String, &'d Timestamp)>,
+    ) -> Vec<u8> {
+        let Self { mut out, blocks } = self;
+        let index_start = out.len();
+        out.push(VERSION);
+        out.extend_from_slice(&crate::search::packed::layout_fingerprint());
+        out.extend_from_slice(&synced.millis().to_le_bytes());
+        put_len(&mut out, blocks.len());
+        for (offset, len, hash) in &blocks {
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(hash);
+        }
+        put_len(&mut out, deleted.len());
+        for (id, at) in deleted {
+            put_str(&mut out, id);
+            out.extend_from_slice(&at.millis().to_le_bytes());
+        }
+        let index_len = (out.len() - index_start) as u32;
+        let index_hash: [u8; 32] = Sha256::digest(&out[index_start..]).into();
+        out.extend_from_slice(&index_len.to_le_bytes());
+        out.extend_from_slice(&index_hash);
+        out.extend_from_slice(MAGIC);
+        out
+    }
+}
+
 /// The checkpoint of `rows`, synced to `synced`, in blocks of `block_entries` entries.
+#[cfg(test)]
 pub(crate) fn encode(rows: &Rows, synced: Timestamp, block_entries: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(rows.bytes / 2);
-    let mut blocks = Vec::new();
+    let mut encoder = Encoder::new();
     let entries: Vec<&Entry> = rows.entries.values().collect();
     for chunk in entries.chunks(block_entries.max(1)) {
-        let start = out.len();
-        put_len(&mut out, chunk.len());
-        for e in chunk {
-            put_entry(&mut out, e);
-        }
-        let hash: [u8; 32] = Sha256::digest(&out[start..]).into();
-        blocks.push((start as u64, (out.len() - start) as u64, hash));
+        encoder.block(chunk.iter().copied());
     }
-    let index_start = out.len();
-    out.push(VERSION);
-    out.extend_from_slice(&crate::search::packed::layout_fingerprint());
-    out.extend_from_slice(&synced.millis().to_le_bytes());
-    put_len(&mut out, blocks.len());
-    for (offset, len, hash) in &blocks {
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(hash);
-    }
-    put_len(&mut out, rows.deleted.len());
-    for (id, at) in &rows.deleted {
-        put_str(&mut out, id);
-        out.extend_from_slice(&at.millis().to_le_bytes());
-    }
-    let index_len = (out.len() - index_start) as u32;
-    let index_hash: [u8; 32] = Sha256::digest(&out[index_start..]).into();
-    out.extend_from_slice(&index_len.to_le_bytes());
-    out.extend_from_slice(&index_hash);
-    out.extend_from_slice(MAGIC);
-    out
+    encoder.finish(synced, rows.deleted.iter())
 }
 
 /// Reads what [`encode`] wrote, refusing anything short or malformed.

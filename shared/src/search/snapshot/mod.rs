@@ -24,6 +24,7 @@ pub use crate::store::changes::SnapshotPolicy;
 
 mod checkpoint;
 mod refresh;
+mod writer;
 
 pub use checkpoint::CheckpointStore;
 
@@ -67,9 +68,9 @@ struct Rows {
 
 impl Rows {
     /// Applies rows in change order; re-applying a row already seen changes nothing.
-    /// Returns whether an entity changed.
-    fn apply(&mut self, rows: Vec<Row>) -> bool {
-        let mut changed = false;
+    /// Returns how many entities changed.
+    fn apply(&mut self, rows: Vec<Row>) -> usize {
+        let mut changed = 0;
         for Row { entry: row, del } in rows {
             if del {
                 if self
@@ -79,7 +80,7 @@ impl Rows {
                 {
                     if let Some(old) = self.entries.remove(&row.id) {
                         self.bytes -= old.weight();
-                        changed = true;
+                        changed += 1;
                     }
                 }
                 let t = self
@@ -104,7 +105,7 @@ impl Rows {
                     if let Some(old) = self.entries.insert(row) {
                         self.bytes -= old.weight();
                     }
-                    changed = true;
+                    changed += 1;
                 }
             }
         }
@@ -207,6 +208,8 @@ struct TypeSnapshot {
     load: Option<Load>,
     /// Changes whenever the entities change (unique in the process, never reused).
     generation: u64,
+    /// Whether a new checkpoint of it is due (`writer.rs`).
+    checkpoint: writer::CheckpointState,
 }
 
 /// A generation no snapshot of this process had before.
@@ -224,6 +227,7 @@ impl TypeSnapshot {
             used: Instant::now(),
             load: None,
             generation: 0,
+            checkpoint: writer::CheckpointState::default(),
         }
     }
 
@@ -237,13 +241,23 @@ impl TypeSnapshot {
 
     /// Applies a delta read that started at `started`.
     fn apply(&mut self, rows: Vec<Row>, started: Timestamp, overlap: Duration) {
-        if self.rows.apply(rows) {
+        let changed = self.rows.apply(rows);
+        if changed > 0 {
             self.generation = next_generation();
         }
+        self.checkpoint.count(changed);
         self.synced = Some(started);
         self.rows
             .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
     }
+}
+
+/// The snapshots by organization and type.
+type Map = HashMap<(String, EntityKind), TypeSnapshot>;
+
+fn lock(map: &Mutex<Map>) -> std::sync::MutexGuard<'_, Map> {
+    // A panic while holding the lock leaves whole entries behind: keep using them.
+    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Every snapshot of this process.
@@ -252,7 +266,8 @@ pub struct Snapshots {
     policy: SnapshotPolicy,
     /// Where checkpoints are kept, when the deployment has them (`checkpoint.rs`).
     checkpoints: Option<std::sync::Arc<dyn CheckpointStore>>,
-    inner: Mutex<HashMap<(String, EntityKind), TypeSnapshot>>,
+    /// Shared with the checkpoint writes under way (`writer.rs`).
+    inner: std::sync::Arc<Mutex<Map>>,
     /// Filtered lists computed over the snapshots (always locked after `inner`).
     selections: Mutex<Selections>,
 }
@@ -329,7 +344,7 @@ impl Snapshots {
                 ..policy
             },
             checkpoints: None,
-            inner: Mutex::default(),
+            inner: Default::default(),
             selections: Mutex::default(),
         }
     }
@@ -344,9 +359,8 @@ impl Snapshots {
         self.policy
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, EntityKind), TypeSnapshot>> {
-        // A panic while holding the lock leaves whole entries behind: keep using them.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Map> {
+        lock(&self.inner)
     }
 
     /// What to read per type; a load under way is taken out until the call puts it back.
@@ -393,11 +407,13 @@ impl Snapshots {
                 rows,
                 delta_started,
                 delta,
+                checkpoint,
             } => {
                 snap.rows = rows;
                 snap.generation = next_generation();
                 snap.loaded = Instant::now();
                 snap.load = None;
+                snap.checkpoint.restart(checkpoint);
                 snap.apply(delta, delta_started, self.policy.overlap);
             }
         }
@@ -406,7 +422,7 @@ impl Snapshots {
 
     /// Drops the least recently used snapshots of other organizations while the process
     /// holds more than its budget.
-    fn evict(&self, map: &mut HashMap<(String, EntityKind), TypeSnapshot>, org: &str) {
+    fn evict(&self, map: &mut Map, org: &str) {
         let total: usize = map.values().map(TypeSnapshot::bytes).sum();
         if total <= self.policy.max_bytes {
             return;
@@ -440,5 +456,7 @@ enum Outcome {
         rows: Rows,
         delta_started: Timestamp,
         delta: Vec<Row>,
+        /// The position of the checkpoint the rows come from (`None`: a full read).
+        checkpoint: Option<Timestamp>,
     },
 }

@@ -42,6 +42,7 @@ impl Snapshots {
                 }
             }
         }
+        self.write_due_checkpoints(org, kinds);
         match (failed, loading) {
             (Some(e), _) => Err(e),
             (None, Some(read)) => Err(StoreError::Loading { read }),
@@ -146,13 +147,12 @@ impl Snapshots {
         } else {
             (load.started, Vec::new())
         };
-        let started = load.started;
-        let rows = self.save(org, kind, load.into_rows(), started).await;
         Ok((
             Outcome::Loaded {
-                rows,
+                rows: load.into_rows(),
                 delta_started,
                 delta,
+                checkpoint: None,
             },
             None,
         ))
@@ -181,6 +181,7 @@ impl Snapshots {
             rows,
             delta_started: started,
             delta,
+            checkpoint: Some(synced),
         }))
     }
 
@@ -222,39 +223,6 @@ impl Snapshots {
                 None
             }
         }
-    }
-
-    /// Saves the checkpoint of rows a full read that started at `started` has just built
-    /// (every change before `started` minus the overlap is in them), and gives the rows back.
-    /// Encoded off the async threads, written within 5 s; best effort: a checkpoint not
-    /// written is only a slower start elsewhere.
-    async fn save(&self, org: &str, kind: EntityKind, rows: Rows, started: Timestamp) -> Rows {
-        let Some(checkpoints) = &self.checkpoints else {
-            return rows;
-        };
-        let (rows, bytes) = match tokio::task::spawn_blocking(move || {
-            let bytes = checkpoint::encode(&rows, started, checkpoint::BLOCK_ENTRIES);
-            (rows, bytes)
-        })
-        .await
-        {
-            Ok(done) => done,
-            // encoding does not fail; should its thread panic, the rows went with it, and
-            // the call fails (the next one reads again) rather than serve an empty snapshot
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        };
-        let key = checkpoint::key(org, kind);
-        let put = checkpoints.put(&key, bytes);
-        match tokio::time::timeout(std::time::Duration::from_secs(5), put).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not written")
-            }
-            Err(_) => {
-                tracing::warn!(%org, kind = kind.as_str(), "checkpoint not written within 5 s")
-            }
-        }
-        rows
     }
 
     /// Runs `f` over the organization's snapshots (refresh them first).

@@ -4,7 +4,7 @@ use super::*;
 
 const T: Timestamp = Timestamp::from_millis(50);
 
-fn row(id: &str, tu: i64, ver: u64, del: bool) -> Row {
+pub(super) fn row(id: &str, tu: i64, ver: u64, del: bool) -> Row {
     Row {
         entry: Entry {
             id: id.into(),
@@ -129,6 +129,7 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
             rows: load.into_rows(),
             delta_started: T,
             delta: Vec::new(),
+            checkpoint: None,
         }
     };
     snaps.keep("o1", EntityKind::Product, loaded(2));
@@ -174,6 +175,7 @@ fn a_load_counts_its_shards_until_every_one_is_done() {
             rows: load.into_rows(),
             delta_started: T,
             delta: vec![row("c", 60, 1, false), row("a", 61, 0, true)],
+            checkpoint: None,
         },
     );
     let map = snaps.lock();

@@ -7,8 +7,9 @@
 //!    writes store, with the bulk route's parallelism, no API. Entities per second for each.
 //! 2. Lists: N products seeded through the bulk API, then the first call of fresh function
 //!    processes (time until the first answer, calls, DynamoDB requests, peak RSS) beside the
-//!    floor (a raw parallel Query of the same index partitions, nothing decoded), and warm
-//!    p50/p95 of the same calls, page 1 and the last page.
+//!    floor (a raw parallel Query of the same index partitions, nothing decoded), the same
+//!    first calls of processes that start from the list checkpoints in S3, and warm p50/p95
+//!    of the same calls, page 1 and the last page.
 //!
 //! 3. Import (`--import N`): N such products through the imports API and S3, total time,
 //!    entities/s, the progress along the way, the worker's peak memory.
@@ -486,6 +487,97 @@ fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1000.0)
 }
 
+/// A fresh process's first answer: how long until its first 200, after how many calls
+/// (503s before it), and their DynamoDB requests.
+struct First {
+    outcome: Result<Duration, String>,
+    tries: u32,
+    requests: u32,
+}
+
+impl First {
+    /// The table cells: time (or what happened), calls, DynamoDB requests, peak RSS.
+    fn cells(&self, process: &str) -> String {
+        let rss = peak_rss_mib(process)
+            .map(|m| format!("{m:.0}"))
+            .unwrap_or_else(|| "–".into());
+        let time = match &self.outcome {
+            Ok(t) => format!("{:.2}", t.as_secs_f64()),
+            Err(e) => e.clone(),
+        };
+        format!("{time} | {} | {} | {rss}", self.tries, self.requests)
+    }
+}
+
+/// Calls `path` on `process` until the first 200 (a 503 is a cold read going on).
+async fn first_answer(org: &Org, process: &str, path: &str, timeout: Duration) -> First {
+    let started = Instant::now();
+    let mut first = First {
+        outcome: Err("no call".to_string()),
+        tries: 0,
+        requests: 0,
+    };
+    while started.elapsed() < timeout {
+        first.tries += 1;
+        let Some(r) = timed(
+            Request::new("GET", path).bearer(&org.key),
+            Some(process),
+            timeout,
+        )
+        .await
+        else {
+            first.outcome = Err(format!("no answer in {} s", timeout.as_secs()));
+            break;
+        };
+        first.requests += r
+            .headers
+            .get("x-catalog-ddb-requests")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0);
+        match r.status {
+            200 => {
+                first.outcome = Ok(started.elapsed());
+                break;
+            }
+            503 => first.outcome = Err(format!("503 after {} calls", first.tries)),
+            s => {
+                first.outcome = Err(format!("status {s}: {}", r.body));
+                break;
+            }
+        }
+    }
+    first
+}
+
+/// Waits (up to `timeout`) until the checkpoints of `org`'s `kinds` are in the bucket; how
+/// long that took.
+async fn checkpoints_written(
+    org: &str,
+    kinds: &[&str],
+    timeout: Duration,
+) -> Result<Duration, String> {
+    use catalog_e2e::imports::{s3_client, BUCKET};
+    let s3 = s3_client(catalog_e2e::webhooks::moto());
+    let started = Instant::now();
+    for kind in kinds {
+        let key = format!("checkpoints/{org}/{kind}/1");
+        while s3
+            .head_object()
+            .bucket(BUCKET)
+            .key(&key)
+            .send()
+            .await
+            .is_err()
+        {
+            if started.elapsed() > timeout {
+                return Err(format!("no {key} within {} s", timeout.as_secs()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(started.elapsed())
+}
+
 async fn lists(args: &Args) {
     let n = args.products;
     let org = Org::new().await;
@@ -540,64 +632,41 @@ async fn lists(args: &Args) {
     println!("Each row starts a new process of the function and calls until the first 200 (a cold read that cannot finish within the call's budget answers 503 and goes on in the next call). The floor reads the same index partitions (every shard, in parallel) without decoding.\n");
     println!("| Call | first answer after (s) | calls | DynamoDB requests | peak RSS (MiB) | floor: items, MB, s |");
     println!("|---|---|---|---|---|---|");
-    let mut fresh = 0;
-    for (name, function, path, types) in &calls {
-        fresh += 1;
+    for (fresh, (name, function, path, types)) in calls.iter().enumerate() {
         let process = format!("{function}@cold{fresh}");
-        let started = Instant::now();
-        let mut outcome = Err("no call".to_string());
-        let (mut tries, mut requests) = (0, 0);
-        while started.elapsed() < args.timeout {
-            tries += 1;
-            match timed(
-                Request::new("GET", path).bearer(&org.key),
-                Some(&process),
-                args.timeout,
-            )
-            .await
-            {
-                None => {
-                    outcome = Err(format!("no answer in {} s", args.timeout.as_secs()));
-                    break;
-                }
-                Some(r) => {
-                    requests += r
-                        .headers
-                        .get("x-catalog-ddb-requests")
-                        .and_then(|v| v.parse::<u32>().ok())
-                        .unwrap_or(0);
-                    match r.status {
-                        200 => {
-                            outcome = Ok(started.elapsed());
-                            break;
-                        }
-                        503 => {
-                            outcome = Err(format!("503 after {} calls", tries));
-                        }
-                        s => {
-                            outcome = Err(format!("status {s}: {}", r.body));
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        let rss = peak_rss_mib(&process)
-            .map(|m| format!("{m:.0}"))
-            .unwrap_or_else(|| "–".into());
+        let first = first_answer(&org, &process, path, args.timeout).await;
         let (items, bytes, floor) = raw_read(&org.id, types).await;
         let floor = format!(
             "{items}, {:.1}, {:.2}",
             bytes as f64 / 1e6,
             floor.as_secs_f64()
         );
-        match outcome {
-            Ok(t) => println!(
-                "| {name} | {:.2} | {tries} | {requests} | {rss} | {floor} |",
-                t.as_secs_f64()
-            ),
-            Err(e) => println!("| {name} | {e} | {tries} | {requests} | {rss} | {floor} |"),
+        println!("| {name} | {} | {floor} |", first.cells(&process));
+    }
+    println!("\n### First call of a fresh function process, from a checkpoint\n");
+    // a process with checkpoints reads the index in full once, then writes them
+    let writer = "skus@coldckpt-writer";
+    let (_, _, skus_by_product, _) = &calls[2];
+    let wrote = first_answer(&org, writer, skus_by_product, args.timeout).await;
+    let written = checkpoints_written(&org.id, &["product", "sku"], args.timeout).await;
+    match written {
+        Ok(t) => println!(
+            "The checkpoints of the products and SKUs were written by a process that read the index in full ({}), {:.1} s after its first answer.\n",
+            wrote.cells(writer),
+            t.as_secs_f64()
+        ),
+        Err(e) => {
+            println!("No checkpoints: {e}\n");
+            return;
         }
+    }
+    println!("Each row starts a new process with checkpoints: it loads the type's checkpoint from S3 (moto here) and reads the index's changes after it.\n");
+    println!("| Call | first answer after (s) | calls | DynamoDB requests | peak RSS (MiB) |");
+    println!("|---|---|---|---|---|");
+    for (fresh, (name, function, path, _)) in calls.iter().enumerate() {
+        let process = format!("{function}@coldckpt{fresh}");
+        let first = first_answer(&org, &process, path, args.timeout).await;
+        println!("| {name} | {} |", first.cells(&process));
     }
     println!("\n### Warm calls\n");
     println!(
@@ -703,8 +772,9 @@ async fn import(args: &Args) {
 #[tokio::main]
 async fn main() {
     let args = parse_args();
-    if args.import > 0 {
-        // the import stack must be in the functions' environment before any starts
+    if args.import > 0 || args.products > 0 {
+        // the import stack (its bucket also holds the list checkpoints) must be in the
+        // functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
     }
     if args.webhooks > 0 {
