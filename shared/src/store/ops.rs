@@ -196,15 +196,20 @@ impl Store {
         org: &str,
         skus: &[&str],
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        let keys = skus
+        let pks: Vec<String> = skus
             .iter()
-            .map(|s| item_key(super::keys::sku_ref_pk(org, s), super::keys::REF_SK))
+            .map(|s| super::keys::sku_ref_pk(org, s))
+            .collect();
+        let keys = pks
+            .iter()
+            .map(|pk| item_key(pk.clone(), super::keys::REF_SK))
             .collect();
         let found = self.existing_keys(keys).await?;
         Ok(skus
             .iter()
-            .filter(|s| found.contains(&super::keys::sku_ref_pk(org, s)))
-            .map(|s| s.to_string())
+            .zip(&pks)
+            .filter(|(_, pk)| found.contains(*pk))
+            .map(|(s, _)| s.to_string())
             .collect())
     }
 

@@ -24,7 +24,8 @@ const REFRESH_AFTER_MS: i64 = TOMBSTONE_RETENTION_SECS * 1000 / 4;
 const TAKE_WITHIN_MS: i64 = 15 * 60 * 1000;
 /// Wait after a failed write before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
-/// Longest a write may take (the checkpoint of 5,000,000 entities is about 600 MB).
+/// Longest a write may take, from its first request to S3 to its last (the checkpoint of
+/// 5,000,000 entities is about 600 MB); past it, the process tries again a minute later.
 const WRITE_WITHIN: Duration = Duration::from_secs(120);
 
 /// What a process knows of a type's checkpoint.
@@ -132,7 +133,10 @@ struct Job {
 impl Job {
     async fn run(self) {
         let (org, kind) = (self.org.as_str(), self.kind.as_str());
-        let outcome = self.write().await;
+        let outcome = match tokio::time::timeout(WRITE_WITHIN, self.write()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("not done within {WRITE_WITHIN:?}")),
+        };
         let mut map = lock(&self.map);
         if let Some(snap) = map.get_mut(&(self.org.clone(), self.kind)) {
             let state = &mut snap.checkpoint;
@@ -176,10 +180,7 @@ impl Job {
             .await
             .map_err(|e| format!("the encoder failed: {e}"))?
             .ok_or("the snapshot was dropped meanwhile")?;
-        let put = self.store.put_newer(&key, bytes, self.synced);
-        let wrote = tokio::time::timeout(WRITE_WITHIN, put)
-            .await
-            .map_err(|_| format!("not written within {WRITE_WITHIN:?}"))??;
+        let wrote = self.store.put_newer(&key, bytes, self.synced).await?;
         Ok(if wrote { Written::Ours } else { Written::Newer })
     }
 }
