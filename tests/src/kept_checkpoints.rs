@@ -5,9 +5,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use catalog::imports::checkpoints::SYNCED;
+
 const PREFIX: &str = "checkpoints/";
-/// The metadata that holds a checkpoint's position (as `imports/checkpoints.rs` writes it).
-const SYNCED: &str = "synced";
 
 /// The file of `key` under `dir`, for keys of our own checkpoints only (plain segments).
 fn file_of(dir: &Path, key: &str) -> Option<PathBuf> {

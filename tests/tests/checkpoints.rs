@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 /// The position of the checkpoint at `key` (its `synced` metadata), once there is one.
 async fn synced(s3: &aws_sdk_s3::Client, key: &str) -> Option<i64> {
     let head = s3.head_object().bucket(BUCKET).key(key).send().await.ok()?;
-    head.metadata()?.get("synced")?.parse().ok()
+    let synced = head
+        .metadata()?
+        .get(catalog::imports::checkpoints::SYNCED)?;
+    synced.parse().ok()
 }
 
 /// Polls until the checkpoint at `key` is past `after` (checkpoints are written in the

@@ -19,7 +19,7 @@ const PARALLEL: usize = 8;
 /// loader reads the index instead.
 const MAX_BYTES: u64 = 8 << 30;
 /// The user metadata that holds a checkpoint's position (milliseconds since the epoch).
-const SYNCED: &str = "synced";
+pub const SYNCED: &str = "synced";
 /// Conditional writes tried: each lost one means another writer's succeeded, so this many
 /// processes may write the same checkpoint at once before one gives up (leaving a valid,
 /// older one).
@@ -119,7 +119,7 @@ impl CheckpointStore for S3Checkpoints {
             if total > MAX_BYTES {
                 return Err(format!("a checkpoint of {total} bytes is past the limit"));
             }
-            bytes.reserve(total as usize - bytes.len().min(total as usize));
+            bytes.reserve((total as usize).saturating_sub(bytes.len()));
             let rest = (bytes.len() as u64..total).step_by(PART as usize);
             let mut parts = stream::iter(rest)
                 .map(|start| {
