@@ -33,7 +33,7 @@ mkdir -p target
 # --no-fail-fast: a failing test binary does not hide the results of the others.
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log
 echo "[test] benchmark smoke run (make bench at 200 products, on the test build)"
-BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --samples 3
+BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --write-shapes 20 --samples 3
 echo "[test] arm64 build of every function (make build without fat LTO), with zip sizes"
 scripts/build.sh --no-lto
 # One closing line for the whole run (cargo prints one per test binary, the last often "0 passed").

@@ -21,10 +21,15 @@
 //!
 //! 5. Tenant isolation (`--isolation SECONDS`): `isolation.rs`.
 //!
-//! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--samples N] [--timeout S]`;
+//! 6. Write shapes (`--write-shapes N`): `shapes.rs`.
+//!
+//! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 mod isolation;
+mod shapes;
+
+use shapes::Shape;
 
 use catalog::store::keys::{change_pks, index_shards};
 use catalog_e2e::{encode, send_to, stack, Org, Request, Response};
@@ -46,19 +51,21 @@ struct Args {
     webhooks: usize,
     webhook_rate: usize,
     isolation: usize,
+    write_shapes: usize,
     samples: usize,
     timeout: Duration,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--isolation SECONDS] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
          --webhooks  product writes for the webhook latency figures (default 0: none)\n\
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
+         --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
          --timeout   seconds one call may take before it counts as no answer (default 60)"
     );
@@ -73,6 +80,7 @@ fn parse_args() -> Args {
         webhooks: 0,
         webhook_rate: 0,
         isolation: 0,
+        write_shapes: 0,
         samples: 30,
         timeout: Duration::from_secs(60),
     };
@@ -90,6 +98,7 @@ fn parse_args() -> Args {
             "--webhooks" => args.webhooks = number(),
             "--webhook-rate" => args.webhook_rate = number(),
             "--isolation" => args.isolation = number(),
+            "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
             "--timeout" => args.timeout = Duration::from_secs(number() as u64),
             _ => usage(),
@@ -202,93 +211,6 @@ fn rate(products: usize, took: Duration) -> String {
     )
 }
 
-/// The raw floor: BatchWriteItem of exactly the items the bulk route stores for `range`
-/// (entities and identity items), 25 per request, `parallel` requests at once.
-async fn raw_floor(org: &Org, range: std::ops::Range<usize>, parallel: usize) -> Duration {
-    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-    use catalog::domain::attributes::TargetEntity;
-    use catalog::store::items::EntityKind;
-    use catalog::store::writes::{Expect, TreeWrite};
-    let store = stack().await.store();
-    // The items a bulk write of a fresh tree stores: built with the library's own planner.
-    let mut wanted = Vec::new();
-    for (e, k) in [
-        (TargetEntity::Product, "brand"),
-        (TargetEntity::Product, "color"),
-        (TargetEntity::Product, "price"),
-        (TargetEntity::Product, "material"),
-        (TargetEntity::Product, "weight"),
-        (TargetEntity::Variant, "size"),
-        (TargetEntity::Sku, "price"),
-        (TargetEntity::Sku, "ean"),
-    ] {
-        wanted.push((e, k.to_string()));
-    }
-    let ctx = store
-        .write_context(&org.id, &wanted, &[])
-        .await
-        .expect("context");
-    let mut items = Vec::new();
-    for i in range {
-        let mut body = tree(i);
-        let id = body["identifier"].as_str().unwrap().to_string();
-        body.as_object_mut().unwrap().remove("identifier");
-        let body: catalog::usecases::tree_patch::ProductBody =
-            serde_json::from_value(body).expect("a product body");
-        let raw = catalog::usecases::tree_patch::RawProductPatch::new(&id, &body).unwrap();
-        let patch = raw.validate(&ctx).unwrap();
-        let plan = catalog::usecases::tree_patch::plan(&org.id, &id, None, &patch, true).unwrap();
-        let mut write = TreeWrite::new();
-        for item in &plan.items {
-            write.put(&org.id, item, Expect::Absent).unwrap();
-        }
-        debug_assert!(plan.items.iter().any(|e| e.kind == EntityKind::Product));
-        items.extend(write.put_items());
-    }
-    let started = Instant::now();
-    let table = store.table().to_string();
-    let batches: Vec<Vec<WriteRequest>> = items
-        .chunks(25)
-        .map(|c| {
-            c.iter()
-                .map(|item| {
-                    WriteRequest::builder()
-                        .put_request(
-                            PutRequest::builder()
-                                .set_item(Some(item.clone()))
-                                .build()
-                                .unwrap(),
-                        )
-                        .build()
-                })
-                .collect()
-        })
-        .collect();
-    stream::iter(batches)
-        .map(|mut batch| {
-            let client = store.client().clone();
-            let table = table.clone();
-            async move {
-                while !batch.is_empty() {
-                    let out = client
-                        .batch_write_item()
-                        .request_items(&table, batch)
-                        .send()
-                        .await
-                        .expect("BatchWriteItem");
-                    batch = out
-                        .unprocessed_items
-                        .and_then(|mut u| u.remove(&table))
-                        .unwrap_or_default();
-                }
-            }
-        })
-        .buffer_unordered(parallel)
-        .collect::<Vec<()>>()
-        .await;
-    started.elapsed()
-}
-
 async fn ingestion(args: &Args) {
     let n = args.ingest;
     let singles = (n / 10).max(10);
@@ -348,27 +270,28 @@ async fn ingestion(args: &Args) {
         define_catalog(&org).await;
         row(name, n, bulk_write(&org, 0..n, per, 1, args.timeout).await);
     }
-    let org = Org::new().await;
-    define_catalog(&org).await;
+    const FLOOR: &str = "raw floor: BatchWriteItem, 16 in parallel";
+    const TRANSACTIONS: &str = "raw transactions: the bulk route's, 16 in parallel";
     let parallel = 16;
+    row(FLOOR, n, Ok(shapes::write(n, Shape::Batch, parallel).await));
     row(
-        "raw floor: BatchWriteItem, 16 in parallel",
+        TRANSACTIONS,
         n,
-        Ok(raw_floor(&org, 0..n, parallel).await),
+        Ok(shapes::write(n, Shape::Packed, parallel).await),
     );
-    let floor = rates
-        .get("raw floor: BatchWriteItem, 16 in parallel")
-        .copied();
-    let single = rates.get("sequential single PATCHes").copied();
+    let [single, floor, transactions] =
+        ["sequential single PATCHes", FLOOR, TRANSACTIONS].map(|r| rates.get(r).copied());
     for name in [
         "bulk PATCH, 100 per request",
         "bulk PATCH, 1,000 per request",
     ] {
-        if let (Some(b), Some(s), Some(f)) = (rates.get(name), single, floor) {
+        if let (Some(b), Some(s), Some(f), Some(t)) = (rates.get(name), single, floor, transactions)
+        {
             println!(
-                "\n{name}: {:.1}× sequential single PATCHes, {:.0}% of the raw floor.",
+                "\n{name}: {:.1}× sequential single PATCHes, {:.0}% of the raw floor, {:.0}% of the raw transactions.",
                 b / s,
-                100.0 * b / f
+                100.0 * b / f,
+                100.0 * b / t
             );
         }
     }
@@ -800,6 +723,9 @@ async fn main() {
     }
     if args.webhooks > 0 {
         webhook_latency(&args).await;
+    }
+    if args.write_shapes > 0 {
+        shapes::write_shapes(args.write_shapes).await;
     }
     if args.isolation > 0 {
         isolation::isolation(args.isolation as u64, args.timeout).await;
