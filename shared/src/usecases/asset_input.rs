@@ -24,10 +24,7 @@ pub struct RawAsset<'a> {
     /// Where the object is in the body, for errors (`""` or `"assets[2]."`).
     pub at: String,
     pub identifier: Option<&'a str>,
-    pub name: Option<&'a str>,
-    pub url: Option<&'a str>,
-    pub mime_type: Option<&'a str>,
-    pub values: Option<&'a Map<String, Value>>,
+    pub fields: AssetFieldsRef<'a>,
 }
 
 /// A validated asset write: the fields given, and value changes.
@@ -148,10 +145,7 @@ impl<'a> RawAsset<'a> {
         Ok(RawAsset {
             at,
             identifier,
-            name: fields.name,
-            url: fields.url,
-            mime_type: fields.mime_type,
-            values: fields.values,
+            fields,
         })
     }
 }
@@ -159,7 +153,7 @@ impl<'a> RawAsset<'a> {
 impl RawAsset<'_> {
     /// The asset attribute keys its values name.
     pub fn wanted(&self) -> impl Iterator<Item = (TargetEntity, String)> + '_ {
-        self.values.into_iter().flat_map(|m| {
+        self.fields.values.into_iter().flat_map(|m| {
             // a key too long for any attribute is not looked up (validation calls it unknown)
             m.keys()
                 .filter(|k| k.len() <= 64)
@@ -175,16 +169,16 @@ impl RawAsset<'_> {
             languages: Some(&languages),
             channels: Some(&channels),
         };
-        let values = match self.values {
+        let values = match self.fields.values {
             None => Vec::new(),
             Some(m) => values::parse_values("asset", m, &ctx.defs_of(TargetEntity::Asset), &rules)
                 .map_err(|e| ApiError::bad_request(format!("{}{}", self.at, e.message)))?,
         };
         Ok(AssetInput {
             identifier: id.to_string(),
-            name: self.name.map(str::to_string),
-            url: self.url.map(str::to_string),
-            mime_type: self.mime_type.map(str::to_string),
+            name: self.fields.name.map(str::to_string),
+            url: self.fields.url.map(str::to_string),
+            mime_type: self.fields.mime_type.map(str::to_string),
             values,
         })
     }
