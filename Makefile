@@ -22,5 +22,5 @@ deploy: ## deploy one stage from make package's artifacts, building nothing: mak
 lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
 	./scripts/lint-template.sh
 
-bench: ## ingestion (single, bulk, raw floor) and lists at 10,000 products (optimized build); see docs/performance.md
+bench: ## ingestion (single, bulk, raw floor, raw transactions) and lists at 10,000 products (optimized build); see docs/performance.md
 	./scripts/bench.sh

@@ -22,9 +22,15 @@ trap 'git worktree remove --force "$tree" 2>/dev/null || true' EXIT
 ln -s "$root/.tools" "$tree/.tools"
 
 # Both sides build into this checkout's target/ (shared dependencies); each side's function
-# binaries are copied out right after its build.
+# binaries are copied out right after its build. The two sides' own crates carry the same
+# names, and cargo judges an artifact fresh by the sources it recorded (the base's lie inside
+# target/): each side's build starts with them cleaned, or it could take the other side's.
+members=$(cargo metadata --no-deps --format-version 1 --locked |
+  python3 -c 'import json, sys; print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"]))')
+cargo clean --profile perf $members
 (cd "$tree" && CARGO_TARGET_DIR="$root/target" cargo build --workspace --bins --locked --profile perf)
 for f in $(ls "$tree/functions"); do cp "target/perf/$f" "$work/base/perf/"; done
+cargo clean --profile perf $members
 cargo build --workspace --bins --locked --profile perf
 for f in $(ls functions); do cp "target/perf/$f" "$work/head/perf/"; done
 cp target/perf/bench "$work/bench"
