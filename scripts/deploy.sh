@@ -13,6 +13,8 @@
 #   - AWS_REGION or AWS_DEFAULT_REGION naming another region than the stage's `region`;
 #   - a production stage whose alarms reach nobody (AlarmEmail and AlarmTopicArn empty);
 #   - artifacts whose manifest does not match them.
+# After the stack is deployed it reads the table's deletion protection (describe-table) and
+# fails, naming the fix, when it is off.
 # SAMCONFIG=<file> reads another configuration (the tests' copies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -136,25 +138,42 @@ deploy() {
   "$SAM" deploy --config-file "$CONFIG" --config-env "$STAGE" --region "$REGION" \
     --template-file "$PACKAGED" --no-progressbar "$@" >&2
 }
+# Every pass but a first create's names TableDeletionProtection="true" itself: the SAM CLI
+# keeps a parameter's previous value when neither the command nor samconfig names it, so a
+# pass that left it out kept the first create's "false" for good.
+PROTECTED="$OVERRIDES TableDeletionProtection=\"true\""
 if [ "$STATUS" = NONE ]; then
   say "sam deploy: creating $STACK (table without deletion protection until it succeeds)"
   deploy --parameter-overrides "$OVERRIDES TableDeletionProtection=\"false\""
   say "sam deploy: turning on the table's deletion protection"
-  deploy
+  deploy --parameter-overrides "$PROTECTED"
 else
   say "sam deploy: updating $STACK ($STATUS)"
-  deploy
+  deploy --parameter-overrides "$PROTECTED"
 fi
 
 output() {
   "$AWS" cloudformation describe-stacks --stack-name "$STACK" --region "$REGION" \
     --query "Stacks[0].Outputs[?OutputKey=='$1'].OutputValue" --output text
 }
+# 8. What is true, read from the table itself, not from what was asked: a production table
+# without deletion protection fails the deploy, loudly.
+TABLE="$(output TableName)"
+PROTECTION="$("$AWS" dynamodb describe-table --table-name "$TABLE" --region "$REGION" \
+  --query Table.DeletionProtectionEnabled --output text)" ||
+  die "cannot read table $TABLE (dynamodb:DescribeTable): its deletion protection is unknown"
+if [ "$PROTECTION" != True ]; then
+  say "FAILED: table $TABLE has NO deletion protection after this deploy (DeletionProtectionEnabled=$PROTECTION)."
+  say "Anyone allowed dynamodb:DeleteTable can delete the catalog. Turn it on now:"
+  say "  aws dynamodb update-table --region $REGION --table-name $TABLE --deletion-protection-enabled"
+  die "then run make deploy STAGE=$STAGE again (it checks this after every pass)"
+fi
+say "table $TABLE: deletion protection on (checked with describe-table)"
 API_URL="$(output ApiUrl)"
 ADMIN="$(output AdminFunctionName)"
 printf '\nCatalog is deployed (%s, %s).\n  API URL:  %s\n' "$STACK" "$REGION" "$API_URL"
 
-# 8. The first organization, once per stage; its key only in SSM, encrypted.
+# 9. The first organization, once per stage; its key only in SSM, encrypted.
 PARAM="/catalog/$STAGE/first-organization"
 FETCH="aws ssm get-parameter --region $REGION --name $PARAM --with-decryption --query Parameter.Value --output text"
 if [ -z "${ORG:-}" ]; then

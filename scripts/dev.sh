@@ -91,8 +91,9 @@ ENV
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
 # Up to 4 processes per function, as Lambda runs several sandboxes: the delivery pollers
 # hand over 4 batches at once, so one slow webhook endpoint cannot hold every delivery.
+# shellcheck disable=SC2046 # scripts/watch-args: one flag a line, no spaces
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" --env-file "$LOCAL/functions.env" \
-  --concurrency 4 \
+  --concurrency 4 $(grep -v '^#' scripts/watch-args) \
   >"$LOCAL/watch.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 600); do

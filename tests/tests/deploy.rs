@@ -273,10 +273,30 @@ fn a_first_deploy_creates_the_table_unprotected_then_protects_it_and_bootstraps_
         "{}",
         deploys[0]
     );
+    // The second pass names the protection itself: before, it named no parameter, the SAM
+    // CLI kept the first pass's "false", and the production table stayed unprotected.
     assert!(
-        !deploys[1].contains("--parameter-overrides"),
+        deploys[1].contains(r#"TableDeletionProtection="true""#),
         "{}",
         deploys[1]
+    );
+    assert!(
+        deploys[1].contains(r#"AlarmEmail="oncall@example.com""#),
+        "{}",
+        deploys[1]
+    );
+    assert_eq!(protection(&ws), "true");
+    assert!(
+        calls.iter().any(|c| c.starts_with(
+            "aws dynamodb describe-table --table-name catalog-stub-table --region eu-west-1"
+        )),
+        "the deploy reads what is true: {calls:#?}"
+    );
+    assert!(
+        shown.contains(
+            "table catalog-stub-table: deletion protection on (checked with describe-table)"
+        ),
+        "{shown}"
     );
     for call in &calls {
         if call.starts_with("sam ") || call.starts_with("aws ") {
@@ -320,9 +340,47 @@ fn a_first_deploy_creates_the_table_unprotected_then_protects_it_and_bootstraps_
         !calls.iter().any(|c| c.starts_with("invoke ")),
         "{calls:#?}"
     );
-    assert!(!calls.iter().any(|c| c.contains("TableDeletionProtection")));
+    assert!(calls
+        .iter()
+        .filter(|c| c.starts_with("sam deploy"))
+        .all(|c| c.contains(r#"TableDeletionProtection="true""#)));
+    assert_eq!(protection(&ws), "true");
     assert!(shown.contains("created by an earlier deploy"), "{shown}");
     assert!(!shown.contains(SECRET));
+}
+
+/// The table's deletion protection as the stubbed stack left it.
+fn protection(ws: &Workspace) -> String {
+    std::fs::read_to_string(ws.dir.join("state/table-protection"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A stack updated by an earlier `make deploy` (whose second pass left the table
+/// unprotected) is protected by the next one, and a table the stack cannot protect fails
+/// the deploy loudly, with the command that fixes it.
+#[test]
+fn every_deploy_leaves_the_table_protected_or_fails_loudly() {
+    let ws = Workspace::new();
+    std::fs::write(ws.dir.join("state/stack-status"), "UPDATE_COMPLETE").unwrap();
+    std::fs::write(ws.dir.join("state/table-protection"), "false").unwrap();
+    let out = ws.deploy(&[("STAGE", "prod")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(protection(&ws), "true");
+
+    let out = ws.deploy(&[("STAGE", "prod"), ("STUB_PROTECTION_STUCK", "1")]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("FAILED: table catalog-stub-table has NO deletion protection after this deploy (DeletionProtectionEnabled=False)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("aws dynamodb update-table --region eu-west-1 --table-name catalog-stub-table --deletion-protection-enabled"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Catalog is deployed"), "{shown}");
 }
 
 #[test]

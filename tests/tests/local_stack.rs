@@ -21,9 +21,16 @@ fn watch() -> u16 {
         cargo_lambda.display()
     );
     let port = free_port();
+    // the flags make dev gives it
+    let flags = std::fs::read_to_string(repo_root().join("scripts/watch-args"))
+        .expect("scripts/watch-args");
+    let flags = flags
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
     let child = die_with_parent(
         Command::new(&cargo_lambda)
             .args(["lambda", "watch", "--only-lambda-apis"])
+            .args(flags)
             .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
             .arg(port.to_string())
             .current_dir(repo_root())
@@ -143,4 +150,45 @@ async fn cargo_lambda_watch_answers_unknown_paths_with_the_json_404() {
             json!({"error": "method POST is not allowed on this path"})
         )
     );
+}
+
+/// `make dev` answers no other origin: before, cargo-lambda's default CORS reflected any
+/// `Origin` with `Access-Control-Allow-Credentials: true`, so any local page could call the
+/// API with the console's session cookie and read the answers.
+#[tokio::test]
+async fn make_devs_router_allows_no_cross_origin_calls() {
+    let env = stack().await.aws_env();
+    let org = Org::new().await;
+    let port = watch();
+    attach(port, "products", &env);
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let url = format!("http://127.0.0.1:{port}/v1/products");
+    let preflight = client
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("origin", "http://evil.example")
+        .header("access-control-request-method", "PATCH")
+        .header("access-control-request-headers", "x-csrf-token")
+        .send()
+        .await
+        .expect("the watch answers");
+    let get = client
+        .get(&url)
+        .header("origin", "http://evil.example")
+        .bearer_auth(&org.key)
+        .send()
+        .await
+        .expect("the watch answers");
+    assert_eq!(get.status(), 200);
+    for r in [&preflight, &get] {
+        for name in [
+            "access-control-allow-origin",
+            "access-control-allow-credentials",
+            "access-control-allow-methods",
+        ] {
+            assert_eq!(r.headers().get(name), None, "{name} on {}", r.url());
+        }
+    }
 }
