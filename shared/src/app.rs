@@ -338,8 +338,10 @@ impl App {
     }
 
     /// A failed authentication with a key id of a real organization takes a token of that
-    /// organization's bucket, so guessing a key's secret is rate limited too (429 once the
-    /// bucket is empty); unknown key ids cost no write (their answers are cached).
+    /// organization's failed-authentication bucket, so guessing a key's secret is rate
+    /// limited too (429 once that bucket is empty), while its valid callers, who take from
+    /// the other bucket, never pay for it; unknown key ids cost no write (their answers are
+    /// cached).
     async fn failed_authentication(
         &self,
         e: ApiError,
@@ -356,7 +358,12 @@ impl App {
         };
         let policy = limit.unwrap_or(self.config.rate_limit);
         *counted_to = Some(org.clone());
-        match self.limiter.admit(&self.store, &org, policy, 1).await {
+        let bucket = crate::store::rate::Bucket::FailedAuth;
+        match self
+            .limiter
+            .admit_from(&self.store, &org, bucket, policy, 1)
+            .await
+        {
             Err(refused) => refused,
             Ok(_) => e,
         }
@@ -446,7 +453,7 @@ impl App {
 
     /// Runs a request under its `Idempotency-Key`: claims the key, replays a completed
     /// answer (`Idempotent-Replayed: true`), refuses a key reused for another request (422)
-    /// or one still in flight (409), and saves the answer (a 5xx gives the key back).
+    /// or one still in flight (409), and saves the answer (a 429 or 5xx gives the key back).
     async fn once(
         &'static self,
         handler: Handler,
@@ -459,7 +466,6 @@ impl App {
         // Bound to the API key that sent it: the same Idempotency-Key from another key of
         // the organization is another request (422), never a replay of this one's answer.
         let fingerprint = crate::http::idempotency::fingerprint(&principal.key_id, &request);
-        let secret = crate::http::idempotency::secret_field(&route.route);
         let token = crate::auth::apikey::prefixed_ulid("ik_");
         let guard = Guard::new(&principal.org, &key, &token);
         let reused = || {
@@ -509,8 +515,10 @@ impl App {
             Err(e) => ApiResponse::error(&e),
         };
         // The answer goes out whatever happens to its record: a record left `pending` or
-        // `written` makes a repeat wait for the lease or say the answer was lost.
-        let saved = if response.status >= 500 {
+        // `written` makes a repeat wait for the lease or say the answer was lost. A
+        // transient refusal (429, 5xx) is no answer to keep: the key is given back, so the
+        // retry its `Retry-After` asks for runs the request.
+        let saved = if crate::http::idempotency::is_transient(response.status) {
             self.store.release_idempotency_key(&guard).await
         } else {
             let etag = response
@@ -518,15 +526,11 @@ impl App {
                 .iter()
                 .find(|(n, _)| *n == "etag")
                 .map(|(_, v)| v.as_str());
-            // No secret is kept at rest: the stored answer has the secret field null.
-            let mut stored = response.body.clone();
-            if let Some(field) = secret {
-                if let Some(v) = stored.get_mut("result").and_then(|r| r.get_mut(field)) {
-                    *v = serde_json::Value::Null;
-                }
-            }
+            // No credential is kept at rest: the kept body has each one null, whichever
+            // route answered (`http/credential.rs`).
+            let stored = response.keepable_body().to_string();
             self.store
-                .finish_idempotency_key(&guard, response.status, &stored.to_string(), etag)
+                .finish_idempotency_key(&guard, response.status, &stored, etag)
                 .await
         };
         if let Err(e) = saved {

@@ -165,6 +165,28 @@ impl Stack {
     pub fn store(&self) -> Store {
         Store::new(ddb::client(&self.ddb_endpoint), TABLE)
     }
+
+    /// Every item of partition `pk`, as stored (one Query page: the tests' partitions are
+    /// small).
+    pub async fn partition(
+        &self,
+        pk: &str,
+    ) -> Vec<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+        self.store()
+            .client()
+            .query()
+            .table_name(TABLE)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(
+                ":pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(pk.to_string()),
+            )
+            .send()
+            .await
+            .expect("Query")
+            .items
+            .unwrap_or_default()
+    }
 }
 
 static STACK: tokio::sync::OnceCell<Stack> = tokio::sync::OnceCell::const_new();

@@ -300,6 +300,7 @@ async fn the_fallback_binary_answers_unknown_paths_404_and_other_methods_405() {
     ] {
         let r = fallback(get(path)).await;
         assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
         assert_eq!(
             (r.status, r.body),
             (

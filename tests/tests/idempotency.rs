@@ -254,27 +254,28 @@ async fn a_replay_is_bound_to_its_api_key_and_keeps_no_secret() {
     assert_eq!(again.body["result"]["secret"], Value::Null);
     assert_eq!(again.body["result"]["id"], first.body["result"]["id"]);
 
-    // nothing at rest holds either secret
-    let items = stack()
-        .await
-        .store()
-        .client()
-        .query()
-        .table_name(catalog_e2e::TABLE)
-        .key_condition_expression("PK = :pk")
-        .expression_attribute_values(
-            ":pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(format!("O#{}#IK", org.id)),
-        )
+    // a console sign-in link is a credential too: before, its token was kept and replayed
+    let first = keyed(&org, "POST", "/v1/console-sessions", "k-link", json!({}))
         .send()
-        .await
-        .unwrap()
-        .items
-        .unwrap_or_default();
-    assert_eq!(items.len(), 2);
+        .await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    let link = first.body["result"]["url"].as_str().unwrap().to_string();
+    assert!(link.contains("#token=csl_"), "{link}");
+    let again = keyed(&org, "POST", "/v1/console-sessions", "k-link", json!({}))
+        .send()
+        .await;
+    let mut expected = first.body.clone();
+    expected["result"]["url"] = Value::Null;
+    assert_eq!((again.status, &again.body), (201, &expected));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+
+    // nothing at rest holds either secret
+    let items = stack().await.partition(&format!("O#{}#IK", org.id)).await;
+    assert_eq!(items.len(), 3);
     let stored = format!("{items:?}");
     assert!(!stored.contains(&secret[secret.len() - 20..]));
     assert!(!stored.contains(&hook_secret[hook_secret.len() - 20..]));
+    assert!(!stored.contains(&link[link.len() - 20..]));
 }
 
 /// decisions.md: a precondition header the server cannot read as printable ASCII is 400,
@@ -322,4 +323,54 @@ async fn unreadable_precondition_headers_are_400_and_nothing_is_written() {
         .await;
     assert_eq!((r.status, &r.body), (400, &match_error));
     assert_eq!(org.get("/v1/products/u2").await.status, 200, "not deleted");
+}
+
+/// A transient refusal is not the request's answer: before, a bulk write refused for the
+/// organization's rate (429) was kept under its `Idempotency-Key` for 24 h, so the retry its
+/// `Retry-After` asked for got the 429 again, replayed (and without `Retry-After`), forever.
+#[tokio::test]
+async fn a_rate_limit_refusal_is_not_kept_under_the_idempotency_key() {
+    webhooks().await;
+    let org = Org::new().await;
+    let lines = |from: usize| -> Value {
+        json!((from..from + 40)
+            .map(|i| json!({"identifier": format!("rl{i}")}))
+            .collect::<Vec<_>>())
+    };
+    let bulk = |key: &str, body: Value| {
+        Request::new("PATCH", "/v1/products")
+            .bearer(&org.key)
+            .header("idempotency-key", key)
+            .json(body)
+    };
+    // 40 lines cost 4 of the burst of 5 (`@limited`: 1 per second)
+    let first = catalog_e2e::send_to("products@limited", bulk("k-rl-1", lines(0))).await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    let refused = catalog_e2e::send_to("products@limited", bulk("k-rl-2", lines(40))).await;
+    assert_eq!(refused.status, 429, "{:?}", refused.body);
+    assert_eq!(refused.header("idempotent-replayed"), None);
+    assert_eq!(org.get("/v1/products/rl40").await.status, 404);
+    // The retry, as Retry-After says: run, never replayed (a busy bucket may refuse it
+    // again, each time with a fresh Retry-After, until the deadline).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut wait = refused
+        .header("retry-after")
+        .expect("Retry-After")
+        .to_string();
+    let retried = loop {
+        tokio::time::sleep(Duration::from_secs(wait.parse().expect("seconds"))).await;
+        let r = catalog_e2e::send_to("products@limited", bulk("k-rl-2", lines(40))).await;
+        assert_eq!(r.header("idempotent-replayed"), None, "{:?}", r.body);
+        if r.status != 429 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        wait = r.header("retry-after").expect("Retry-After").to_string();
+    };
+    assert_eq!(retried.status, 200, "{:?}", retried.body);
+    assert_eq!(org.get("/v1/products/rl79").await.status, 200);
+    // and its answer, a final one, is the one kept
+    let again = catalog_e2e::send_to("products@limited", bulk("k-rl-2", lines(40))).await;
+    if again.status != 429 {
+        same_answer(&retried, &again);
+    }
 }

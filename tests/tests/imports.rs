@@ -320,3 +320,34 @@ async fn an_organizations_imports_take_turns() {
         .unwrap()
         .is_some());
 }
+
+/// A presigned upload URL is a credential: before, an `Idempotency-Key`'s record kept it at
+/// rest for 24 h and replayed it. Now its answer type marks it, so the kept answer (and the
+/// replay) has `uploadUrl: null` and nothing in the table holds its signature.
+#[tokio::test]
+async fn an_upload_url_is_not_kept_under_the_idempotency_key() {
+    imports().await;
+    let org = Org::new().await;
+    let create = || {
+        catalog_e2e::Request::new("POST", "/v1/imports")
+            .bearer(&org.key)
+            .header("idempotency-key", "k-import")
+            .json(json!({}))
+    };
+    let first = create().send().await;
+    assert_eq!(first.status, 201, "{:?}", first.body);
+    let url = first.body["result"]["uploadUrl"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(url.contains("Signature="), "{url}");
+    let again = create().send().await;
+    let mut expected = first.body.clone();
+    expected["result"]["uploadUrl"] = Value::Null;
+    assert_eq!((again.status, &again.body), (201, &expected));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let signature = url.rsplit("Signature=").next().unwrap();
+    let kept = stack().await.partition(&format!("O#{}#IK", org.id)).await;
+    assert_eq!(kept.len(), 1);
+    assert!(!format!("{kept:?}").contains(&signature[..16]));
+}

@@ -28,6 +28,8 @@ async fn patch_creates_with_201_then_updates_with_200_and_get_returns_it() {
     let created = org.patch("/v1/products/p1", json!({"name": "Chair"})).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     assert_eq!(created.header("content-type"), Some("application/json"));
+    // no browser reads an answer as anything but JSON (before: the header was missing)
+    assert_eq!(created.header("x-content-type-options"), Some("nosniff"));
     let r = &created.body["result"];
     assert_eq!(r["identifier"], "p1");
     assert_eq!(r["name"], "Chair");

@@ -325,9 +325,11 @@ async fn settings_an_organization_creates_are_bounded() {
     );
 }
 
-/// Guessing the secret of a real key id is rate limited like any call of its organization.
+/// Guessing the secret of a real key id is rate limited, in a bucket of its own: before,
+/// wrong-secret calls spent the organization's own tokens, so anyone who knew a key id
+/// (even a revoked one) could lock every key and console session of it out with 429s.
 #[tokio::test]
-async fn failed_authentications_with_a_real_key_id_count_against_its_organization() {
+async fn failed_authentications_with_a_real_key_id_never_spend_the_organizations_tokens() {
     let org = Org::new().await;
     let (prefix, _) = org.key.rsplit_once('_').unwrap();
     let wrong = format!("{prefix}_{}", "x".repeat(40));
@@ -350,6 +352,15 @@ async fn failed_authentications_with_a_real_key_id_count_against_its_organizatio
     }
     assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
     assert!(statuses.len() >= 6, "the burst of 5 first: {statuses:?}");
+    // the organization's valid callers still have their whole burst, on every function
+    for (function, path) in [
+        ("products@limited", "/v1/products"),
+        ("settings@limited", "/v1/usage"),
+        ("products@limited", "/v1/products"),
+    ] {
+        let r = send_to(function, Request::new("GET", path).bearer(&org.key)).await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+    }
     // unknown key ids cost no token of anyone's: always 401
     for _ in 0..15 {
         let r = send_to(

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
 use crate::store::items::KeyItem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -80,10 +80,11 @@ struct KeyView<'a> {
     created_at: Timestamp,
     /// To the hour; null until first used
     last_used_at: Option<Timestamp>,
-    /// The key, shown only in the answer that created it
+    /// The key, shown only in the answer that created it (null in an idempotent replay of
+    /// that answer: no credential is kept)
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "secret")]
-    key: Option<&'a str>,
+    key: Option<Credential<'a>>,
 }
 
 schema::requiring!(
@@ -96,7 +97,7 @@ fn scope_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$"})
+    schemars::json_schema!({"type": ["string", "null"], "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$"})
 }
 
 /// The body of POST /api-keys.
@@ -190,9 +191,9 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         scopes: created.scopes.iter().map(|s| s.as_str()).collect(),
         created_at: created.created_at,
         last_used_at: None,
-        key: Some(&created.plain),
+        key: Some(Credential(&created.plain)),
     };
-    Ok(ApiResponse::single(201, to_json(&view)))
+    Ok(ApiResponse::shown(201, &view))
 }
 
 /// DELETE /api-keys/{id}: revokes a live key of the organization; a key cannot revoke itself.

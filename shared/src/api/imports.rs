@@ -11,7 +11,7 @@ use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
 use crate::imports::object_key;
 use crate::store::imports::{ImportError, ImportItem, ImportStatus};
 use schemars::JsonSchema;
@@ -65,8 +65,10 @@ struct ImportView<'a> {
 struct CreatedView<'a> {
     #[serde(flatten)]
     import: ImportView<'a>,
-    /// Presigned S3 URL: PUT the file here
-    upload_url: &'a str,
+    /// Presigned S3 URL: PUT the file here (null in an idempotent replay of this answer:
+    /// no credential is kept)
+    #[schemars(with = "Option<String>")]
+    upload_url: Credential<'a>,
     expires_at: Timestamp,
 }
 
@@ -150,10 +152,10 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     app.store.create_import(&job, call.guard()).await?;
     let created = CreatedView {
         import: view(&job),
-        upload_url: upload.uri(),
+        upload_url: Credential(upload.uri()),
         expires_at: expires,
     };
-    Ok(ApiResponse::single(201, to_json(created)))
+    Ok(ApiResponse::shown(201, &created))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -10,7 +10,7 @@
 
 use crate::domain::rate::{ceil_secs, Policy, Take};
 use crate::error::ApiError;
-use crate::store::rate::Taken;
+use crate::store::rate::{Bucket, Taken};
 use crate::store::Store;
 use lru::LruCache;
 use std::num::NonZeroUsize;
@@ -62,7 +62,7 @@ impl RateState {
 }
 
 pub struct Limiter {
-    leases: Mutex<LruCache<String, Lease>>,
+    leases: Mutex<LruCache<(String, Bucket), Lease>>,
 }
 
 impl Default for Limiter {
@@ -97,23 +97,39 @@ impl Limiter {
         policy: Policy,
         cost: u32,
     ) -> Result<Option<RateState>, ApiError> {
+        self.admit_from(store, org, Bucket::Calls, policy, cost)
+            .await
+    }
+
+    /// [`Limiter::admit`] from one of the organization's buckets.
+    pub async fn admit_from(
+        &self,
+        store: &Store,
+        org: &str,
+        bucket: Bucket,
+        policy: Policy,
+        cost: u32,
+    ) -> Result<Option<RateState>, ApiError> {
         if policy.rate == 0 {
             return Ok(None); // no limit: no bucket, no fields
         }
-        self.take(store, org, policy, cost).await.map(Some)
+        self.take(store, (org, bucket), policy, cost)
+            .await
+            .map(Some)
     }
 
     async fn take(
         &self,
         store: &Store,
-        org: &str,
+        (org, bucket): (&str, Bucket),
         policy: Policy,
         cost: u32,
     ) -> Result<RateState, ApiError> {
         let now = now_us();
+        let id = (org.to_string(), bucket);
         let hint = {
             let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-            match leases.get_mut(org) {
+            match leases.get_mut(&id) {
                 Some(l) if l.policy == policy && l.until > Instant::now() && l.tokens >= cost => {
                     l.tokens -= cost;
                     return Ok(state(policy, l.tat, now, l.tokens));
@@ -134,15 +150,19 @@ impl Limiter {
         // a chunk when the bucket has it, else just what this call costs
         let want = cost.max(chunk(policy));
         let mut granted = want;
-        let mut taken = store.take_tokens(org, policy, want, now, hint).await;
+        let mut taken = store
+            .take_tokens(org, bucket, policy, want, now, hint)
+            .await;
         if want > cost && matches!(taken, Ok(Taken::Refused { .. })) {
             granted = cost;
-            taken = store.take_tokens(org, policy, cost, now, hint).await;
+            taken = store
+                .take_tokens(org, bucket, policy, cost, now, hint)
+                .await;
         }
         let tat = match taken {
             Ok(Taken::Granted { tat }) => tat,
             Ok(Taken::Refused { wait_us, tat }) => {
-                self.keep(org, policy, 0, Instant::now(), tat);
+                self.keep(id, policy, 0, Instant::now(), tat);
                 return Err(refused(policy, cost, wait_us, tat, now));
             }
             Err(e) => {
@@ -151,16 +171,16 @@ impl Limiter {
             }
         };
         let left = granted - cost;
-        self.keep(org, policy, left, Instant::now() + LEASE, tat);
+        self.keep(id, policy, left, Instant::now() + LEASE, tat);
         Ok(state(policy, tat, now, left))
     }
 
     /// Keeps what this process knows of `org`'s bucket: `tokens` leased until `until`, and
     /// the bucket's `tat` as last seen.
-    fn keep(&self, org: &str, policy: Policy, tokens: u32, until: Instant, tat: i64) {
+    fn keep(&self, id: (String, Bucket), policy: Policy, tokens: u32, until: Instant, tat: i64) {
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
         leases.put(
-            org.to_string(),
+            id,
             Lease {
                 policy,
                 tokens,
@@ -276,12 +296,13 @@ mod tests {
         let now = now_us();
         // full up to 0.25 s from now: one token in 0.25 s
         let tat = now + policy.tolerance_us() + 250_000;
-        limiter.keep("o", policy, 0, Instant::now(), tat);
+        let id = || ("o".to_string(), Bucket::Calls);
+        limiter.keep(id(), policy, 0, Instant::now(), tat);
         let e = limiter.admit(&store, "o", policy, 1).await.unwrap_err();
         assert_eq!(e.status, 429);
         assert!(e.headers.contains(&("retry-after", "1".to_string())));
         // once the last seen bucket would take the call, the table is asked again
-        limiter.keep("o", policy, 0, Instant::now(), now);
+        limiter.keep(id(), policy, 0, Instant::now(), now);
         assert!(limiter.admit(&store, "o", policy, 1).await.is_ok());
     }
 

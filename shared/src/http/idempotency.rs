@@ -41,12 +41,24 @@ pub fn fingerprint(key_id: &str, request: &ApiRequest) -> String {
     crate::auth::apikey::to_hex(&h.finalize())
 }
 
-/// The field of `route`'s answer that carries a secret shown once (a new API key, a webhook
-/// signing secret): an answer kept for replay has it set to `null`.
-pub fn secret_field(route: &super::Route) -> Option<&'static str> {
-    match (route.method, route.path) {
-        ("POST", "/api-keys") => Some("key"),
-        ("POST", "/webhooks") | ("POST", "/webhooks/{id}/rotate-secret") => Some("secret"),
-        _ => None,
+/// An answer that says "not now" rather than what the request did: too many requests, or
+/// the service failing or unavailable. Never kept under an `Idempotency-Key`: the key is
+/// given back, so the retry `Retry-After` asks for runs the request.
+pub fn is_transient(status: u16) -> bool {
+    status == 429 || status >= 500
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_final_answers_are_kept_for_replay() {
+        for status in [429, 500, 503, 504] {
+            assert!(is_transient(status), "{status}");
+        }
+        for status in [200, 201, 400, 404, 409, 412, 422] {
+            assert!(!is_transient(status), "{status}");
+        }
     }
 }

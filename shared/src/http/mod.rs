@@ -2,6 +2,7 @@
 //! reading query parameters and JSON bodies, and writing JSON responses.
 
 pub(crate) mod body;
+pub mod credential;
 pub mod cursor;
 pub(crate) mod doc;
 pub(crate) mod etag;
@@ -16,6 +17,7 @@ pub(crate) mod schema;
 pub mod site;
 
 pub use body::JsonBody;
+pub use credential::Credential;
 pub use doc::{Body, Doc};
 pub use query::Query;
 pub use request::ApiRequest;

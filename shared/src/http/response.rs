@@ -12,6 +12,9 @@ pub struct ApiResponse {
     pub status: u16,
     pub headers: Vec<(&'static str, String)>,
     pub body: Value,
+    /// The body with every credential it shows `null` (see [`ApiResponse::shown`]), when it
+    /// shows any: the only form of it that may be kept.
+    kept: Option<Value>,
 }
 
 impl ApiResponse {
@@ -20,12 +23,29 @@ impl ApiResponse {
             status,
             headers: Vec::new(),
             body,
+            kept: None,
         }
     }
 
     /// `{"result": value}`.
     pub fn single(status: u16, result: Value) -> Self {
         Self::json(status, json!({ "result": result }))
+    }
+
+    /// `{"result": answer}` for an answer type that may carry a
+    /// [`Credential`](super::credential::Credential): shown in this answer, `null` in
+    /// [`ApiResponse::keepable_body`].
+    pub fn shown(status: u16, answer: &impl Serialize) -> Self {
+        let (result, kept) = super::credential::shown(answer);
+        Self {
+            kept: kept.map(|k| json!({ "result": k })),
+            ..Self::single(status, result)
+        }
+    }
+
+    /// The body as it may be kept at rest: with no credential.
+    pub fn keepable_body(&self) -> &Value {
+        self.kept.as_ref().unwrap_or(&self.body)
     }
 
     /// The response with one more header.
@@ -45,13 +65,16 @@ impl ApiResponse {
             status: err.status,
             headers: err.headers.clone(),
             body: json!({ "error": err.message }),
+            kept: None,
         }
     }
 
     pub fn into_lambda(self, extra: &[(&'static str, String)]) -> Response<Body> {
+        // `nosniff`: a browser never reads an answer as anything but the JSON it says it is
         let mut builder = Response::builder()
             .status(self.status)
-            .header("content-type", "application/json");
+            .header("content-type", "application/json")
+            .header("x-content-type-options", "nosniff");
         for (name, value) in self.headers.iter().chain(extra) {
             builder = builder.header(*name, value.as_str());
         }
@@ -165,5 +188,6 @@ mod tests {
         assert_eq!(l.status(), 401);
         assert_eq!(l.headers()["www-authenticate"], "Bearer");
         assert_eq!(l.headers()["content-type"], "application/json");
+        assert_eq!(l.headers()["x-content-type-options"], "nosniff");
     }
 }

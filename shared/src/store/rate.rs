@@ -12,6 +12,26 @@ use aws_sdk_dynamodb::types::ReturnValue;
 
 /// The sort key of an organization's bucket.
 pub const RATE_SK: &str = "RATE";
+/// The sort key of the bucket its failed authentications take from.
+pub const FAILED_AUTH_SK: &str = "RATE#AUTHFAIL";
+
+/// Which of an organization's two buckets: its calls', or its failed authentications'
+/// (a wrong secret for one of its key ids). Apart, so that whoever knows a key id can never
+/// spend the tokens the organization's valid callers need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bucket {
+    Calls,
+    FailedAuth,
+}
+
+impl Bucket {
+    fn sort_key(self) -> &'static str {
+        match self {
+            Bucket::Calls => RATE_SK,
+            Bucket::FailedAuth => FAILED_AUTH_SK,
+        }
+    }
+}
 
 /// How long an idle bucket item is kept (it is full again long before).
 const IDLE_TTL_SECS: i64 = 86_400;
@@ -31,6 +51,7 @@ impl Store {
     pub async fn take_tokens(
         &self,
         org: &str,
+        bucket: Bucket,
         policy: Policy,
         tokens: u32,
         now: i64,
@@ -39,7 +60,7 @@ impl Store {
         let step = policy.interval_us() * i64::from(tokens);
         let mut busy = hint.is_some_and(|t| t > now);
         for _ in 0..4 {
-            let key = item_key(org_pk(org), RATE_SK);
+            let key = item_key(org_pk(org), bucket.sort_key());
             let update = self
                 .client
                 .update_item()
@@ -85,7 +106,7 @@ impl Store {
                 },
             }
             // The guess was wrong, or the bucket is too busy: read it.
-            let tat = self.bucket_tat(org).await?;
+            let tat = self.bucket_tat(org, bucket).await?;
             match policy.take(tat, now, tokens) {
                 Take::Refused { wait_us } => {
                     return Ok(Taken::Refused {
@@ -102,12 +123,12 @@ impl Store {
     }
 
     /// The bucket's `tat`, strongly consistent; `None` when it was never used (or expired).
-    async fn bucket_tat(&self, org: &str) -> Result<Option<i64>, StoreError> {
+    async fn bucket_tat(&self, org: &str, bucket: Bucket) -> Result<Option<i64>, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(item_key(org_pk(org), RATE_SK)))
+            .set_key(Some(item_key(org_pk(org), bucket.sort_key())))
             .consistent_read(true)
             .send()
             .await

@@ -9,9 +9,8 @@ use crate::auth::session::{self, Kind, Token, SESSION_SECONDS};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Query, Route};
 use crate::store::console::ConsoleItem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -85,16 +84,17 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "ConsoleLink")]
-struct LinkView {
+struct LinkView<'a> {
     /// Opens the console and signs in, once; the token is in the fragment, which browsers
-    /// never send to a server
+    /// never send to a server (null in an idempotent replay of this answer: no credential
+    /// is kept)
     #[schemars(schema_with = "link_url")]
-    url: String,
+    url: Credential<'a>,
     expires_at: Timestamp,
 }
 
 fn link_url(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "format": "uri", "example": "https://api.example.com/console#token=csl_abc123xyz789k3j9x0qa_…"})
+    schemars::json_schema!({"type": ["string", "null"], "format": "uri", "example": "https://api.example.com/console#token=csl_abc123xyz789k3j9x0qa_…"})
 }
 
 /// A console session.
@@ -106,8 +106,10 @@ struct SessionView<'a> {
     org: &'a str,
     #[schemars(schema_with = "scope_list")]
     scopes: Vec<&'static str>,
-    /// Sent as `X-CSRF-Token` with every call of the session that is not a read
-    csrf_token: &'a str,
+    /// Sent as `X-CSRF-Token` with every call of the session that is not a read (null in
+    /// an idempotent replay of this answer: no credential is kept)
+    #[schemars(with = "Option<String>")]
+    csrf_token: Credential<'a>,
     expires_at: Timestamp,
 }
 
@@ -153,9 +155,12 @@ async fn create_link(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let p = &call.principal;
     let (token, expires_at) = session::new_link(&app.store, &p.org, &p.key_id, &p.scopes).await?;
     let url = format!("{}#token={token}", console_url(app, call));
-    Ok(ApiResponse::single(
+    Ok(ApiResponse::shown(
         201,
-        to_json(&LinkView { url, expires_at }),
+        &LinkView {
+            url: Credential(&url),
+            expires_at,
+        },
     ))
 }
 
@@ -213,11 +218,11 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let view = SessionView {
         org: link.org(),
         scopes,
-        csrf_token: &csrf,
+        csrf_token: Credential(&csrf),
         expires_at,
     };
     let secure = !app.config.local_mode;
-    Ok(ApiResponse::single(201, to_json(&view))
+    Ok(ApiResponse::shown(201, &view)
         .with_header(
             "set-cookie",
             session::set_cookie(&cookie, SESSION_SECONDS, secure),
@@ -239,10 +244,10 @@ async fn current(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let view = SessionView {
         org: call.org(),
         scopes: call.principal.scopes.iter().map(|s| s.as_str()).collect(),
-        csrf_token: &s.csrf,
+        csrf_token: Credential(&s.csrf),
         expires_at: s.expires_at,
     };
-    Ok(ApiResponse::single(200, to_json(&view)).with_header("cache-control", "no-store"))
+    Ok(ApiResponse::shown(200, &view).with_header("cache-control", "no-store"))
 }
 
 /// DELETE /console-sessions/current: the session's item goes, so its cookie no longer

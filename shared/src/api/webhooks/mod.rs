@@ -11,7 +11,7 @@ use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
@@ -31,7 +31,7 @@ mod deliveries;
 mod view;
 
 pub use view::render;
-use view::{render_with, WebhookView};
+use view::{view, WebhookView};
 
 pub(crate) use deliveries::DELIVERY_ANSWERS;
 use deliveries::*;
@@ -275,8 +275,10 @@ fn same_url_below_quota(
 }
 
 /// Every topic is a catalog topic (products, variants, SKUs, assets, categories, bundles,
-/// metaobjects): its events carry catalog identifiers and times, so subscribing to one, and
-/// reading or replaying its deliveries, needs `catalog:read` beside `settings:manage`.
+/// metaobjects): its events carry catalog identifiers and times, so subscribing to one,
+/// changing such a subscription in any way (its URL, secret, state or description: each
+/// could hand its stream to the changer), and reading or replaying its deliveries, needs
+/// `catalog:read` beside `settings:manage`.
 fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
     if call.principal.has(Scope::CatalogRead) {
         return Ok(());
@@ -338,7 +340,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let query = Query::parse(&call.request.query, &["limit", "page"])?;
     let paging = Paging::from_query(&query)?;
     let subs = app.store.list_subscriptions(call.org()).await?;
-    Ok(paging.envelope(&subs, |s| render(s, false)))
+    Ok(paging.envelope(&subs, render))
 }
 
 /// POST /webhooks: 201 with the signing secret, shown this once.
@@ -379,7 +381,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     app.store
         .create_subscription(call.org(), &sub, call.guard())
         .await?;
-    Ok(ApiResponse::single(201, render(&sub, true)).with_etag(etags::subscription(&sub)))
+    Ok(ApiResponse::shown(201, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -390,7 +392,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .await?;
     let sub = sub.ok_or_else(|| not_found(id))?;
     Ok(
-        ApiResponse::single(200, render_with(&sub, false, Some(&health)))
+        ApiResponse::single(200, to_json(view(&sub, false, Some(&health))))
             .with_etag(etags::subscription(&sub)),
     )
 }
@@ -423,9 +425,7 @@ async fn modify(
 async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body: WebhookFields = call.body(app)?;
     let topics = topics_field(body.topics.as_deref())?;
-    if topics.is_some() {
-        reads_catalog(call, "subscribing to catalog topics")?;
-    }
+    reads_catalog(call, "changing a subscription to catalog topics")?;
     let description = description_field(body.description.as_ref())?;
     let enabled = body.enabled;
     let url = match body.url.as_deref() {
@@ -465,7 +465,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         // time of the streak that disabled it.
         app.store.clear_endpoint_health(call.org(), &sub.id).await?;
     }
-    Ok(ApiResponse::single(200, render(&sub, false)).with_etag(etags::subscription(&sub)))
+    Ok(ApiResponse::single(200, render(&sub)).with_etag(etags::subscription(&sub)))
 }
 
 /// POST /webhooks/{id}/rotate-secret `{"expireCurrentInSeconds"?: 0..86400}`: a new
@@ -473,6 +473,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// (default 0: it stops at once); a secret older than the old one stops at once.
 async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body: Rotation = call.body(app)?;
+    reads_catalog(call, "changing a subscription to catalog topics")?;
     let overlap = match body.expire_current_in_seconds {
         None => 0,
         Some(v) => v
@@ -495,7 +496,7 @@ async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         };
     })
     .await?;
-    Ok(ApiResponse::single(200, render(&sub, true)).with_etag(etags::subscription(&sub)))
+    Ok(ApiResponse::shown(200, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))
 }
 
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

@@ -25,11 +25,11 @@ pub(super) struct WebhookView<'a> {
     previous_secret_expires_at: Option<Timestamp>,
     created_at: Timestamp,
     updated_at: Timestamp,
-    /// Shown only on creation and rotation. The part after whsec_ is base64 (the Standard
-    /// Webhooks key).
+    /// Shown only on creation and rotation (null in an idempotent replay of that answer: no
+    /// credential is kept). The part after whsec_ is base64 (the Standard Webhooks key).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "secret")]
-    secret: Option<&'a str>,
+    secret: Option<Credential<'a>>,
     /// Only in `GET /webhooks/{id}`: how the endpoint answers lately
     #[serde(skip_serializing_if = "Option::is_none")]
     health: Option<HealthView>,
@@ -58,22 +58,23 @@ fn status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"})
+    schemars::json_schema!({"type": ["string", "null"], "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$"})
 }
 
-/// A subscription as served; `secret` only right after creation or rotation.
-pub fn render(sub: &Subscription, with_secret: bool) -> Value {
-    render_with(sub, with_secret, None)
+/// A subscription as served (no secret).
+pub fn render(sub: &Subscription) -> Value {
+    to_json(view(sub, false, None))
 }
 
-/// A subscription as served, with its endpoint's health when given.
-pub(super) fn render_with(
-    sub: &Subscription,
+/// A subscription as served, with its endpoint's health when given; `secret` only right
+/// after creation or rotation (answered with [`ApiResponse::shown`]).
+pub(super) fn view<'a>(
+    sub: &'a Subscription,
     with_secret: bool,
     health: Option<&crate::store::webhooks::Health>,
-) -> Value {
+) -> WebhookView<'a> {
     let now = Timestamp::now().millis();
-    to_json(WebhookView {
+    WebhookView {
         id: &sub.id,
         url: &sub.url,
         topics: &sub.topics,
@@ -90,11 +91,11 @@ pub(super) fn render_with(
             .filter(|until| until.millis() > now),
         created_at: sub.created_at,
         updated_at: sub.updated_at,
-        secret: with_secret.then_some(sub.secret.as_str()),
+        secret: with_secret.then_some(Credential(&sub.secret)),
         health: health.map(|h| HealthView {
             status: if h.failing() { "failing" } else { "healthy" },
             failing_since: h.failing_since,
             consecutive_failures: if h.failing() { h.failures } else { 0 },
         }),
-    })
+    }
 }

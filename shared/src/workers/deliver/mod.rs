@@ -468,13 +468,56 @@ impl Deliverer {
             );
         }
         let mut cause: &dyn std::error::Error = e;
+        let mut os_error = false;
         while let Some(next) = cause.source() {
             cause = next;
+            os_error |= cause.is::<std::io::Error>();
         }
-        if e.is_connect() {
+        describe_failure(e.is_connect(), os_error, &cause.to_string())
+    }
+}
+
+/// A failed attempt in words the delivery log may show. Our own refusals (the address
+/// guard's) are named; an operating-system error never is, whatever it was: its text would
+/// tell a subscriber which private ports are open (refused, reset or timed out).
+fn describe_failure(connect: bool, os_error: bool, cause: &str) -> String {
+    match (connect, os_error) {
+        (true, false) if cause == crate::webhooks::url_guard::UNRESOLVED => {
             format!("could not connect: {cause}")
-        } else {
-            format!("request failed: {cause}")
         }
+        (true, _) => "could not connect to the receiver".to_string(),
+        (false, true) => "request failed: the connection failed".to_string(),
+        (false, false) => format!("request failed: {cause}"),
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::describe_failure;
+    use crate::webhooks::url_guard::UNRESOLVED;
+
+    #[test]
+    fn no_os_error_reaches_the_delivery_log() {
+        for os in [
+            "Connection refused (os error 111)",
+            "Connection reset by peer (os error 104)",
+        ] {
+            assert_eq!(
+                describe_failure(true, true, os),
+                "could not connect to the receiver"
+            );
+            assert_eq!(
+                describe_failure(false, true, os),
+                "request failed: the connection failed"
+            );
+        }
+        assert_eq!(
+            describe_failure(true, false, UNRESOLVED),
+            format!("could not connect: {UNRESOLVED}")
+        );
+        assert_eq!(
+            describe_failure(true, false, "tcp connect error"),
+            "could not connect to the receiver"
+        );
     }
 }
