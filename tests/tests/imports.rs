@@ -351,3 +351,59 @@ async fn an_upload_url_is_not_kept_under_the_idempotency_key() {
     assert_eq!(kept.len(), 1);
     assert!(!format!("{kept:?}").contains(&signature[..16]));
 }
+
+/// An import writes within its organization's rate limit: before, 60 lines that the bulk
+/// route refuses as one call (6 tokens, more than the burst of 5) were all written at once
+/// as an import, taking no token. Now each batch takes what the same lines cost as bulk
+/// calls from the organization's bucket, waiting for it: 1 token for the upload's call and
+/// 6 for the lines move the bucket's `tat` (GCRA: one token is one second at 1 per second)
+/// at least 7 s past the time before the first call.
+#[tokio::test]
+async fn an_import_is_paced_by_its_organizations_rate_limit() {
+    imports().await;
+    let org = Org::new().await;
+    let store = stack().await.store();
+    catalog::admin::set_limits(&store, &org.id, 1, Some(5))
+        .await
+        .expect("limits set");
+    let before_us = catalog::domain::time::Timestamp::now().millis() * 1000;
+    let text: String = (0..60)
+        .map(|i| format!("{{\"identifier\":\"paced-{i}\"}}\n"))
+        .collect();
+    let id = start_import(&org, &text).await;
+    // read from the table, not through the API: the test's own calls would take tokens
+    let job = eventually("the import to finish", Duration::from_secs(240), || async {
+        let job = store.get_import(&org.id, &id).await.unwrap()?;
+        job.status.finished().then_some(job)
+    })
+    .await;
+    assert_eq!(
+        (job.processed, job.created, job.failed),
+        (60, 60, 0),
+        "{job:?}"
+    );
+    let bucket = store
+        .client()
+        .get_item()
+        .table_name(catalog_e2e::TABLE)
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("O#{}", org.id)),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S("RATE".into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the organization's bucket");
+    let tat: i64 = bucket["tat"].as_n().unwrap().parse().unwrap();
+    assert!(
+        tat - before_us >= 7_000_000,
+        "the bucket's tat is only {} ms past the start: the import took no tokens",
+        (tat - before_us) / 1000
+    );
+}

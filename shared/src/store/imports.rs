@@ -78,6 +78,12 @@ pub struct ImportItem {
     pub offset: u64,
     /// The physical line number of the last line applied (blank lines count).
     pub line: u64,
+    /// While the file is being counted: the bytes counted so far (the count resumes here)
+    /// and the lines (not blank) in them.
+    #[serde(default, rename = "countedTo")]
+    pub counted_to: u64,
+    #[serde(default)]
+    pub counted: u64,
     pub ver: u64,
     pub ttl: i64,
 }
@@ -113,6 +119,8 @@ impl ImportItem {
             finished_at: None,
             offset: 0,
             line: 0,
+            counted_to: 0,
+            counted: 0,
             ver: 1,
             ttl: now.millis() / 1000 + IMPORT_RETENTION_DAYS * 86_400,
         }

@@ -24,12 +24,52 @@ use std::time::{Duration, Instant};
 pub const MAX_LINE_BYTES: usize = 6 * 1024 * 1024;
 /// A batch holds at most this much text, whatever its line count.
 const MAX_BATCH_BYTES: usize = 5 * 1024 * 1024;
+/// A batch spans at most this many times its item count in physical lines, so a stretch
+/// of blank lines is checkpointed like any other (before, it grew one batch without end).
+const MAX_LINES_PER_ITEM: usize = 4;
+/// While counting, the count is saved at least every this many bytes (and when the run's
+/// time is up), so a count that outlives its invocation goes on where it stopped.
+const COUNT_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The lines of the batch being gathered, with running totals, so that each line costs
+/// the same whatever came before it (before, every line recounted the batch: quadratic).
+#[derive(Debug, Default)]
+struct Batch {
+    lines: Vec<Line>,
+    items: usize,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Adds `line`; the whole batch when it is full: `items` lines that are not blank,
+    /// `MAX_LINES_PER_ITEM` times as many physical lines, or [`MAX_BATCH_BYTES`] of text.
+    fn push(&mut self, line: Line, items: usize) -> Option<Vec<Line>> {
+        self.bytes += line.text.as_ref().map_or(0, String::len);
+        self.items += usize::from(!line.is_blank());
+        self.lines.push(line);
+        let full = self.items >= items
+            || self.lines.len() >= items.saturating_mul(MAX_LINES_PER_ITEM)
+            || self.bytes >= MAX_BATCH_BYTES;
+        full.then(|| std::mem::take(self).lines)
+    }
+}
+
+/// Where counting the file's lines stands after a run of it.
+enum Counted {
+    Done,
+    /// The run's time is up: the count is saved and goes on in the continuation.
+    Later,
+    NoFile,
+}
 
 /// Why a run stopped short.
 #[derive(Debug)]
 enum Stop {
     /// Another worker saved the job since this one read it: it owns the job now.
     Lost,
+    /// The organization's rate bucket holds no tokens for the next batch before the run's
+    /// time is up: the continuation comes when it will (seconds).
+    Paced(i32),
     /// Storage or S3 failed: the message comes back and the run resumes.
     Failed(String),
 }
@@ -131,6 +171,7 @@ impl Importer {
             // stop (or should this save have been an SDK retry of one that did commit), a
             // continuation a minute later finds the job where it is and goes on.
             Err(Stop::Lost) => self.continue_later(org, id, 60).await,
+            Err(Stop::Paced(wait)) => self.continue_later(org, id, wait).await,
             Err(Stop::Failed(e)) => Err(e),
         }
     }
@@ -170,15 +211,15 @@ impl Importer {
             store.save_import(&mut job).await?;
         }
         if job.total.is_none() {
-            match self.count_lines(&key).await? {
-                Some(n) => job.total = Some(n),
-                None => {
+            match self.count_lines(&key, &mut job, stop_at).await? {
+                Counted::Done => {}
+                Counted::Later => return Ok(true),
+                Counted::NoFile => {
                     return self
                         .fail(&mut job, "the uploaded file cannot be read")
                         .await
                 }
             }
-            store.save_import(&mut job).await?;
         }
         let Some(mut body) = self.read_from(&key, job.offset).await? else {
             // Past the end of the file, or the file is gone (expired, deleted).
@@ -187,9 +228,23 @@ impl Importer {
             }
             return self.finish(&mut job).await;
         };
+        let policy = match store.get_org(org).await? {
+            Some(o) => o.rate_limit.map(Into::into),
+            None => None,
+        }
+        .unwrap_or(self.cx.config.rate_limit);
+        // A batch never costs more than the bucket holds, so it can always be paid for
+        // whole (tokens are never taken for a batch that is then not written).
+        let batch_items = if policy.rate == 0 {
+            self.config.batch_lines
+        } else {
+            self.config
+                .batch_lines
+                .min(policy.burst as usize * 10)
+                .max(1)
+        };
         let mut splitter = Splitter::new(job.offset, job.line, MAX_LINE_BYTES);
-        let mut batch: Vec<Line> = Vec::new();
-        let mut batch_bytes = 0;
+        let mut batch = Batch::default();
         loop {
             let (lines, eof) = match body.next().await {
                 Some(Ok(chunk)) => (splitter.push(&chunk), false),
@@ -203,13 +258,9 @@ impl Importer {
                 ),
             };
             for line in lines {
-                batch_bytes += line.text.as_ref().map_or(0, String::len);
-                batch.push(line);
-                let items = batch.iter().filter(|l| !l.is_blank()).count();
-                if items >= self.config.batch_lines || batch_bytes >= MAX_BATCH_BYTES {
-                    self.apply(org, &mut job, std::mem::take(&mut batch))
-                        .await?;
-                    batch_bytes = 0;
+                if let Some(full) = batch.push(line, batch_items) {
+                    self.pace(org, policy, &full, stop_at).await?;
+                    self.apply(org, &mut job, full).await?;
                     if Instant::now() >= stop_at {
                         return Ok(true);
                     }
@@ -219,10 +270,53 @@ impl Importer {
                 break;
             }
         }
-        if !batch.is_empty() {
-            self.apply(org, &mut job, batch).await?;
+        if !batch.lines.is_empty() {
+            self.pace(org, policy, &batch.lines, stop_at).await?;
+            self.apply(org, &mut job, batch.lines).await?;
         }
         self.finish(&mut job).await
+    }
+
+    /// Takes what a batch costs from the organization's rate bucket, as the bulk route
+    /// charges its lines (a token per started group of 10), so an import writes no faster
+    /// than the organization's calls may (before, 60 lines refused as one bulk call were
+    /// all written as an import). A batch costs at most the burst (see `batch_items`);
+    /// while the bucket cannot pay for it the run waits, or, past its time, hands over to
+    /// a continuation due when the bucket can ([`Stop::Paced`]).
+    async fn pace(
+        &self,
+        org: &str,
+        policy: crate::domain::rate::Policy,
+        batch: &[Line],
+        stop_at: Instant,
+    ) -> Result<(), Stop> {
+        use crate::store::rate::{Bucket, Taken};
+        if policy.rate == 0 {
+            return Ok(());
+        }
+        let items = batch.iter().filter(|l| !l.is_blank()).count();
+        let cost = items.div_ceil(10) as u32;
+        if cost == 0 {
+            return Ok(());
+        }
+        loop {
+            let now = crate::domain::time::Timestamp::now().millis() * 1000;
+            match self
+                .cx
+                .store
+                .take_tokens(org, Bucket::Calls, policy, cost, now, None)
+                .await?
+            {
+                Taken::Granted { .. } => return Ok(()),
+                Taken::Refused { wait_us, .. } => {
+                    let wait = Duration::from_micros(wait_us.max(1) as u64);
+                    if Instant::now() + wait >= stop_at {
+                        return Err(Stop::Paced(wait.as_secs_f64().ceil().min(900.0) as i32));
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
     }
 
     /// Applies one batch of lines and saves the counts with the checkpoint after it.
@@ -308,23 +402,47 @@ impl Importer {
         Ok(false)
     }
 
-    /// The file's non-blank lines (one pass over it); `None` when there is no file.
-    async fn count_lines(&self, key: &str) -> Result<Option<u64>, Stop> {
-        let Some(mut body) = self.read_from(key, 0).await? else {
-            return Ok(self.exists(key).await?.then_some(0));
+    /// Counts the file's non-blank lines into `job.total` (one pass over it, from where an
+    /// earlier run's count stopped), saving the count as it goes: at least every
+    /// [`COUNT_CHECKPOINT_BYTES`], and when the run's time is up ([`Counted::Later`]).
+    async fn count_lines(
+        &self,
+        key: &str,
+        job: &mut ImportItem,
+        stop_at: Instant,
+    ) -> Result<Counted, Stop> {
+        let Some(mut body) = self.read_from(key, job.counted_to).await? else {
+            if !self.exists(key).await? {
+                return Ok(Counted::NoFile);
+            }
+            // counted to the end already
+            job.total = Some(job.counted);
+            self.cx.store.save_import(job).await?;
+            return Ok(Counted::Done);
         };
-        let mut splitter = Splitter::new(0, 0, MAX_LINE_BYTES);
-        let mut n = 0u64;
+        let mut splitter = Splitter::new(job.counted_to, 0, MAX_LINE_BYTES);
+        let (mut n, mut end) = (job.counted, job.counted_to);
+        let start = end;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| Stop::Failed(format!("reading the file: {e}")))?;
-            n += splitter
-                .push(&chunk)
-                .iter()
-                .filter(|l| !l.is_blank())
-                .count() as u64;
+            for line in splitter.push(&chunk) {
+                n += u64::from(!line.is_blank());
+                end = line.end;
+            }
+            // a run that has counted no whole line yet goes on: every run makes progress
+            let late = Instant::now() >= stop_at && end > start;
+            if late || end - job.counted_to >= COUNT_CHECKPOINT_BYTES {
+                (job.counted, job.counted_to) = (n, end);
+                self.cx.store.save_import(job).await?;
+                if late {
+                    return Ok(Counted::Later);
+                }
+            }
         }
         n += splitter.finish().filter(|l| !l.is_blank()).map_or(0, |_| 1);
-        Ok(Some(n))
+        job.total = Some(n);
+        self.cx.store.save_import(job).await?;
+        Ok(Counted::Done)
     }
 
     async fn exists(&self, key: &str) -> Result<bool, Stop> {
@@ -381,6 +499,45 @@ pub fn deadline_from(deadline_ms: u64) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(number: u64, text: &str) -> Line {
+        Line {
+            number,
+            end: number,
+            text: Some(text.to_string()),
+        }
+    }
+
+    /// Before, 20 KB of newlines made one batch of 20,000 lines that every line recounted,
+    /// and no checkpoint until the file's end. Now a stretch of blank lines is cut into
+    /// batches of at most `MAX_LINES_PER_ITEM` × `batch_lines` lines, each checkpointed.
+    #[test]
+    fn blank_lines_are_batched_and_checkpointed_like_any_other() {
+        let mut batch = Batch::default();
+        let mut sizes = Vec::new();
+        for n in 1..=20_000 {
+            if let Some(full) = batch.push(line(n, ""), 500) {
+                sizes.push(full.len());
+            }
+        }
+        assert_eq!(sizes, vec![2_000; 10]);
+        assert!(batch.lines.is_empty());
+        // items fill a batch first when there are any
+        let mut sizes = Vec::new();
+        for n in 1..=3_000 {
+            let text = if n % 2 == 0 { "{}" } else { "  " };
+            if let Some(full) = batch.push(line(n, text), 500) {
+                sizes.push(full.len());
+            }
+        }
+        assert_eq!(sizes, vec![1_000; 3]);
+        // and so does the text's size
+        let big = "x".repeat(MAX_BATCH_BYTES / 2);
+        assert!(batch.push(line(1, &big), 500).is_none());
+        assert_eq!(batch.push(line(2, &big), 500).map(|b| b.len()), Some(2));
+        assert_eq!(batch.items, 0);
+        assert_eq!(batch.bytes, 0);
+    }
 
     #[test]
     fn messages_name_imports_from_s3_events_and_continuations() {
