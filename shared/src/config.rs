@@ -26,6 +26,11 @@ pub struct Config {
     /// How many items of one bulk request are written at once (`CATALOG_BULK_CONCURRENCY`,
     /// default 16).
     pub bulk_concurrency: usize,
+    /// How long after it arrived a call may start writes (`CATALOG_WRITE_BUDGET_MS`, default
+    /// 6000, within the API functions' 10 s timeout); never later than
+    /// [`WRITE_MARGIN`](crate::http::request::WRITE_MARGIN) before the invocation's deadline.
+    /// A bulk line whose write has not started by then answers 503 in its line status.
+    pub write_budget: Duration,
     /// How the warm list snapshots are kept: `CATALOG_LIST_LOAD_BUDGET_MS` (default 5000), the
     /// time one call may spend on a cold read; `CATALOG_SNAPSHOT_MAX_BYTES` (default half of
     /// the function's memory, `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, else 1 GiB);
@@ -62,6 +67,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             max_bulk_body_bytes: 6 * 1024 * 1024,
             bulk_concurrency: 16,
+            write_budget: Duration::from_secs(6),
             snapshots: Default::default(),
             imports: Default::default(),
             webhooks: Default::default(),
@@ -120,6 +126,9 @@ impl Config {
             bulk_concurrency: number("CATALOG_BULK_CONCURRENCY")
                 .map(|n| n.clamp(1, 256) as usize)
                 .unwrap_or(defaults.bulk_concurrency),
+            write_budget: number("CATALOG_WRITE_BUDGET_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.write_budget),
             snapshots: crate::store::changes::SnapshotPolicy {
                 load_budget: number("CATALOG_LIST_LOAD_BUDGET_MS")
                     .map(Duration::from_millis)

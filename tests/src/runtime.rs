@@ -131,7 +131,8 @@ impl Emulator {
     /// `<binary>@<variant>` is another process of `<binary>`: `@strict` runs outside local
     /// mode (with a cursor secret; `@nokey` without one, which refuses to start), `@limited` with a
     /// rate limit of 1 call per second and bursts of 5, `@noqueue` with an unreachable queue endpoint, `@nodb` with an unreachable
-    /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`,
+    /// DynamoDB endpoint, `@faultydb` through the fault-injecting proxy of `faults.rs`
+    /// (`@deadline` too, with a write budget of 3 s and one bulk transaction at a time),
     /// `@slowload` with a cold list read of one 5-item page per shard and call, `@reload`
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
     /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
@@ -182,6 +183,12 @@ impl Emulator {
             "faultydb" => env.extend([
                 ("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint()),
                 ("CATALOG_USAGE_FLUSH_SECONDS", "3600".into()),
+            ]),
+            "deadline" => env.extend([
+                ("AWS_ENDPOINT_URL_DYNAMODB", crate::faults::endpoint()),
+                ("CATALOG_USAGE_FLUSH_SECONDS", "3600".into()),
+                ("CATALOG_WRITE_BUDGET_MS", "3000".into()),
+                ("CATALOG_BULK_CONCURRENCY", "1".into()),
             ]),
             "reload" => env.push(("CATALOG_LIST_RELOAD_SECONDS", "2".into())),
             "shortauth" => env.push(("CATALOG_AUTH_CACHE_SECONDS", "3".into())),

@@ -357,3 +357,78 @@ async fn values_too_long_for_a_storage_key_are_400_naming_the_parameter_and_limi
         "nothing written"
     );
 }
+
+/// A bulk call never outlives its function: before, a bulk PATCH slowed by storage ran past
+/// the function's timeout, and the client got API Gateway's bare 503 with no line statuses,
+/// not knowing which lines were written. Now no write starts after the call's write budget
+/// (`@deadline`: 3 s, one transaction at a time): the transaction the proxy holds past it
+/// commits, and every line not written by then answers 503 in its own status, with
+/// `Retry-After`, so the answer says exactly what was written.
+#[tokio::test]
+async fn a_bulk_write_out_of_time_answers_exactly_what_it_wrote() {
+    const TRANSACT: &str = "TransactWriteItems";
+    let db = faults::faulty_db().await;
+    let _exclusive = db.exclusive.lock().await;
+    let org = Org::new().await;
+    let lines: Vec<_> = (0..300)
+        .map(|i| json!({"identifier": format!("late-{i:03}")}))
+        .collect();
+    db.close_gate(TRANSACT);
+    let started = std::time::Instant::now();
+    let call = tokio::spawn(send_to(
+        "products@deadline",
+        Request::new("PATCH", "/v1/products")
+            .bearer(&org.key)
+            .json(json!(lines)),
+    ));
+    // The first transaction waits at the proxy (unless the call's budget ran out before it
+    // was sent, on a very busy machine: then it answers with nothing written).
+    let held = tokio::select! {
+        _ = db.holding(1) => true,
+        _ = async { while !call.is_finished() { tokio::time::sleep(std::time::Duration::from_millis(20)).await } } => false,
+    };
+    // past the budget (counted from when the function received the call)
+    tokio::time::sleep_until((started + std::time::Duration::from_secs(4)).into()).await;
+    db.release();
+    let r = call.await.expect("the call");
+    db.reset();
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let result = r.body["result"].as_array().expect("line statuses");
+    assert_eq!(result.len(), 300);
+    let mut written = std::collections::BTreeSet::new();
+    let mut late = 0;
+    for (i, line) in result.iter().enumerate() {
+        assert_eq!(line["line"], json!(i + 1));
+        match line["status"].as_u64() {
+            Some(201) => {
+                written.insert(line["identifier"].as_str().unwrap().to_string());
+            }
+            Some(503) => {
+                late += 1;
+                assert_eq!(
+                    line["error"],
+                    json!("not written: the request ran out of time before this line's write started; send it again"),
+                    "{line}"
+                );
+            }
+            _ => panic!("line {line}"),
+        }
+    }
+    assert!(late > 0, "the budget ran out before the last transaction");
+    if held {
+        assert!(!written.is_empty(), "the held transaction committed");
+    }
+    // exactly the lines answered 201 are stored
+    let mut stored = std::collections::BTreeSet::new();
+    for page in 1..=2 {
+        let r = org
+            .get(&format!("/v1/products?limit=200&page={page}"))
+            .await;
+        assert_eq!(r.status, 200);
+        for p in r.body["result"].as_array().unwrap() {
+            stored.insert(p["identifier"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(stored, written);
+}

@@ -31,14 +31,21 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     // A bulk write costs a token per started group of 10 lines; the call paid one already.
     app.charge(call, items.len().div_ceil(10).max(1) as u32)
         .await?;
+    let deadline = call.request.write_deadline(app.config.write_budget);
     let outcomes = app
         .in_bulk_slot(
             call,
-            write_items(app, call.org(), items, None, call.guard()),
+            write_items(app, call.org(), items, None, call.guard(), deadline),
         )
         .await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
-    Ok(ApiResponse::json(200, json!({ "result": lines })))
+    let answer = ApiResponse::json(200, json!({ "result": lines }));
+    // Lines the call had no time for: the client sends them again, after a second.
+    Ok(if outcomes.iter().any(|o| o.status == 503) {
+        answer.with_header("retry-after", "1")
+    } else {
+        answer
+    })
 }
 
 /// The variants and SKUs an item's body names.

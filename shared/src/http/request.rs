@@ -5,6 +5,7 @@ use crate::json_text::{ndjson_line, nesting_depth, object_item, BulkItem, MAX_JS
 use lambda_http::{Body, RequestExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default)]
 pub struct ApiRequest {
@@ -27,7 +28,15 @@ pub struct ApiRequest {
     /// `Host`: where a console sign-in link points.
     pub host: Option<String>,
     pub body: Vec<u8>,
+    /// When the request arrived, and when its invocation must have answered (Lambda's
+    /// deadline): what a call's writes are bounded by ([`ApiRequest::write_deadline`]).
+    pub received: Option<Instant>,
+    pub invocation_deadline: Option<Instant>,
 }
+
+/// The time kept before the invocation's deadline for the writes already started and the
+/// answer: no write starts later.
+pub const WRITE_MARGIN: Duration = Duration::from_secs(2);
 
 impl ApiRequest {
     pub fn from_lambda(req: lambda_http::Request) -> Self {
@@ -62,6 +71,15 @@ impl ApiRequest {
             })
             .unwrap_or_default();
         let method = req.method().as_str().to_string();
+        let received = Instant::now();
+        let invocation_deadline = req.lambda_context_ref().and_then(|c| {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_millis() as u64;
+            let left = c.deadline.checked_sub(now_ms)?;
+            received.checked_add(Duration::from_millis(left))
+        });
         let body = match req.into_body() {
             Body::Empty => Vec::new(),
             Body::Text(t) => t.into_bytes(),
@@ -80,6 +98,22 @@ impl ApiRequest {
             csrf_token,
             host,
             body,
+            received: Some(received),
+            invocation_deadline,
+        }
+    }
+
+    /// The last moment a write of this call may start: `budget` after it arrived, and
+    /// [`WRITE_MARGIN`] before its invocation's deadline at the latest; `None` when neither
+    /// is known (a request built in a test).
+    pub fn write_deadline(&self, budget: Duration) -> Option<Instant> {
+        let by_budget = self.received.and_then(|r| r.checked_add(budget));
+        let by_invocation = self
+            .invocation_deadline
+            .and_then(|d| d.checked_sub(WRITE_MARGIN));
+        match (by_budget, by_invocation) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -214,6 +248,34 @@ const NOT_A_LIST: &str = "request body must be a JSON array of objects (or NDJSO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call's writes stop starting at its budget, or the margin before the invocation's
+    /// deadline when that comes first.
+    #[test]
+    fn the_write_deadline_is_the_earlier_of_budget_and_invocation() {
+        let t = Instant::now();
+        let at = |received, deadline| ApiRequest {
+            received,
+            invocation_deadline: deadline,
+            ..Default::default()
+        };
+        let budget = Duration::from_secs(6);
+        let s = Duration::from_secs;
+        assert_eq!(
+            at(Some(t), Some(t + s(10))).write_deadline(budget),
+            Some(t + s(6))
+        );
+        assert_eq!(
+            at(Some(t), Some(t + s(7))).write_deadline(budget),
+            Some(t + s(5))
+        );
+        assert_eq!(at(Some(t), None).write_deadline(budget), Some(t + s(6)));
+        assert_eq!(
+            at(None, Some(t + s(7))).write_deadline(budget),
+            Some(t + s(5))
+        );
+        assert_eq!(at(None, None).write_deadline(budget), None);
+    }
 
     fn req(ct: Option<&str>, body: &str) -> ApiRequest {
         ApiRequest {

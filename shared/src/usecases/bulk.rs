@@ -20,12 +20,13 @@ use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::settings::WriteContext;
-use crate::store::writes::PackedWrites;
+use crate::store::writes::{Committed, PackedWrites};
 use futures_util::StreamExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
 
 use crate::domain::limits::MAX_ATTRIBUTE_KEYS_PER_WRITE;
 
@@ -37,7 +38,9 @@ pub struct LineOutcome {
     pub line: usize,
     /// As sent; null when the line has no string `identifier`
     pub identifier: Option<String>,
-    /// What PATCH /products/{identifier} would have answered: 201, 200 or an error status
+    /// What PATCH /products/{identifier} would have answered: 201, 200 or an error status;
+    /// 503 when the request ran out of time before this line's write started (nothing of it
+    /// is written: send it again; the answer then has Retry-After)
     pub status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
@@ -119,13 +122,16 @@ const MAX_BULK_ATTRIBUTE_KEYS: usize = 4 * MAX_ATTRIBUTE_KEYS_PER_WRITE;
 
 /// Validates and writes bulk items (the bulk route's body, an import's batch), each atomic
 /// and independent; one outcome per item, in order. `source` (an import id) marks the
-/// products its lines create, so that a line applied again reports the same status.
+/// products its lines create, so that a line applied again reports the same status. No
+/// write starts after `deadline`: a line not written by then answers [`NOT_STARTED`]'s 503,
+/// so the answer always says exactly what was written.
 pub async fn write_items(
     cx: &Context,
     org: &str,
     items: Vec<BulkItem>,
     source: Option<&str>,
     guard: Option<&Guard>,
+    deadline: Option<Instant>,
 ) -> Result<Vec<LineOutcome>, ApiError> {
     let lines = parse_lines(items);
     let shaped = shape(&lines);
@@ -276,20 +282,24 @@ pub async fn write_items(
     }
     let committed = cx
         .store
-        .commit_packed(packed, cx.config.bulk_concurrency, guard)
+        .commit_packed(packed, cx.config.bulk_concurrency, guard, deadline)
         .await;
-    for (i, ok) in committed {
-        if ok {
-            outcomes[i] = Some(written(&checked[i], created[i]));
-        } else {
-            alone.push((i, None));
+    for (i, done) in committed {
+        match done {
+            Committed::Yes => outcomes[i] = Some(written(&checked[i], created[i])),
+            Committed::Failed => alone.push((i, None)),
+            Committed::NotStarted => outcomes[i] = Some(not_started(&checked[i])),
         }
     }
     alone.sort_by_key(|(i, _)| *i);
     let mut writes = Vec::with_capacity(alone.len());
     for (i, known) in alone {
-        let (line, id, patch) = &checked[i];
+        let entry = &checked[i];
+        let (line, id, patch) = entry;
         writes.push(async move {
+            if past(deadline) {
+                return (i, not_started(entry));
+            }
             (
                 i,
                 write_line(cx, org, *line, *id, patch, known, guard).await,
@@ -308,6 +318,27 @@ pub async fn write_items(
         .zip(&checked)
         .map(|(o, (line, id, patch))| o.unwrap_or_else(|| refused(*line, *id, patch)))
         .collect())
+}
+
+/// The error of a line whose write had not started when the call's time ran out.
+pub const NOT_STARTED: &str =
+    "not written: the request ran out of time before this line's write started; send it again";
+
+/// Whether `deadline` has passed.
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// The outcome of a valid line whose write never started: 503, nothing of it written.
+fn not_started(
+    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, ApiError>),
+) -> LineOutcome {
+    LineOutcome {
+        line: *line,
+        identifier: id.map(str::to_string),
+        status: 503,
+        error: Some(NOT_STARTED.to_string()),
+    }
 }
 
 /// The outcome of an item refused before any write.

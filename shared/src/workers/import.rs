@@ -340,7 +340,7 @@ impl Importer {
             })
             .collect();
         let lines: Vec<usize> = items.iter().map(|i| i.line).collect();
-        let outcomes = match write_items(self.cx, org, items, Some(&job.id), None).await {
+        let outcomes = match write_items(self.cx, org, items, Some(&job.id), None, None).await {
             Ok(outcomes) => outcomes,
             // A batch refused whole (a limit over all its lines) fails each of its lines:
             // applying it again would be refused again.

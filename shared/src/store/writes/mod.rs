@@ -40,7 +40,7 @@ use actions::BUNDLES_SET;
 use actions::{deletion_record, tombstone, tombstone_item, with_table};
 pub use actions::{DELETION_RETENTION_SECS, TOMBSTONE_RETENTION_SECS};
 pub use commit::Identity;
-pub use packed::PackedWrites;
+pub use packed::{Committed, PackedWrites};
 
 #[cfg(test)]
 mod tests;

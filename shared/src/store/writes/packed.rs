@@ -57,20 +57,38 @@ impl PackedWrites {
     }
 }
 
+/// What became of one packed write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Committed {
+    Yes,
+    /// Its transaction failed: nothing of it was written.
+    Failed,
+    /// The call's deadline came before its transaction was sent: nothing was written.
+    NotStarted,
+}
+
 impl Store {
     /// Commits the packed writes, at most `concurrency` transactions at a time (the
-    /// Idempotency-Key's `guard` joins the first to commit): each tag with whether its write
-    /// committed. A write whose transaction failed, for any reason, changed nothing.
+    /// Idempotency-Key's `guard` joins the first to commit): each tag with what became of
+    /// its write. A write whose transaction failed, for any reason, changed nothing; no
+    /// transaction starts after `deadline` (one already sent is waited for).
     pub async fn commit_packed(
         &self,
         packed: PackedWrites,
         concurrency: usize,
         guard: Option<&Guard>,
-    ) -> Vec<(usize, bool)> {
-        let committed: Vec<(Vec<usize>, bool)> = futures_util::stream::iter(packed.batches)
+        deadline: Option<std::time::Instant>,
+    ) -> Vec<(usize, Committed)> {
+        let committed: Vec<(Vec<usize>, Committed)> = futures_util::stream::iter(packed.batches)
             .map(|Batch { write, tags, .. }| async move {
-                let ok = self.commit(&write, guard).await.is_ok();
-                (tags, ok)
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    return (tags, Committed::NotStarted);
+                }
+                let done = match self.commit(&write, guard).await {
+                    Ok(_) => Committed::Yes,
+                    Err(_) => Committed::Failed,
+                };
+                (tags, done)
             })
             .buffer_unordered(concurrency.max(1))
             .collect()

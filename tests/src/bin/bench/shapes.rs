@@ -108,8 +108,13 @@ pub async fn write(n: usize, shape: Shape, parallel: usize) -> Duration {
                 .expect("a tree fits a transaction");
         }
         let started = Instant::now();
-        let committed = store.commit_packed(packed, parallel, None).await;
-        assert!(committed.iter().all(|(_, ok)| *ok), "a transaction failed");
+        let committed = store.commit_packed(packed, parallel, None, None).await;
+        assert!(
+            committed
+                .iter()
+                .all(|(_, done)| *done == catalog::store::writes::Committed::Yes),
+            "a transaction failed"
+        );
         return started.elapsed();
     }
     if let Shape::Trees { trees } = shape {
