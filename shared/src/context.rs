@@ -58,10 +58,14 @@ impl Context {
         });
         let mut cx = Self::new(config, store);
         if let Some(checkpoints) = checkpoints {
+            let key = crate::search::snapshot::CheckpointKey::new(
+                cx.config.cursor_key.derive("catalog list checkpoints"),
+            );
             cx.lists = Box::new(Embedded::with_checkpoints(
                 cx.store.clone(),
                 cx.config.snapshots,
                 checkpoints,
+                key,
             ));
         }
         cx.queue = queue;

@@ -101,7 +101,7 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
     // a first process reads the index in full and saves the checkpoints
     let first = lists(&org, "products@ckpt-a").await;
     let s3 = s3_client(moto());
-    let key = |kind: &str| format!("checkpoints/{}/{kind}/1", org.id);
+    let key = |kind: &str| format!("checkpoints/{}/{kind}/2", org.id);
     let mut product_at = 0;
     for kind in ["product", "variant", "sku"] {
         let at = written_after(&s3, &key(kind), 0).await;
@@ -183,7 +183,7 @@ async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts()
         bucket: BUCKET.to_string(),
     };
     let org = Org::new().await;
-    let key = format!("checkpoints/{}/product/1", org.id);
+    let key = format!("checkpoints/{}/product/2", org.id);
     let at = Timestamp::from_millis;
     assert_eq!(store.get(&key).await, Ok(None));
     assert_eq!(
@@ -212,4 +212,49 @@ async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts()
         store.get(&key).await == Ok(Some(big)),
         "the parts do not make the object"
     );
+}
+
+/// A checkpoint is bound to its organization, type and deployment: before, organization A's
+/// checkpoint copied to C's key was trusted, and C's cold process listed A's totals and
+/// identifiers (and later wrote them back as C's). Now it is refused: C's cold process reads
+/// its own index and lists only its own products.
+#[tokio::test]
+async fn a_checkpoint_copied_to_another_organization_is_refused() {
+    imports().await;
+    let (a, c) = (Org::new().await, Org::new().await);
+    let items: Vec<Value> = (0..30)
+        .map(|i| json!({"identifier": format!("a{i:02}"), "name": format!("A's {i}")}))
+        .collect();
+    assert_eq!(
+        a.patch("/v1/products", Value::Array(items)).await.status,
+        200
+    );
+    assert_eq!(
+        c.patch("/v1/products/c-own", json!({"name": "C's own"}))
+            .await
+            .status,
+        201
+    );
+    // A's process reads its index in full and saves its checkpoint
+    get(&a, "products@ckpt-copy-a", "/v1/products?limit=200").await;
+    let s3 = s3_client(moto());
+    let from = format!("checkpoints/{}/product/2", a.id);
+    let to = format!("checkpoints/{}/product/2", c.id);
+    written_after(&s3, &from, 0).await;
+    s3.copy_object()
+        .bucket(BUCKET)
+        .copy_source(format!("{BUCKET}/{from}"))
+        .key(&to)
+        .send()
+        .await
+        .expect("copied");
+    // C's first list on a cold process: its own product, none of A's
+    let r = get(&c, "products@ckpt-copy-c", "/v1/products?limit=200").await;
+    assert_eq!(
+        r.body["pagination"]["totalResults"],
+        json!(1),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(r.body["result"][0]["identifier"], json!("c-own"));
 }

@@ -45,6 +45,14 @@ impl CursorKey {
         }
     }
 
+    /// A key for another purpose, derived from this deployment secret (HMAC of
+    /// `purpose`): what only this deployment can make, never the secret itself.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self, payload: &[u8]) -> Vec<u8> {
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key");
         mac.update(payload);

@@ -72,15 +72,17 @@ impl Embedded {
         }
     }
 
-    /// The engine whose cold snapshots start from `checkpoints` (and save them there).
+    /// The engine whose cold snapshots start from `checkpoints` (and save them there),
+    /// sealed with `key`.
     pub fn with_checkpoints(
         store: Store,
         policy: SnapshotPolicy,
         checkpoints: std::sync::Arc<dyn super::snapshot::CheckpointStore>,
+        key: super::snapshot::CheckpointKey,
     ) -> Self {
         Self {
             store,
-            snapshots: Snapshots::new(policy).with_checkpoints(checkpoints),
+            snapshots: Snapshots::new(policy).with_checkpoints(checkpoints, key),
         }
     }
 }

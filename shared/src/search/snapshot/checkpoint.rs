@@ -4,9 +4,13 @@
 //! warm process does on every call, so a snapshot loaded from a checkpoint is the one a full
 //! read would build (`tests.rs` holds the two equal, deletes and tree moves included).
 //!
-//! Format 1: blocks, an index, a footer. Each block holds up to `block_entries` entries and
+//! Format 2: blocks, an index, a footer. Each block holds up to `block_entries` entries and
 //! is checked by its SHA-256 in the index, so a loader can fetch blocks with parallel ranged
-//! reads and decode them on every core, and refuses a torn or altered one.
+//! reads and decode them on every core, and refuses a torn or altered one. The index is
+//! sealed by an HMAC-SHA256 under the deployment's [`CheckpointKey`] over the organization
+//! and type it holds (format 1 had a plain hash): a checkpoint copied to another
+//! organization's key, another type's, or written by anyone without the deployment's secret
+//! is refused, so a process only ever trusts what its own deployment wrote for that list.
 //!
 //! ```text
 //! block   := count entry*                       (count as LEB128)
@@ -15,7 +19,7 @@
 //!            su, tu (ms) and family as i64 LE; ver as LEB128
 //! index   := version(1) values(8: the packed values' layout fingerprint) synced(i64 LE)
 //!            blocks(LEB128) (offset u64, len u64, sha256)* deletions(LEB128) (id, at i64 LE)*
-//! footer  := index length (u32 LE) sha256(index) "CATCKPT1"
+//! footer  := index length (u32 LE) hmac(key, org 0x00 type 0x00 index) "CATCKPT2"
 //! ```
 
 use super::Rows;
@@ -24,8 +28,56 @@ use crate::search::entities::Entry;
 use crate::search::packed::{put_len, put_str, PackedValues};
 use crate::store::items::EntityKind;
 use futures_util::future::BoxFuture;
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+
+/// The deployment's key for sealing checkpoints (derived from its cursor secret,
+/// `http::cursor::CursorKey::derive`): only its processes can write one another trusts.
+#[derive(Clone, Default)]
+pub struct CheckpointKey([u8; 32]);
+
+impl std::fmt::Debug for CheckpointKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointKey(..)")
+    }
+}
+
+impl CheckpointKey {
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+}
+
+/// What one checkpoint is sealed with: the deployment's key and the list it holds.
+#[derive(Clone, Copy)]
+pub(crate) struct Seal<'a> {
+    pub key: &'a CheckpointKey,
+    pub org: &'a str,
+    pub kind: EntityKind,
+}
+
+impl Seal<'_> {
+    fn mac(&self, index: &[u8]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key.0).expect("HMAC takes any key");
+        mac.update(self.org.as_bytes());
+        mac.update(&[0]);
+        mac.update(self.kind.as_str().as_bytes());
+        mac.update(&[0]);
+        mac.update(index);
+        mac
+    }
+
+    /// The tag of `index` in this list's checkpoint.
+    pub(crate) fn tag(&self, index: &[u8]) -> [u8; 32] {
+        self.mac(index).finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is this list's tag of `index` (compared in constant time).
+    fn verify(&self, index: &[u8], tag: &[u8]) -> bool {
+        self.mac(index).verify_slice(tag).is_ok()
+    }
+}
 
 /// Where checkpoints are kept (S3 as deployed, `imports/checkpoints.rs`): whole objects by
 /// key. Errors are text: a checkpoint that cannot be read or written is only a slower start.
@@ -46,7 +98,7 @@ pub trait CheckpointStore: Send + Sync {
     ) -> BoxFuture<'a, Result<bool, String>>;
 }
 
-/// The object key of the checkpoint of `org`'s entities of `kind`, in format 1.
+/// The object key of the checkpoint of `org`'s entities of `kind`, in format 2.
 pub fn key(org: &str, kind: EntityKind) -> String {
     format!("checkpoints/{org}/{}/{VERSION}", kind.as_str())
 }
@@ -54,8 +106,8 @@ pub fn key(org: &str, kind: EntityKind) -> String {
 /// Entries per block of the checkpoints a process writes.
 pub(crate) const BLOCK_ENTRIES: usize = 16_384;
 
-const MAGIC: &[u8; 8] = b"CATCKPT1";
-const VERSION: u8 = 1;
+const MAGIC: &[u8; 8] = b"CATCKPT2";
+const VERSION: u8 = 2;
 /// Bytes of the footer: the index's length and the magic.
 pub(crate) const FOOTER: usize = 4 + 32 + 8;
 
@@ -141,11 +193,13 @@ impl Encoder {
             .push((start as u64, (self.out.len() - start) as u64, hash));
     }
 
-    /// The checkpoint: the blocks so far, synced to `synced`, remembering `deleted`.
+    /// The checkpoint: the blocks so far, synced to `synced`, remembering `deleted`, sealed
+    /// with `seal`.
     pub(crate) fn finish<'d>(
         self,
         synced: Timestamp,
         deleted: impl ExactSizeIterator<Item = (&'d String, &'d Timestamp)>,
+        seal: Seal<'_>,
     ) -> Vec<u8> {
         let Self { mut out, blocks } = self;
         let index_start = out.len();
@@ -164,15 +218,27 @@ impl Encoder {
             out.extend_from_slice(&at.millis().to_le_bytes());
         }
         let index_len = (out.len() - index_start) as u32;
-        let index_hash: [u8; 32] = Sha256::digest(&out[index_start..]).into();
+        let tag = seal.tag(&out[index_start..]);
         out.extend_from_slice(&index_len.to_le_bytes());
-        out.extend_from_slice(&index_hash);
+        out.extend_from_slice(&tag);
         out.extend_from_slice(MAGIC);
         out
     }
 }
 
-/// The checkpoint of `rows`, synced to `synced`, in blocks of `block_entries` entries.
+/// The seal of the unit tests' checkpoints: organization `o`'s products, a zero key.
+#[cfg(test)]
+pub(crate) fn test_seal() -> Seal<'static> {
+    static KEY: CheckpointKey = CheckpointKey([0; 32]);
+    Seal {
+        key: &KEY,
+        org: "o",
+        kind: EntityKind::Product,
+    }
+}
+
+/// The checkpoint of `rows`, synced to `synced`, in blocks of `block_entries` entries,
+/// sealed with [`test_seal`].
 #[cfg(test)]
 pub(crate) fn encode(rows: &Rows, synced: Timestamp, block_entries: usize) -> Vec<u8> {
     let mut encoder = Encoder::new();
@@ -180,7 +246,7 @@ pub(crate) fn encode(rows: &Rows, synced: Timestamp, block_entries: usize) -> Ve
     for chunk in entries.chunks(block_entries.max(1)) {
         encoder.block(chunk.iter().copied());
     }
-    encoder.finish(synced, rows.deleted.iter())
+    encoder.finish(synced, rows.deleted.iter(), test_seal())
 }
 
 /// Reads what [`encode`] wrote, refusing anything short or malformed.
@@ -231,8 +297,9 @@ impl<'a> Reader<'a> {
 }
 
 /// The index of a checkpoint of `total` bytes from its last bytes (`tail`, at least the
-/// footer and the index: a loader reads the tail first, then the blocks).
-pub(crate) fn layout(tail: &[u8], total: u64) -> Result<Layout, Unusable> {
+/// footer and the index: a loader reads the tail first, then the blocks), refused unless
+/// `seal` is the one it was written with.
+pub(crate) fn layout(tail: &[u8], total: u64, seal: Seal<'_>) -> Result<Layout, Unusable> {
     if tail.len() < FOOTER || &tail[tail.len() - 8..] != MAGIC {
         return Err(unusable("no checkpoint footer"));
     }
@@ -245,8 +312,10 @@ pub(crate) fn layout(tail: &[u8], total: u64) -> Result<Layout, Unusable> {
         return Err(unusable("the index is longer than the checkpoint"));
     };
     let index = &tail[index_start..tail.len() - FOOTER];
-    if Sha256::digest(index).as_slice() != &footer[4..36] {
-        return Err(unusable("the index does not match its hash"));
+    if !seal.verify(index, &footer[4..36]) {
+        return Err(unusable(
+            "not sealed by this deployment for this organization and type",
+        ));
     }
     let mut r = Reader(index);
     if r.byte()? != VERSION {
@@ -322,10 +391,14 @@ pub(crate) fn decode_block(block: &Block, bytes: &[u8], rows: &mut Rows) -> Resu
     Ok(())
 }
 
-/// The rows of a whole checkpoint and the position they are synced to, its blocks decoded
-/// on `threads` threads.
-pub(crate) fn decode(bytes: &[u8], threads: usize) -> Result<(Rows, Timestamp), Unusable> {
-    let layout = layout(bytes, bytes.len() as u64)?;
+/// The rows of a whole checkpoint sealed with `seal` and the position they are synced to,
+/// its blocks decoded on `threads` threads.
+pub(crate) fn decode(
+    bytes: &[u8],
+    threads: usize,
+    seal: Seal<'_>,
+) -> Result<(Rows, Timestamp), Unusable> {
+    let layout = layout(bytes, bytes.len() as u64, seal)?;
     let per_thread = layout.blocks.len().div_ceil(threads.max(1)).max(1);
     let parts: Vec<Result<Rows, Unusable>> = std::thread::scope(|scope| {
         let handles: Vec<_> = layout

@@ -100,17 +100,20 @@ fn a_checkpoint_reads_back_as_the_rows_it_was_made_of() {
     let synced = Timestamp::from_millis(400);
     for (block_entries, threads) in [(1, 1), (16, 2), (1000, 4)] {
         let bytes = encode(&rows, synced, block_entries);
-        let (back, at) = decode(&bytes, threads).unwrap();
+        let (back, at) = decode(&bytes, threads, test_seal()).unwrap();
         assert_eq!(at, synced);
         assert_eq!(view(&back), view(&rows), "blocks of {block_entries}");
         assert_eq!(
-            layout(&bytes, bytes.len() as u64).unwrap().blocks.len(),
+            layout(&bytes, bytes.len() as u64, test_seal())
+                .unwrap()
+                .blocks
+                .len(),
             249usize.div_ceil(block_entries)
         );
     }
     // an empty snapshot too
     let bytes = encode(&Rows::default(), synced, 16);
-    let (empty, _) = decode(&bytes, 2).unwrap();
+    let (empty, _) = decode(&bytes, 2, test_seal()).unwrap();
     assert_eq!(empty.entries.len(), 0);
 }
 
@@ -124,14 +127,14 @@ fn a_torn_altered_or_foreign_checkpoint_is_refused() {
     let mut altered = bytes.clone();
     altered[3] ^= 1;
     assert_eq!(
-        decode(&altered, 1).unwrap_err(),
+        decode(&altered, 1, test_seal()).unwrap_err(),
         Unusable("a block does not match its hash".into())
     );
     assert_eq!(
-        decode(&bytes[..bytes.len() - 1], 1).unwrap_err(),
+        decode(&bytes[..bytes.len() - 1], 1, test_seal()).unwrap_err(),
         Unusable("no checkpoint footer".into())
     );
-    assert!(decode(&bytes[bytes.len() - 20..], 1).is_err());
+    assert!(decode(&bytes[bytes.len() - 20..], 1, test_seal()).is_err());
     // the index, a byte flipped in place (and its hash made again when `rehash`)
     let with_index = |at: usize, value: u8, rehash: bool| {
         let mut b = bytes.clone();
@@ -140,22 +143,58 @@ fn a_torn_altered_or_foreign_checkpoint_is_refused() {
         let start = n - FOOTER - index_len as usize;
         b[start + at] ^= value;
         if rehash {
-            let hash: [u8; 32] = Sha256::digest(&b[start..n - FOOTER]).into();
-            b[n - FOOTER + 4..n - 8].copy_from_slice(&hash);
+            let tag = test_seal().tag(&b[start..n - FOOTER]);
+            b[n - FOOTER + 4..n - 8].copy_from_slice(&tag);
         }
         b
     };
     for (at, value, rehash, why) in [
-        (9, 0xff, false, "the index does not match its hash"),
+        (
+            9,
+            0xff,
+            false,
+            "not sealed by this deployment for this organization and type",
+        ),
         (0, 3, true, "another format version"),
         (1, 0x5a, true, "values packed in another layout"),
     ] {
         assert_eq!(
-            decode(&with_index(at, value, rehash), 1).unwrap_err(),
+            decode(&with_index(at, value, rehash), 1, test_seal()).unwrap_err(),
             Unusable(why.into())
         );
     }
-    assert!(decode(b"", 1).is_err());
+    assert!(decode(b"", 1, test_seal()).is_err());
+}
+
+/// Before, a checkpoint was checked by plain hashes only: one copied from organization A's
+/// key to C's was trusted (C listed A's entities). Now it is sealed with the deployment's
+/// key over its organization and type, and refused anywhere else.
+#[test]
+fn a_checkpoint_is_trusted_only_for_its_own_list_and_deployment() {
+    let rows = rows_of(&[sku("a", "p1", "v1", 1, 1, false)]);
+    let bytes = encode(&rows, Timestamp::from_millis(5), 1);
+    assert!(decode(&bytes, 1, test_seal()).is_ok());
+    let other_key = CheckpointKey::new([7; 32]);
+    let refused = "not sealed by this deployment for this organization and type";
+    for seal in [
+        Seal {
+            org: "c",
+            ..test_seal()
+        },
+        Seal {
+            kind: EntityKind::Sku,
+            ..test_seal()
+        },
+        Seal {
+            key: &other_key,
+            ..test_seal()
+        },
+    ] {
+        assert_eq!(
+            decode(&bytes, 1, seal).unwrap_err(),
+            Unusable(refused.into())
+        );
+    }
 }
 
 /// One change of a small catalog of SKUs that move between variants and products, are
@@ -184,7 +223,7 @@ proptest! {
         let cut = cut.min(changes.len());
         let before = rows_of(&changes[..cut]);
         let synced = Timestamp::from_millis(cut as i64 + 1);
-        let (mut loaded, at) = decode(&encode(&before, synced, 5), 2).unwrap();
+        let (mut loaded, at) = decode(&encode(&before, synced, 5), 2, test_seal()).unwrap();
         prop_assert_eq!(at, synced);
         loaded.apply(changes[cut.saturating_sub(overlap)..].to_vec());
         prop_assert_eq!(view(&loaded), view(&rows_of(&changes)));
@@ -262,7 +301,7 @@ fn checkpoints_of_5m_entities() {
     let mut load_secs = 0.0;
     for (kind, count, bytes) in &checkpoints {
         let started = Instant::now();
-        let (back, _) = decode(bytes, threads).unwrap();
+        let (back, _) = decode(bytes, threads, test_seal()).unwrap();
         let secs = started.elapsed().as_secs_f64();
         assert_eq!(back.entries.len(), *count);
         println!(

@@ -26,7 +26,7 @@ mod checkpoint;
 mod refresh;
 mod writer;
 
-pub use checkpoint::CheckpointStore;
+pub use checkpoint::{CheckpointKey, CheckpointStore};
 
 #[cfg(test)]
 mod tests;
@@ -266,6 +266,8 @@ pub struct Snapshots {
     policy: SnapshotPolicy,
     /// Where checkpoints are kept, when the deployment has them (`checkpoint.rs`).
     checkpoints: Option<std::sync::Arc<dyn CheckpointStore>>,
+    /// What they are sealed with.
+    checkpoint_key: CheckpointKey,
     /// Shared with the checkpoint writes under way (`writer.rs`).
     inner: std::sync::Arc<Mutex<Map>>,
     /// Filtered lists computed over the snapshots (always locked after `inner`).
@@ -344,14 +346,20 @@ impl Snapshots {
                 ..policy
             },
             checkpoints: None,
+            checkpoint_key: CheckpointKey::default(),
             inner: Default::default(),
             selections: Mutex::default(),
         }
     }
 
-    /// These snapshots, loaded from and saved to `checkpoints` when cold.
-    pub fn with_checkpoints(mut self, checkpoints: std::sync::Arc<dyn CheckpointStore>) -> Self {
+    /// These snapshots, loaded from and saved to `checkpoints` when cold, sealed with `key`.
+    pub fn with_checkpoints(
+        mut self,
+        checkpoints: std::sync::Arc<dyn CheckpointStore>,
+        key: CheckpointKey,
+    ) -> Self {
         self.checkpoints = Some(checkpoints);
+        self.checkpoint_key = key;
         self
     }
 

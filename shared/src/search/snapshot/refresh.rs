@@ -198,8 +198,16 @@ impl Snapshots {
             }
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let decoded = match tokio::task::spawn_blocking(move || checkpoint::decode(&bytes, threads))
-            .await
+        let (key, owner) = (self.checkpoint_key.clone(), org.to_string());
+        let decoded = match tokio::task::spawn_blocking(move || {
+            let seal = checkpoint::Seal {
+                key: &key,
+                org: &owner,
+                kind,
+            };
+            checkpoint::decode(&bytes, threads, seal)
+        })
+        .await
         {
             Ok(decoded) => decoded,
             Err(e) => {

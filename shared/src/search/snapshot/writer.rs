@@ -10,7 +10,7 @@
 //! when the write began), so the loader's delta from there brings each again, and applying
 //! rows keeps the latest image (the tests below hold a checkpoint taken mid-change equal).
 
-use super::checkpoint::{self, Encoder, BLOCK_ENTRIES};
+use super::checkpoint::{self, CheckpointKey, Encoder, Seal, BLOCK_ENTRIES};
 use super::*;
 use std::sync::Arc;
 
@@ -91,6 +91,7 @@ impl Snapshots {
                 known: snap.checkpoint.at,
                 map: self.inner.clone(),
                 store: store.clone(),
+                key: self.checkpoint_key.clone(),
                 org: org.to_string(),
                 kind: *kind,
                 synced,
@@ -121,6 +122,7 @@ struct Job {
     known: Option<Timestamp>,
     map: Arc<Mutex<Map>>,
     store: Arc<dyn CheckpointStore>,
+    key: CheckpointKey,
     org: String,
     kind: EntityKind,
     /// The position the checkpoint claims: the snapshot's when the write began.
@@ -176,10 +178,18 @@ impl Job {
         }
         let (map, org, kind) = (self.map.clone(), self.org.clone(), self.kind);
         let (synced, deleted) = (self.synced, Arc::clone(&self.deleted));
-        let bytes = tokio::task::spawn_blocking(move || encode(&map, &org, kind, synced, &deleted))
-            .await
-            .map_err(|e| format!("the encoder failed: {e}"))?
-            .ok_or("the snapshot was dropped meanwhile")?;
+        let sealing = self.key.clone();
+        let bytes = tokio::task::spawn_blocking(move || {
+            let seal = Seal {
+                key: &sealing,
+                org: &org,
+                kind,
+            };
+            encode(&map, seal, synced, &deleted)
+        })
+        .await
+        .map_err(|e| format!("the encoder failed: {e}"))?
+        .ok_or("the snapshot was dropped meanwhile")?;
         let wrote = self.store.put_newer(&key, bytes, self.synced).await?;
         Ok(if wrote { Written::Ours } else { Written::Newer })
     }
@@ -189,25 +199,24 @@ impl Job {
 /// block at a time, each under its own lock; `None` when the snapshot is dropped meanwhile.
 fn encode(
     map: &Mutex<Map>,
-    org: &str,
-    kind: EntityKind,
+    seal: Seal<'_>,
     synced: Timestamp,
     deleted: &HashMap<String, Timestamp>,
 ) -> Option<Vec<u8>> {
-    encode_between(map, (org, kind), synced, deleted, BLOCK_ENTRIES, |_| {})
+    encode_between(map, seal, synced, deleted, BLOCK_ENTRIES, |_| {})
 }
 
 /// [`encode`] in blocks of `block_entries`, running `between` (tests: changes made while a
 /// checkpoint is taken) under each block's lock before the block is taken.
 fn encode_between(
     map: &Mutex<Map>,
-    (org, kind): (&str, EntityKind),
+    seal: Seal<'_>,
     synced: Timestamp,
     deleted: &HashMap<String, Timestamp>,
     block_entries: usize,
     mut between: impl FnMut(&mut Map),
 ) -> Option<Vec<u8>> {
-    let key = (org.to_string(), kind);
+    let key = (seal.org.to_string(), seal.kind);
     let mut encoder = Encoder::new();
     let mut after: Option<Arc<str>> = None;
     loop {
@@ -225,7 +234,7 @@ fn encode_between(
         after = Some(last.id.clone());
         encoder.block(block.into_iter());
     }
-    Some(encoder.finish(synced, deleted.iter()))
+    Some(encoder.finish(synced, deleted.iter(), seal))
 }
 
 #[cfg(test)]
@@ -264,7 +273,7 @@ mod tests {
         let mut pending = later.clone().into_iter();
         let bytes = encode_between(
             &map,
-            ("o", EntityKind::Product),
+            checkpoint::test_seal(),
             synced,
             &HashMap::new(),
             1,
@@ -274,7 +283,7 @@ mod tests {
             },
         )
         .expect("the snapshot stayed");
-        let (mut loaded, at) = checkpoint::decode(&bytes, 2).unwrap();
+        let (mut loaded, at) = checkpoint::decode(&bytes, 2, checkpoint::test_seal()).unwrap();
         assert_eq!(at, synced);
         loaded.apply(later.concat());
         let map = lock(&map);
@@ -324,7 +333,8 @@ mod tests {
     #[tokio::test]
     async fn a_process_writes_its_checkpoint_unless_another_wrote_a_newer_one() {
         let fake = Arc::new(Fake::default());
-        let snaps = Snapshots::new(SnapshotPolicy::default()).with_checkpoints(fake.clone());
+        let snaps = Snapshots::new(SnapshotPolicy::default())
+            .with_checkpoints(fake.clone(), CheckpointKey::default());
         let now = Timestamp::now();
         let at = |ms: i64| Timestamp::from_millis(now.millis() + ms);
         let mut rows = Rows::default();
@@ -370,8 +380,10 @@ mod tests {
         let map = Mutex::new(Map::new());
         let gone = encode(
             &map,
-            "o",
-            EntityKind::Sku,
+            Seal {
+                kind: EntityKind::Sku,
+                ..checkpoint::test_seal()
+            },
             Timestamp::from_millis(1),
             &HashMap::new(),
         );

@@ -483,7 +483,7 @@ async fn checkpoints_written(
     let s3 = s3_client(catalog_e2e::webhooks::moto());
     let started = Instant::now();
     for kind in kinds {
-        let key = format!("checkpoints/{org}/{kind}/1");
+        let key = format!("checkpoints/{org}/{kind}/2");
         while s3
             .head_object()
             .bucket(BUCKET)
