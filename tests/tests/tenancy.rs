@@ -507,3 +507,43 @@ async fn an_organization_runs_at_most_four_bulk_writes_at_once() {
         );
     }
 }
+
+/// A lease's unused tokens go back to the bucket: before, each process leased a chunk
+/// (burst/20) per call and the tokens it did not use lapsed after a second, so a tenant
+/// spread over many instances was refused while under its limit. Ten processes, burst 60
+/// (chunks of 3) at 1 per second, four rounds of one call each, every lease lapsed between
+/// rounds: before, the bucket paid 3 tokens per call (2 lost), 90 by the third round, and
+/// refused it; now it pays the 40 calls plus the 20 tokens still leased, within the burst.
+#[tokio::test]
+async fn leased_tokens_a_process_did_not_use_go_back_to_the_bucket() {
+    let org = Org::new().await;
+    let store = stack().await.store();
+    catalog::admin::set_limits(&store, &org.id, 1, Some(60))
+        .await
+        .expect("limits set");
+    let processes: Vec<String> = (0..10).map(|i| format!("products@lease{i}")).collect();
+    let call = |function: String| {
+        let key = org.key.clone();
+        async move {
+            send_to(
+                &function,
+                Request::new("GET", "/v1/products?limit=1").bearer(&key),
+            )
+            .await
+        }
+    };
+    for round in 1..=4 {
+        for function in &processes {
+            let r = call(function.clone()).await;
+            assert_eq!(
+                r.status,
+                200,
+                "round {round}, {function}: {:?} {:?}",
+                r.body,
+                r.header("ratelimit")
+            );
+        }
+        // every process's lease lapses (it is valid one second)
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    }
+}

@@ -5,8 +5,17 @@
 //!
 //! Accuracy: every token a process hands out was taken from the shared bucket first, so the
 //! fleet never admits more than the bucket allows, give or take the one second a lease may
-//! be held (at most `burst + rate × (t + 1 s)` in any `t` seconds). It can admit less: a
-//! lease's unused tokens (at most one chunk per process) lapse after that second.
+//! be held (at most `burst + rate × (t + 1 s)` in any `t` seconds). A lease's unused tokens
+//! lapse after that second, and go back to the bucket with the process's next take of the
+//! organization's tokens (one write: the bucket moves by what it takes less what it gives
+//! back), so a tenant spread over many instances is not refused below its rate by tokens
+//! leased and never used (before, each lapsed lease was lost).
+//!
+//! When the table cannot be reached, each process keeps the bucket itself from the last
+//! `tat` it saw: it admits at most the organization's policy on its own (a fleet of N
+//! processes at most N times it) and refuses beyond, instead of admitting every call. The
+//! calls themselves need the table, so this only bounds what a failing store would let
+//! through; it never turns a storage failure into a 5xx of the limiter's.
 
 use crate::domain::rate::{ceil_secs, Policy, Take};
 use crate::error::ApiError;
@@ -127,7 +136,7 @@ impl Limiter {
     ) -> Result<RateState, ApiError> {
         let now = now_us();
         let id = (org.to_string(), bucket);
-        let hint = {
+        let (hint, credit) = {
             let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
             match leases.get_mut(&id) {
                 Some(l) if l.policy == policy && l.until > Instant::now() && l.tokens >= cost => {
@@ -137,42 +146,66 @@ impl Limiter {
                 // The bucket's `tat` only grows: when the last one this process saw refuses
                 // the call, so would the table's. Refused at once, with no request, so an
                 // organization far over its limit costs storage nothing per refused call.
+                // What is left of its lease goes back with the next take.
                 Some(l) if l.policy == policy => {
-                    if let Take::Refused { wait_us } = policy.take(Some(l.tat), now, cost) {
+                    let need = cost.saturating_sub(l.tokens);
+                    if let Take::Refused { wait_us } = policy.take(Some(l.tat), now, need) {
                         return Err(refused(policy, cost, wait_us, l.tat, now));
                     }
-                    Some(l.tat)
+                    (Some(l.tat), l.tokens)
                 }
-                Some(l) => Some(l.tat),
-                None => None,
+                Some(l) => (Some(l.tat), 0),
+                None => (None, 0),
             }
         };
         // a chunk when the bucket has it, else just what this call costs
         let want = cost.max(chunk(policy));
         let mut granted = want;
         let mut taken = store
-            .take_tokens(org, bucket, policy, want, now, hint)
+            .take_tokens(org, bucket, policy, want, credit, now, hint)
             .await;
         if want > cost && matches!(taken, Ok(Taken::Refused { .. })) {
             granted = cost;
             taken = store
-                .take_tokens(org, bucket, policy, cost, now, hint)
+                .take_tokens(org, bucket, policy, cost, credit, now, hint)
                 .await;
         }
         let tat = match taken {
             Ok(Taken::Granted { tat }) => tat,
             Ok(Taken::Refused { wait_us, tat }) => {
-                self.keep(id, policy, 0, Instant::now(), tat);
+                // the lapsed lease's tokens were not given back: they go with the next take
+                self.keep(id, policy, credit, Instant::now(), tat);
                 return Err(refused(policy, cost, wait_us, tat, now));
             }
-            Err(e) => {
-                tracing::warn!(error = %e, org, "rate bucket unreachable; call admitted");
-                return Ok(state(policy, now, now, 0));
-            }
+            Err(e) => return self.unreachable(id, policy, cost, now, hint, &e),
         };
         let left = granted - cost;
         self.keep(id, policy, left, Instant::now() + LEASE, tat);
         Ok(state(policy, tat, now, left))
+    }
+
+    /// The table cannot be reached: the call is admitted by this process's own copy of the
+    /// bucket (from the `tat` it last saw), within the organization's policy, else refused.
+    fn unreachable(
+        &self,
+        id: (String, Bucket),
+        policy: Policy,
+        cost: u32,
+        now: i64,
+        seen: Option<i64>,
+        e: &impl std::fmt::Display,
+    ) -> Result<RateState, ApiError> {
+        tracing::warn!(error = %e, org = %id.0, "rate bucket unreachable; this process keeps it");
+        match policy.take(seen, now, cost) {
+            Take::Allowed { tat } => {
+                self.keep(id, policy, 0, Instant::now(), tat);
+                Ok(state(policy, tat, now, 0))
+            }
+            Take::Refused { wait_us } => {
+                let tat = seen.unwrap_or(now);
+                Err(refused(policy, cost, wait_us, tat, now))
+            }
+        }
     }
 
     /// Keeps what this process knows of `org`'s bucket: `tokens` leased until `until`, and
@@ -301,9 +334,32 @@ mod tests {
         let e = limiter.admit(&store, "o", policy, 1).await.unwrap_err();
         assert_eq!(e.status, 429);
         assert!(e.headers.contains(&("retry-after", "1".to_string())));
-        // once the last seen bucket would take the call, the table is asked again
+        // once the last seen bucket would take the call, the table is asked again (here it
+        // is unreachable: the process keeps the bucket itself)
         limiter.keep(id(), policy, 0, Instant::now(), now);
         assert!(limiter.admit(&store, "o", policy, 1).await.is_ok());
+    }
+
+    /// Before, a store that could not be reached admitted every call. Now the process keeps
+    /// the bucket itself: the burst passes, the next call is refused with the limit's 429.
+    #[tokio::test]
+    async fn an_unreachable_bucket_admits_no_more_than_the_policy() {
+        let conf = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .build();
+        let store = Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t");
+        let policy = Policy { rate: 1, burst: 5 };
+        let limiter = Limiter::default();
+        for _ in 0..5 {
+            assert!(limiter.admit(&store, "o", policy, 1).await.is_ok());
+        }
+        let e = limiter.admit(&store, "o", policy, 1).await.unwrap_err();
+        assert_eq!(e.status, 429);
+        assert!(
+            e.message.starts_with("rate limit exceeded"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -46,18 +46,23 @@ pub enum Taken {
 }
 
 impl Store {
-    /// Takes `tokens` from `org`'s bucket under `policy` at `now` (µs since the epoch).
-    /// `hint` is the `tat` this process saw last: it picks which condition to try first.
+    /// Takes `tokens` from `org`'s bucket under `policy` at `now` (µs since the epoch),
+    /// giving back in the same write `returned` tokens this process took earlier and did not
+    /// use (a lapsed lease's): the bucket moves by the difference, back when it is negative
+    /// (a bucket moved back past `now` is simply full). `hint` is the `tat` this process saw
+    /// last: it picks which condition to try first.
+    #[allow(clippy::too_many_arguments)]
     pub async fn take_tokens(
         &self,
         org: &str,
         bucket: Bucket,
         policy: Policy,
         tokens: u32,
+        returned: u32,
         now: i64,
         hint: Option<i64>,
     ) -> Result<Taken, StoreError> {
-        let step = policy.interval_us() * i64::from(tokens);
+        let step = policy.interval_us() * (i64::from(tokens) - i64::from(returned));
         let mut busy = hint.is_some_and(|t| t > now);
         for _ in 0..4 {
             let key = item_key(org_pk(org), bucket.sort_key());
@@ -107,7 +112,7 @@ impl Store {
             }
             // The guess was wrong, or the bucket is too busy: read it.
             let tat = self.bucket_tat(org, bucket).await?;
-            match policy.take(tat, now, tokens) {
+            match policy.take(tat, now, tokens.saturating_sub(returned)) {
                 Take::Refused { wait_us } => {
                     return Ok(Taken::Refused {
                         wait_us,

@@ -304,7 +304,7 @@ impl Importer {
             match self
                 .cx
                 .store
-                .take_tokens(org, Bucket::Calls, policy, cost, now, None)
+                .take_tokens(org, Bucket::Calls, policy, cost, 0, now, None)
                 .await?
             {
                 Taken::Granted { .. } => return Ok(()),
