@@ -37,6 +37,18 @@ pub async fn create_key(
     name: &str,
     scopes: &[Scope],
 ) -> Result<CreatedKey, StoreError> {
+    create_key_within(store, org, (name, scopes), None).await
+}
+
+/// [`create_key`] counted under the organization's key quota: the key's put and the quota
+/// version's move in one transaction (`api/quotas.rs`); `ConditionFailed` when another
+/// create came first.
+pub async fn create_key_within(
+    store: &Store,
+    org: &str,
+    (name, scopes): (&str, &[Scope]),
+    claim: Option<&crate::store::quotas::QuotaClaim>,
+) -> Result<CreatedKey, StoreError> {
     if store.get_org(org).await?.is_none() {
         return Err(StoreError::Other(format!(
             "organization '{org}' does not exist"
@@ -56,8 +68,9 @@ pub async fn create_key(
             created_at: Timestamp::now(),
             last_used_at: None,
         };
-        match store.put_key(&item, None).await {
-            Err(StoreError::ConditionFailed) => continue,
+        match store.put_key(&item, None, claim).await {
+            // a taken key id (one in 36^6): another; under a claim, the caller reads again
+            Err(StoreError::ConditionFailed) if claim.is_none() => continue,
             Err(e) => return Err(e),
             Ok(()) => {
                 return Ok(CreatedKey {

@@ -17,7 +17,7 @@ async fn define(org: &Org, key: &str, t: AttributeType) {
     stack()
         .await
         .store()
-        .put_definition(&org.id, &def, None)
+        .put_definition(&org.id, &def, None, None)
         .await
         .unwrap();
 }

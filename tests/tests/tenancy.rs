@@ -547,3 +547,88 @@ async fn leased_tokens_a_process_did_not_use_go_back_to_the_bucket() {
         tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
     }
 }
+
+/// Quotas are counted atomically with the create, on the receiver the URL names: before,
+/// ten concurrent creations to one URL made seven (limit 5), and a query string or a
+/// fragment made another URL. Ten at once, through several processes, each with its own
+/// query string: exactly five are created, the others are refused with the quota's 409;
+/// re-pointing another subscription there (with a fragment) is refused too. The same holds
+/// for settings: ten concurrent completeness profiles two short of the quota make two.
+#[tokio::test]
+async fn concurrent_creations_never_pass_a_quota() {
+    let org = Org::new().await;
+    let create = |i: usize| {
+        send_to(
+            "webhooks@fleet",
+            Request::new("POST", "/v1/webhooks")
+                .bearer(&org.key)
+                .json(json!({"url": format!("http://127.0.0.1:9/same?n={i}"), "topics": ["*"]})),
+        )
+    };
+    let answers = futures_util::future::join_all((0..10).map(create)).await;
+    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one URL"});
+    let created = answers.iter().filter(|r| r.status == 201).count();
+    assert_eq!(
+        created,
+        5,
+        "{:?}",
+        answers.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    for r in answers.iter().filter(|r| r.status != 201) {
+        assert_eq!((r.status, &r.body), (409, &quota));
+    }
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://127.0.0.1:9/elsewhere", "topics": ["*"]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let other = r.body["result"]["id"].as_str().unwrap().to_string();
+    let r = org
+        .patch(
+            &format!("/v1/webhooks/{other}"),
+            json!({"url": "http://127.0.0.1:9/same#again"}),
+        )
+        .await;
+    assert_eq!((r.status, &r.body), (409, &quota));
+    assert_eq!(
+        org.get("/v1/webhooks").await.body["pagination"]["totalResults"],
+        json!(6)
+    );
+
+    // completeness profiles: 98 made one by one, then ten at once for the last two places
+    org.define(json!({"displayName": "T", "key": "t", "targetEntity": "product", "type": "text"}))
+        .await;
+    let profile =
+        |i: String| json!({"identifier": i, "name": "P", "requiredAttributes": ["product.t"]});
+    for i in 0..98 {
+        let r = org
+            .post("/v1/completeness-profiles", profile(format!("p{i}")))
+            .await;
+        assert_eq!(r.status, 201, "{:?}", r.body);
+    }
+    let last = |i: usize| {
+        send_to(
+            "settings@fleet",
+            Request::new("POST", "/v1/completeness-profiles")
+                .bearer(&org.key)
+                .json(profile(format!("last{i}"))),
+        )
+    };
+    let answers = futures_util::future::join_all((0..10).map(last)).await;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        2,
+        "{statuses:?}"
+    );
+    let quota = json!({"error": "quota exceeded: an organization may have at most 100 completeness profiles"});
+    for r in answers.iter().filter(|r| r.status != 201) {
+        assert_eq!((r.status, &r.body), (409, &quota));
+    }
+    assert_eq!(
+        org.get("/v1/completeness-profiles").await.body["pagination"]["totalResults"],
+        json!(100)
+    );
+}

@@ -179,12 +179,22 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = body.name.as_str();
     names::validate("name", name)?;
     let scopes = scopes_field(&body.scopes, &call.principal.scopes)?;
-    if live_keys(app, call.org()).await?.len() >= MAX_KEYS {
-        return Err(ApiError::conflict(format!(
-            "an organization may have at most {MAX_KEYS} API keys; revoke one first"
-        )));
-    }
-    let created = admin::create_key(&app.store, call.org(), name, &scopes).await?;
+    // counted atomically with the create (`api/quotas.rs`)
+    let count = || async { Ok(live_keys(app, call.org()).await?.len()) };
+    let scopes = &scopes;
+    let create = |claim| async move {
+        admin::create_key_within(&app.store, call.org(), (name, scopes), Some(&claim)).await
+    };
+    let quota = (MAX_KEYS, "live API keys");
+    let created = crate::api::quotas::create_within(
+        app,
+        (call.org(), "api-keys"),
+        quota,
+        count,
+        create,
+        ApiError::from,
+    )
+    .await?;
     let view = KeyView {
         id: &created.key_id,
         name,

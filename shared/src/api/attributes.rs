@@ -279,26 +279,26 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             )));
         }
     }
-    super::quotas::below(
-        app,
-        call.org(),
+    let quota = (
         crate::api::quotas::Counted::AttributeDefinitions,
         super::quotas::MAX_ATTRIBUTES,
         "attribute definitions",
-    )
-    .await?;
-    match app
-        .store
-        .put_definition(call.org(), &def, call.guard())
-        .await
-    {
-        Ok(()) => Ok(ApiResponse::single(201, render(&def))),
-        Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
+    );
+    let new = &def;
+    let create = |claim| async move {
+        app.store
+            .put_definition(call.org(), new, call.guard(), Some(&claim))
+            .await
+    };
+    let exists = |e| match e {
+        StoreError::ConditionFailed => ApiError::conflict(format!(
             "attribute '{}' already exists",
             def.qualified_key()
-        ))),
-        Err(e) => Err(e.into()),
-    }
+        )),
+        e => e.into(),
+    };
+    super::quotas::create_counted(app, call.org(), quota, create, exists).await?;
+    Ok(ApiResponse::single(201, render(&def)))
 }
 
 /// Splits `<entity>.<key>` from the path.

@@ -319,25 +319,25 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         display_name: display_name.to_string(),
         fields,
     };
-    super::quotas::below(
-        app,
-        call.org(),
+    let quota = (
         crate::api::quotas::Counted::MetaobjectDefinitions,
         super::quotas::MAX_METAOBJECT_DEFINITIONS,
         "metaobject definitions",
-    )
-    .await?;
-    match app
-        .store
-        .create_metaobject_definition(call.org(), &def, call.guard())
-        .await
-    {
-        Ok(()) => Ok(ApiResponse::single(201, render_definition(&def))),
-        Err(StoreError::ConditionFailed) => Err(ApiError::conflict(format!(
-            "metaobject definition '{name}' already exists"
-        ))),
-        Err(e) => Err(e.into()),
-    }
+    );
+    let new = &def;
+    let create = |claim| async move {
+        app.store
+            .create_metaobject_definition(call.org(), new, call.guard(), Some(&claim))
+            .await
+    };
+    let exists = |e| match e {
+        StoreError::ConditionFailed => {
+            ApiError::conflict(format!("metaobject definition '{name}' already exists"))
+        }
+        e => e.into(),
+    };
+    super::quotas::create_counted(app, call.org(), quota, create, exists).await?;
+    Ok(ApiResponse::single(201, render_definition(&def)))
 }
 
 fn definition_name(call: &Call) -> Result<&str, ApiError> {

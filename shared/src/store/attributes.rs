@@ -17,6 +17,7 @@ impl Store {
         org: &str,
         def: &AttributeDefinition,
         guard: Option<&Guard>,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
         let item = AttributeItem {
             pk: attributes_pk(org),
@@ -24,7 +25,7 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "attribute", guard).await
+        self.put_new_claimed(&item, "attribute", guard, claim).await
     }
 
     /// Reads the definitions of `keys` (unprefixed) for one entity; missing keys are absent

@@ -63,6 +63,7 @@ impl Store {
         org: &str,
         def: &MetaobjectDefinition,
         guard: Option<&Guard>,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
         let item = DefinitionItem {
             pk: metaobject_defs_pk(org),
@@ -70,7 +71,8 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "metaobject definition", guard).await
+        self.put_new_claimed(&item, "metaobject definition", guard, claim)
+            .await
     }
 
     pub async fn get_metaobject_definition(

@@ -99,6 +99,40 @@ impl Store {
         self.put_expecting(item, Expect::Absent, what, guard).await
     }
 
+    /// [`Store::put_new`] of an item counted under a quota: the put and the quota's
+    /// version move (`store/quotas.rs`) are one transaction, so the count the creator read
+    /// still holds when the item is written.
+    pub(crate) async fn put_new_claimed<T: serde::Serialize>(
+        &self,
+        item: &T,
+        what: &str,
+        guard: Option<&Guard>,
+        claim: Option<&super::quotas::QuotaClaim>,
+    ) -> Result<(), StoreError> {
+        let Some(claim) = claim else {
+            return self.put_new(item, what, guard).await;
+        };
+        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
+        let put = Expect::Absent.put(&self.table, av)?;
+        let action = guard.and_then(|g| Some((g, g.take_action(&self.table)?)));
+        let mut write = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .transact_items(claim.action(&self.table));
+        if let Some((_, a)) = &action {
+            write = write.transact_items(a.clone());
+        }
+        let sent = write
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
+        if let (Err(_), Some((g, _))) = (&sent, action) {
+            g.not_carried();
+        }
+        sent.map(|_| ())
+    }
+
     /// Puts `item` (a `what`) whole, if it does not exist yet (`Absent`) or is still at the
     /// version read: one conditional PutItem, `ConditionFailed` otherwise. With the `guard`
     /// of a request under an Idempotency-Key, the put and the key's move to `written` are

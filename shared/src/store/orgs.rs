@@ -79,8 +79,13 @@ impl Store {
     }
 
     /// Stores a new key; fails if its id is taken.
-    pub async fn put_key(&self, key: &KeyItem, guard: Option<&Guard>) -> Result<(), StoreError> {
-        self.put_new(key, "key", guard).await
+    pub async fn put_key(
+        &self,
+        key: &KeyItem,
+        guard: Option<&Guard>,
+        claim: Option<&super::quotas::QuotaClaim>,
+    ) -> Result<(), StoreError> {
+        self.put_new_claimed(key, "key", guard, claim).await
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {

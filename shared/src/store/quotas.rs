@@ -5,7 +5,44 @@
 use super::keys::{org_pk, TTL};
 use super::ops::item_key;
 use super::{Store, StoreError};
-use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use aws_sdk_dynamodb::types::{AttributeValue, Select, TransactWriteItem, Update};
+
+/// What a creator under a quota read before it counted: the version of the organization's
+/// creations of that kind (`O#<org>` / `QUOTA#<kind>`, attribute `v`). Its create moves the
+/// version in the same transaction, conditioned on this value, so of two creators that
+/// counted the same state only one writes; the other reads and counts again. Deletes do not
+/// move it: a count can only have fallen meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaClaim {
+    org: String,
+    kind: &'static str,
+    seen: u64,
+}
+
+impl QuotaClaim {
+    fn key(org: &str, kind: &str) -> super::ops::Item {
+        item_key(org_pk(org), format!("QUOTA#{kind}"))
+    }
+
+    /// The transaction action that moves the version on, if it is still the one read.
+    pub(crate) fn action(&self, table: &str) -> TransactWriteItem {
+        let update = Update::builder()
+            .table_name(table)
+            .set_key(Some(Self::key(&self.org, self.kind)))
+            .update_expression("SET v = :next")
+            .expression_attribute_values(":next", AttributeValue::N((self.seen + 1).to_string()));
+        let update = if self.seen == 0 {
+            update.condition_expression("attribute_not_exists(v)")
+        } else {
+            update
+                .condition_expression("v = :seen")
+                .expression_attribute_values(":seen", AttributeValue::N(self.seen.to_string()))
+        };
+        TransactWriteItem::builder()
+            .update(update.build().expect("key, table and expression are set"))
+            .build()
+    }
+}
 
 /// What an organization creates through settings, counted for its quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +53,49 @@ pub enum Counted {
     MetaobjectDefinitions,
 }
 
+impl Counted {
+    /// Its quota's name (`QUOTA#<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counted::AttributeDefinitions => "attributes",
+            Counted::Families => "families",
+            Counted::CompletenessProfiles => "profiles",
+            Counted::MetaobjectDefinitions => "metaobject-definitions",
+        }
+    }
+}
+
 impl Store {
+    /// The version of `org`'s creations of `kind`, read before they are counted (one
+    /// strongly consistent GetItem; 0 before the first).
+    pub async fn quota_claim(
+        &self,
+        org: &str,
+        kind: &'static str,
+    ) -> Result<QuotaClaim, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(QuotaClaim::key(org, kind)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("GetItem", e))?;
+        let seen = out
+            .item
+            .as_ref()
+            .and_then(|i| i.get("v"))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        Ok(QuotaClaim {
+            org: org.to_string(),
+            kind,
+            seen,
+        })
+    }
+
     /// How many of `what` the organization holds (see [`Store::count_partition`]).
     pub async fn count_of(&self, org: &str, what: Counted) -> Result<usize, StoreError> {
         let pk = match what {

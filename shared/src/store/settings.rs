@@ -250,6 +250,7 @@ impl Store {
         name: &str,
         attributes: Vec<String>,
         guard: Option<&Guard>,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
     ) -> Result<Family, StoreError> {
         let out = self
             .client
@@ -279,7 +280,7 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new(&item, "family", guard).await?;
+        self.put_new_claimed(&item, "family", guard, claim).await?;
         Ok(family)
     }
 
@@ -304,6 +305,7 @@ impl Store {
         org: &str,
         profile: &CompletenessProfile,
         guard: Option<&Guard>,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
         let item = ProfileItem {
             pk: profiles_pk(org),
@@ -311,7 +313,7 @@ impl Store {
             profile: profile.clone(),
             created_at: Timestamp::now(),
         };
-        match self.put_new(&item, "profile", guard).await {
+        match self.put_new_claimed(&item, "profile", guard, claim).await {
             Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
                 "completeness profile '{}' already exists",
                 profile.identifier

@@ -183,6 +183,20 @@ async fn resolve(name: &str, policy: UrlPolicy) -> Result<Vec<SocketAddr>, Strin
     Ok(addrs)
 }
 
+/// The receiver `url` names, for counting subscriptions per receiver: scheme, host, port and
+/// path, without the query string and fragment (which the same receiver ignores or a
+/// subscriber could vary at will). A URL that does not parse is its own endpoint.
+pub fn endpoint(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
 /// The resolver of the delivery client: connections only ever go to addresses the guard
 /// allowed, looked up at connect time.
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +226,25 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_endpoint_is_a_url_without_query_or_fragment() {
+        for (a, b) in [
+            ("https://h.example/hook?x=1", "https://h.example/hook"),
+            ("https://H.example:443/hook#f", "https://h.example/hook"),
+            ("https://h.example/hook?", "https://h.example/hook"),
+        ] {
+            assert_eq!(endpoint(a), endpoint(b), "{a}");
+        }
+        assert_ne!(
+            endpoint("https://h.example/a"),
+            endpoint("https://h.example/b")
+        );
+        assert_ne!(
+            endpoint("https://h.example:8443/a"),
+            endpoint("https://h.example/a")
+        );
     }
 
     #[test]

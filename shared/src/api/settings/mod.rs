@@ -268,19 +268,23 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
             return Err(missing_attribute("attributes", key));
         }
     }
-    let attributes = keys.into_iter().map(|(_, _, key)| key).collect();
-    crate::api::quotas::below(
-        app,
-        call.org(),
+    let attributes: Vec<String> = keys.into_iter().map(|(_, _, key)| key).collect();
+    let quota = (
         crate::api::quotas::Counted::Families,
         crate::api::quotas::MAX_FAMILIES,
         "families",
-    )
-    .await?;
-    let family = app
-        .store
-        .create_family(call.org(), &name, attributes, call.guard())
-        .await?;
+    );
+    let create = |claim| {
+        let attributes = attributes.clone();
+        let name = &name;
+        async move {
+            app.store
+                .create_family(call.org(), name, attributes, call.guard(), Some(&claim))
+                .await
+        }
+    };
+    let family =
+        crate::api::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
     Ok(ApiResponse::single(201, json(&family)))
 }
 

@@ -124,17 +124,18 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
         )?,
         builtin_names,
     };
-    crate::api::quotas::below(
-        app,
-        call.org(),
+    let quota = (
         crate::api::quotas::Counted::CompletenessProfiles,
         crate::api::quotas::MAX_PROFILES,
         "completeness profiles",
-    )
-    .await?;
-    app.store
-        .create_profile(call.org(), &profile, call.guard())
-        .await?;
+    );
+    let new = &profile;
+    let create = |claim| async move {
+        app.store
+            .create_profile(call.org(), new, call.guard(), Some(&claim))
+            .await
+    };
+    crate::api::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
     Ok(ApiResponse::single(201, render_profile(&profile)))
 }
 

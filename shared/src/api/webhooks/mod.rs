@@ -1,7 +1,7 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
 //! delivery log, replays, test events and the event catalog.
 
-use super::quotas::{MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
+use super::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
 use crate::auth::Scope;
@@ -188,9 +188,12 @@ pub const API: Api = Api {
     endpoints: ENDPOINTS,
 };
 
-/// Most subscriptions per organization (the change feed reads them all per batch). A soft
-/// limit: concurrent creations may pass it by a few.
+/// Most subscriptions per organization (the change feed reads them all per batch), counted
+/// atomically with each create (`api/quotas.rs`).
 pub const MAX_WEBHOOKS: usize = 50;
+/// The quota version the organization's subscriptions share: a create, and a re-point to
+/// another URL, both move it.
+const QUOTA: &str = "webhooks";
 const MAX_DESCRIPTION: usize = 500;
 /// The body of POST /webhooks/{id}/rotate-secret (optional).
 #[derive(Deserialize, JsonSchema)]
@@ -255,15 +258,18 @@ async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
 }
 
 /// 409 when `url` already has [`MAX_WEBHOOKS_PER_URL`] subscriptions (other than `except`):
-/// one receiver does not need more, and each one multiplies the deliveries it gets.
+/// one receiver does not need more, and each one multiplies the deliveries it gets. URLs
+/// are compared as endpoints ([`url_guard::endpoint`]): a query string or fragment does not
+/// make another receiver.
 fn same_url_below_quota(
     subs: &[Subscription],
     url: &str,
     except: Option<&str>,
 ) -> Result<(), ApiError> {
+    let endpoint = url_guard::endpoint(url);
     let same = subs
         .iter()
-        .filter(|s| s.url == url && Some(s.id.as_str()) != except)
+        .filter(|s| url_guard::endpoint(&s.url) == endpoint && Some(s.id.as_str()) != except)
         .count();
     if same >= MAX_WEBHOOKS_PER_URL {
         return Err(super::quotas::over(
@@ -356,13 +362,6 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let description = description_field(body.description.as_ref())?.flatten();
     let enabled = body.enabled.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
-    let subs = app.store.list_subscriptions(call.org()).await?;
-    if subs.len() >= MAX_WEBHOOKS {
-        return Err(ApiError::conflict(format!(
-            "an organization may have at most {MAX_WEBHOOKS} webhooks; delete one first"
-        )));
-    }
-    same_url_below_quota(&subs, &url, None)?;
     let now = Timestamp::now();
     let sub = Subscription {
         id: prefixed_ulid("wh_"),
@@ -378,9 +377,28 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         updated_at: now,
         ver: 1,
     };
-    app.store
-        .create_subscription(call.org(), &sub, call.guard())
-        .await?;
+    // Both quotas, the organization's and the URL's, counted atomically with the create.
+    let count = || async {
+        let subs = app.store.list_subscriptions(call.org()).await?;
+        same_url_below_quota(&subs, &sub.url, None)?;
+        Ok(subs.len())
+    };
+    let new = &sub;
+    let create = |claim| async move {
+        app.store
+            .create_subscription(call.org(), new, call.guard(), Some(&claim))
+            .await
+    };
+    let quota = (MAX_WEBHOOKS, "webhooks");
+    create_within(
+        app,
+        (call.org(), QUOTA),
+        quota,
+        count,
+        create,
+        ApiError::from,
+    )
+    .await?;
     Ok(ApiResponse::shown(201, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))
 }
 
@@ -397,14 +415,26 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     )
 }
 
-/// Applies `change` to the stored subscription under optimistic concurrency.
+/// Applies `change` to the stored subscription under optimistic concurrency. A re-point to
+/// `url` is counted under the URL's quota like a create, atomically with the save: each
+/// attempt reads the quota's version, counts, and saves with the version's move.
 async fn modify(
     app: &App,
     call: &Call,
+    url: Option<&str>,
     change: impl Fn(&mut Subscription),
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
     with_retries(&format!("webhook '{id}'"), || async {
+        let claim = match url {
+            Some(u) => {
+                let claim = app.store.quota_claim(call.org(), QUOTA).await?;
+                let subs = app.store.list_subscriptions(call.org()).await?;
+                same_url_below_quota(&subs, u, Some(id)).map_err(Retry::Fail)?;
+                Some(claim)
+            }
+            None => None,
+        };
         let if_match = call.request.if_match.as_deref();
         let mut sub = etags::checked(
             if_match,
@@ -415,7 +445,9 @@ async fn modify(
         change(&mut sub);
         sub.ver += 1;
         sub.updated_at = Timestamp::next_after([sub.updated_at]);
-        app.store.save_subscription(call.org(), &sub).await?;
+        app.store
+            .save_subscription(call.org(), &sub, claim.as_ref())
+            .await?;
         Ok::<_, Retry>(sub)
     })
     .await
@@ -432,12 +464,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Some(raw) => Some(checked_url(app, raw).await?),
         None => None,
     };
-    if let Some(u) = &url {
-        let subs = app.store.list_subscriptions(call.org()).await?;
-        let id = call.route.identifier(0, "webhook id")?;
-        same_url_below_quota(&subs, u, Some(id))?;
-    }
-    let sub = modify(app, call, |sub| {
+    let sub = modify(app, call, url.as_deref(), |sub| {
         if let Some(u) = &url {
             sub.url = u.clone();
         }
@@ -486,7 +513,7 @@ async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             })?,
     };
     let secret = new_secret();
-    let sub = modify(app, call, |sub| {
+    let sub = modify(app, call, None, |sub| {
         let until = Timestamp::now().millis() + overlap as i64 * 1000;
         let old = std::mem::replace(&mut sub.secret, secret.clone());
         (sub.previous_secret, sub.previous_secret_expires_at) = if overlap > 0 {

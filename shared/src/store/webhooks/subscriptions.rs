@@ -10,13 +10,14 @@ impl Store {
         org: &str,
         sub: &Subscription,
         guard: Option<&Guard>,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
         let item = SubscriptionItem {
             pk: webhooks_pk(org),
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.put_new(&item, "webhook", guard).await
+        self.put_new_claimed(&item, "webhook", guard, claim).await
     }
 
     pub async fn get_subscription(
@@ -63,22 +64,50 @@ impl Store {
     }
 
     /// Replaces a subscription read at version `sub.ver - 1`: `ConditionFailed` when another
-    /// write moved it or it was deleted.
-    pub async fn save_subscription(&self, org: &str, sub: &Subscription) -> Result<(), StoreError> {
+    /// write moved it or it was deleted (or, with a quota `claim`, when another create or
+    /// re-point of the organization's subscriptions came first: one transaction).
+    pub async fn save_subscription(
+        &self,
+        org: &str,
+        sub: &Subscription,
+        claim: Option<&crate::store::quotas::QuotaClaim>,
+    ) -> Result<(), StoreError> {
         let item = SubscriptionItem {
             pk: webhooks_pk(org),
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(encode(&item, "webhook")?))
-            .condition_expression("ver = :prev")
-            .expression_attribute_values(":prev", AttributeValue::N((sub.ver - 1).to_string()))
-            .send()
-            .await
-            .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+        match claim {
+            None => {
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(encode(&item, "webhook")?))
+                    .condition_expression("ver = :prev")
+                    .expression_attribute_values(
+                        ":prev",
+                        AttributeValue::N((sub.ver - 1).to_string()),
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::from_sdk("PutItem", e))?;
+            }
+            Some(claim) => {
+                let put = crate::store::ops::Expect::Version(sub.ver - 1)
+                    .put(&self.table, encode(&item, "webhook")?)?;
+                self.client
+                    .transact_write_items()
+                    .transact_items(
+                        aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                            .put(put)
+                            .build(),
+                    )
+                    .transact_items(claim.action(&self.table))
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
+            }
+        }
         Ok(())
     }
 
