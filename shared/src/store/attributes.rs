@@ -25,7 +25,13 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new_claimed(&item, "attribute", guard, claim).await
+        self.put_new_with(
+            &item,
+            "attribute",
+            guard,
+            claim.map(|c| c.action(&self.table)),
+        )
+        .await
     }
 
     /// Reads the definitions of `keys` (unprefixed) for one entity; missing keys are absent

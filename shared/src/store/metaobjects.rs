@@ -71,8 +71,13 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new_claimed(&item, "metaobject definition", guard, claim)
-            .await
+        self.put_new_with(
+            &item,
+            "metaobject definition",
+            guard,
+            claim.map(|c| c.action(&self.table)),
+        )
+        .await
     }
 
     pub async fn get_metaobject_definition(

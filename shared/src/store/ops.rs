@@ -99,17 +99,17 @@ impl Store {
         self.put_expecting(item, Expect::Absent, what, guard).await
     }
 
-    /// [`Store::put_new`] of an item counted under a quota: the put and the quota's
-    /// version move (`store/quotas.rs`) are one transaction, so the count the creator read
-    /// still holds when the item is written.
-    pub(crate) async fn put_new_claimed<T: serde::Serialize>(
+    /// [`Store::put_new`] with one more action in the same transaction (`also`: a quota's
+    /// version move, `store/quotas.rs`, so the count the creator read still holds when the
+    /// item is written).
+    pub(crate) async fn put_new_with<T: serde::Serialize>(
         &self,
         item: &T,
         what: &str,
         guard: Option<&Guard>,
-        claim: Option<&super::quotas::QuotaClaim>,
+        also: Option<TransactWriteItem>,
     ) -> Result<(), StoreError> {
-        let Some(claim) = claim else {
+        let Some(also) = also else {
             return self.put_new(item, what, guard).await;
         };
         let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
@@ -119,7 +119,7 @@ impl Store {
             .client
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().put(put).build())
-            .transact_items(claim.action(&self.table));
+            .transact_items(also);
         if let Some((_, a)) = &action {
             write = write.transact_items(a.clone());
         }

@@ -280,7 +280,8 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new_claimed(&item, "family", guard, claim).await?;
+        self.put_new_with(&item, "family", guard, claim.map(|c| c.action(&self.table)))
+            .await?;
         Ok(family)
     }
 
@@ -313,7 +314,15 @@ impl Store {
             profile: profile.clone(),
             created_at: Timestamp::now(),
         };
-        match self.put_new_claimed(&item, "profile", guard, claim).await {
+        match self
+            .put_new_with(
+                &item,
+                "profile",
+                guard,
+                claim.map(|c| c.action(&self.table)),
+            )
+            .await
+        {
             Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
                 "completeness profile '{}' already exists",
                 profile.identifier

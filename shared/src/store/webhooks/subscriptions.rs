@@ -17,7 +17,13 @@ impl Store {
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.put_new_claimed(&item, "webhook", guard, claim).await
+        self.put_new_with(
+            &item,
+            "webhook",
+            guard,
+            claim.map(|c| c.action(&self.table)),
+        )
+        .await
     }
 
     pub async fn get_subscription(
