@@ -13,11 +13,11 @@ test: ## the full test suite, as CI runs it
 build: ## every function for arm64 (release, zipped for infra/template.yaml), with zip sizes
 	./scripts/build.sh
 
-package: ## build every function and put the zips and the template into DIST (default dist/): what make deploy takes
+package: ## build every function and keep the zips and the template as a release in DIST/releases/<commit>/ (default dist/): what make deploy takes
 	DIST="$(DIST)" ./scripts/package.sh
 
-deploy: ## deploy one stage from make package's artifacts, building nothing: make deploy STAGE=prod [DIST=dist] [ORG="Acme"] (infra/samconfig.toml; ORG: the first organization, its key stored in SSM)
-	STAGE="$(STAGE)" DIST="$(DIST)" ORG="$(ORG)" ./scripts/deploy.sh
+deploy: ## deploy one stage from make package's release of the checked-out version, building nothing: make deploy STAGE=prod [DIST=dist] [RELEASE=<version>] [ORG="Acme"] (infra/samconfig.toml; RELEASE: a kept release instead, the rollback; ORG: the first organization, its key stored in SSM; ALLOW_LOW_CONCURRENCY=1: warn only)
+	STAGE="$(STAGE)" DIST="$(DIST)" RELEASE="$(RELEASE)" ORG="$(ORG)" ALLOW_LOW_CONCURRENCY="$(ALLOW_LOW_CONCURRENCY)" ./scripts/deploy.sh
 
 lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
 	./scripts/lint-template.sh

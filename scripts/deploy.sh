@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make deploy STAGE=<stage> [DIST=dist] [ORG="Acme"]: deploys the artifacts `make package`
-# put into DIST (built here or by an earlier CI job) as the stack of one stage, with the
-# stage's settings from infra/samconfig.toml (no prompt), then prints the API URL. With ORG,
+# make deploy STAGE=<stage> [DIST=dist] [RELEASE=<version>] [ORG="Acme"]: deploys one release
+# `make package` kept in DIST/releases/<version> (built here or by an earlier CI job) as the
+# stack of one stage: the checked-out version's, or the one RELEASE names (a rollback), with
+# the stage's settings from infra/samconfig.toml (no prompt), then prints the API URL. With ORG,
 # the first organization of the stage is created once: its key goes to an SSM SecureString
 # parameter (/catalog/<stage>/first-organization), never to the output; a later run with
 # ORG finds it there and creates nothing.
@@ -12,7 +13,12 @@
 #   - a stage whose account_id (infra/samconfig.toml) is not the credentials' account;
 #   - AWS_REGION or AWS_DEFAULT_REGION naming another region than the stage's `region`;
 #   - a production stage whose alarms reach nobody (AlarmEmail and AlarmTopicArn empty);
-#   - artifacts whose manifest does not match them.
+#   - no package of the checked-out version (git rev-parse HEAD) in DIST/releases, unless
+#     RELEASE names the kept release to deploy instead; artifacts that do not match their
+#     manifest, or whose VERSION is not their folder's;
+#   - an account whose Lambda concurrency cannot hold what the stack reserves and its queue
+#     consumers' MaximumConcurrency, plus the 100 Lambda keeps unreserved
+#     (ALLOW_LOW_CONCURRENCY=1 makes this a warning).
 # After the stack is deployed it reads the table's deletion protection (describe-table) and
 # fails, naming the fix, when it is off.
 # SAMCONFIG=<file> reads another configuration (the tests' copies).
@@ -21,6 +27,7 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 STAGE="${STAGE:-${1:-}}"
 DIST="${DIST:-dist}"
+RELEASE="${RELEASE:-}"
 CONFIG="${SAMCONFIG:-$ROOT/infra/samconfig.toml}"
 SAM_CLI_VERSION="1.170.0"
 AWS_CLI_VERSION="1.46.2"
@@ -28,7 +35,7 @@ TOOLS="$ROOT/.tools/deploy"
 say() { printf '[deploy] %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
 
-[ -n "$STAGE" ] || die "usage: make deploy STAGE=<stage> [DIST=dist] [ORG=\"name\"] (stages: infra/samconfig.toml)"
+[ -n "$STAGE" ] || die "usage: make deploy STAGE=<stage> [DIST=dist] [RELEASE=<version>] [ORG=\"name\"] (stages: infra/samconfig.toml)"
 case "$DIST" in /*) ;; *) DIST="$ROOT/$DIST" ;; esac
 
 # conf SECTION KEY: a value of infra/samconfig.toml, without its quotes.
@@ -75,12 +82,42 @@ fi
 [ "$PRODUCTION" = true ] || [ "$PRODUCTION" = false ] ||
   die "$STAGE: production = true or false in [$STAGE.catalog.parameters]"
 
-# 3. The artifacts, as make package left them.
-[ -f "$DIST/template.yaml" ] && [ -f "$DIST/manifest.sha256" ] ||
-  die "no package in $DIST: run make package first (or fetch the CI job's artifact into it)"
-(cd "$DIST" && sha256sum --quiet -c manifest.sha256) >&2 ||
-  die "$DIST does not match its manifest.sha256: package again"
-say "artifacts $DIST ($(cat "$DIST/VERSION" 2>/dev/null || echo unknown))"
+# 3. The release: the package of the checked-out version (the commit, as scripts/package.sh
+# computes it), so that checking out a release and deploying deploys that release; or the
+# kept release RELEASE names (a rollback: infra/README.md, "Roll back"). Nothing else.
+CHECKED_OUT="$(git rev-parse --verify -q HEAD 2>/dev/null)" || CHECKED_OUT=unknown
+# The kept releases, the newest package first.
+kept() {
+  local names
+  names="$(find "$DIST"/releases/*/VERSION -maxdepth 0 -printf '%T@ %h\n' 2>/dev/null |
+    sort -rn | sed -E 's#^[^ ]+ .*/##' | paste -sd' ' -)"
+  printf '%s' "${names:-none}"
+}
+if [ -n "$RELEASE" ]; then
+  [[ "$RELEASE" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "RELEASE=$RELEASE is not a version (a folder name of $DIST/releases)"
+  VERSION="$RELEASE"
+  [ -d "$DIST/releases/$VERSION" ] ||
+    die "no release $VERSION in $DIST/releases (kept, newest first: $(kept)): check it out and run make package, or fetch its CI artifact into $DIST"
+elif [ "$CHECKED_OUT" = unknown ]; then
+  die "cannot tell the checked-out version (git rev-parse HEAD failed): name the release to deploy, RELEASE=<version> (kept, newest first: $(kept))"
+else
+  VERSION="$CHECKED_OUT"
+  [ -d "$DIST/releases/$VERSION" ] ||
+    die "no package of the checked-out version $VERSION in $DIST/releases (kept, newest first: $(kept)): run make package first (or fetch the CI job's artifact into $DIST), or name a kept release to deploy: RELEASE=<version>"
+fi
+REL="$DIST/releases/$VERSION"
+[ -f "$REL/template.yaml" ] && [ -f "$REL/manifest.sha256" ] ||
+  die "$REL holds no package (template.yaml, manifest.sha256): run make package again"
+(cd "$REL" && sha256sum --quiet -c manifest.sha256) >&2 ||
+  die "$REL does not match its manifest.sha256: package again"
+PACKAGED_VERSION="$(cat "$REL/VERSION" 2>/dev/null || true)"
+[ "$PACKAGED_VERSION" = "$VERSION" ] ||
+  die "$REL holds the package of version ${PACKAGED_VERSION:-unknown}, not $VERSION: package $VERSION again"
+if [ "$VERSION" = "$CHECKED_OUT" ] && [ "$CHECKED_OUT" != unknown ]; then
+  say "release $VERSION (the checked-out version), from $REL"
+else
+  say "release $VERSION, NOT the checked-out version $CHECKED_OUT: deploying it because RELEASE names it"
+fi
 
 # 4. The tools: sam and aws from PATH, else installed once into .tools/deploy.
 tool() {
@@ -104,9 +141,7 @@ WHO="$("$AWS" sts get-caller-identity --query Account --output text --region "$R
   die "the credentials are of account $WHO, stage $STAGE deploys to $ACCOUNT (infra/samconfig.toml)"
 say "stage $STAGE: account $ACCOUNT, region $REGION, stack $STACK"
 
-# 6. A first create must be able to fail cleanly: the table is created without deletion
-# protection (RetainExceptOnCreate deletes it on a rollback), which a second pass turns on;
-# a stack left by a failed first create (ROLLBACK_COMPLETE, nothing retained) is removed.
+# 6. The stack's state: none yet, left by a failed first create, or deployed.
 ERR="$(mktemp)"
 trap 'rm -f "$ERR"' EXIT
 if STATUS="$("$AWS" cloudformation describe-stacks --stack-name "$STACK" --region "$REGION" \
@@ -117,6 +152,99 @@ elif grep -q "does not exist" "$ERR"; then
 else
   cat "$ERR" >&2; die "cannot read the state of stack $STACK"
 fi
+
+# 7. The account's Lambda concurrency must hold the stack: what its functions reserve
+# (ReservedConcurrentExecutions, ProvisionedConcurrentExecutions), what its queue consumers
+# may run at once (MaximumConcurrency), and the 100 Lambda keeps unreserved (it refuses a
+# reservation below that). On an update the functions already hold their reservations.
+# Read from the release's template with the stage's parameters, before anything changes.
+NEEDS="$(python3 - "$REL/template.yaml" "$OVERRIDES" <<'PY'
+import hashlib, json, re, sys
+
+path, overrides = sys.argv[1], sys.argv[2]
+given = dict(re.findall(r'(\w+)="([^"]*)"', overrides))
+KEYS = ("ReservedConcurrentExecutions", "ProvisionedConcurrentExecutions", "MaximumConcurrency")
+defaults, functions, found = {}, {}, []  # found: (section, resource, key, raw value, line)
+section = resource = param = None
+for number, line in enumerate(open(path).read().split("\n"), 1):
+    if not line.strip() or line.lstrip().startswith("#"):
+        continue
+    top = re.match(r"^(\w+):", line)
+    if top:
+        section, resource, param = top.group(1), None, None
+        continue
+    entry = re.match(r"^  (\w+):\s*$", line)
+    if entry:
+        resource = param = entry.group(1)
+        continue
+    if section == "Parameters" and param:
+        default = re.match(r"^    Default:\s*(.*?)\s*$", line)
+        if default:
+            defaults[param] = default.group(1).strip("\"'")
+    if section == "Resources" and resource:
+        kind = re.match(r"^    Type:\s*(\S+)", line)
+        if kind:
+            functions[resource] = kind.group(1) == "AWS::Serverless::Function"
+    # A key of a block mapping (the line starts with it) or of a flow one ({Key: value}).
+    for key, raw in re.findall(r"(?:^\s*(?:-\s+)?|[{,]\s*)(%s)\s*:\s*(!Ref\s+\w+|\"[^\"]*\"|'[^']*'|[^\s,}#]+)" % "|".join(KEYS), line):
+        found.append((section, resource, key, raw, number))
+values = {**defaults, **given}
+
+def number(raw, at):
+    ref = re.match(r"^!Ref\s+(\w+)$", raw)
+    text = values.get(ref.group(1), "") if ref else raw.strip("\"'")
+    if not text.isdigit():
+        sys.exit(f"cannot compute {raw} (line {at} of the template): concurrency must be a number or !Ref of a parameter")
+    return int(text)
+
+reserved = consumers = 0
+for section, resource, key, raw, at in found:
+    n = number(raw, at)
+    if key == "MaximumConcurrency":
+        consumers += n
+    elif section == "Globals":
+        # Every serverless function without its own setting takes the global one.
+        own = {r for s, r, k, _, _ in found if s == "Resources" and k == key}
+        reserved += n * sum(1 for r, serverless in functions.items() if serverless and r not in own)
+    else:
+        reserved += n
+# Every parameter's value as this deploy passes it (ParameterDigest of infra/template.yaml,
+# which every sam deploy below passes): a change publishes new function versions. Not the
+# table's protection, which a first create passes with two values and no function reads.
+digested = {k: v for k, v in values.items() if k not in ("ParameterDigest", "TableDeletionProtection")}
+digest = hashlib.sha256(json.dumps(digested, sort_keys=True).encode()).hexdigest()
+print(reserved, consumers, digest)
+PY
+)" || die "cannot read the concurrency $STACK needs from $REL/template.yaml (above)"
+read -r RESERVED CONSUMERS DIGEST <<<"$NEEDS"
+SETTINGS="$("$AWS" lambda get-account-settings --region "$REGION" --output text \
+  --query '[AccountLimit.ConcurrentExecutions,AccountLimit.UnreservedConcurrentExecutions]')" ||
+  die "cannot read the account's Lambda concurrency (lambda:GetAccountSettings)"
+read -r LIMIT UNRESERVED <<<"$SETTINGS"
+[[ "$LIMIT" =~ ^[0-9]+$ && "$UNRESERVED" =~ ^[0-9]+$ ]] ||
+  die "unexpected answer of lambda get-account-settings: $SETTINGS"
+NEED=$((RESERVED + CONSUMERS + 100))
+AVAILABLE="$UNRESERVED"
+HELD=""
+if [ "$STATUS" != NONE ] && [ "$STATUS" != ROLLBACK_COMPLETE ] && [ "$STATUS" != REVIEW_IN_PROGRESS ]; then
+  AVAILABLE=$((UNRESERVED + RESERVED))
+  [ "$RESERVED" = 0 ] || HELD=" + $RESERVED its functions already reserve"
+fi
+SHORT="account $ACCOUNT ($REGION) has $AVAILABLE of its Lambda concurrency available ($UNRESERVED unreserved of $LIMIT$HELD), $STACK needs $NEED ($RESERVED reserved by its functions + $CONSUMERS for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)"
+if [ "$NEED" -gt "$AVAILABLE" ]; then
+  WANT=$((LIMIT + NEED - AVAILABLE)); [ "$WANT" -ge 1000 ] || WANT=1000
+  say "not enough Lambda concurrency: $SHORT"
+  say "  request more (Service Quotas, Lambda \"Concurrent executions\"): aws service-quotas request-service-quota-increase --region $REGION --service-code lambda --quota-code L-B99A9384 --desired-value $WANT"
+  [ "${ALLOW_LOW_CONCURRENCY:-}" = 1 ] ||
+    die "refused before any change; ALLOW_LOW_CONCURRENCY=1 deploys anyway (the queue consumers and the API then share too little, and a reservation beyond what is unreserved fails the deploy)"
+  say "WARNING: deploying anyway (ALLOW_LOW_CONCURRENCY=1)"
+else
+  say "Lambda concurrency: $SHORT"
+fi
+
+# 8. A first create must be able to fail cleanly: the table is created without deletion
+# protection (RetainExceptOnCreate deletes it on a rollback), which a second pass turns on;
+# a stack left by a failed first create (ROLLBACK_COMPLETE, nothing retained) is removed.
 if [ "$STATUS" = ROLLBACK_COMPLETE ]; then
   say "$STACK is ROLLBACK_COMPLETE (its first create failed and was rolled back): deleting it to create it again"
   "$AWS" cloudformation delete-stack --stack-name "$STACK" --region "$REGION"
@@ -126,11 +254,11 @@ fi
 # A stack whose first change set was never executed has no resources yet.
 [ "$STATUS" != REVIEW_IN_PROGRESS ] || STATUS=NONE
 
-# 7. Package (zips to the stage's S3) and check that the result names nothing local.
-PACKAGED="$DIST/packaged-$STAGE.yaml"
+# 9. Package (zips to the stage's S3) and check that the result names nothing local.
+PACKAGED="$REL/packaged-$STAGE.yaml"
 say "sam package: the zips and the template to S3 ($REGION)"
 "$SAM" package --config-file "$CONFIG" --config-env "$STAGE" --region "$REGION" \
-  --template-file "$DIST/template.yaml" --output-template-file "$PACKAGED" >&2
+  --template-file "$REL/template.yaml" --output-template-file "$PACKAGED" >&2
 LOCAL="$(grep -nE '^ +CodeUri: ' "$PACKAGED" | grep -vE 'CodeUri: s3://' || true)"
 [ -z "$LOCAL" ] || { say "the packaged template still names local files:"; printf '%s\n' "$LOCAL" >&2; exit 1; }
 
@@ -140,7 +268,10 @@ deploy() {
 }
 # Every pass but a first create's names TableDeletionProtection="true" itself: the SAM CLI
 # keeps a parameter's previous value when neither the command nor samconfig names it, so a
-# pass that left it out kept the first create's "false" for good.
+# pass that left it out kept the first create's "false" for good. ParameterDigest (step 7)
+# makes a changed parameter publish new function versions, which the live aliases then
+# shift to gradually (infra/README.md, "Gradual deployment").
+OVERRIDES="$OVERRIDES ParameterDigest=\"$DIGEST\""
 PROTECTED="$OVERRIDES TableDeletionProtection=\"true\""
 if [ "$STATUS" = NONE ]; then
   say "sam deploy: creating $STACK (table without deletion protection until it succeeds)"
@@ -156,7 +287,7 @@ output() {
   "$AWS" cloudformation describe-stacks --stack-name "$STACK" --region "$REGION" \
     --query "Stacks[0].Outputs[?OutputKey=='$1'].OutputValue" --output text
 }
-# 8. What is true, read from the table itself, not from what was asked: a production table
+# 10. What is true, read from the table itself, not from what was asked: a production table
 # without deletion protection fails the deploy, loudly.
 TABLE="$(output TableName)"
 PROTECTION="$("$AWS" dynamodb describe-table --table-name "$TABLE" --region "$REGION" \
@@ -173,7 +304,7 @@ API_URL="$(output ApiUrl)"
 ADMIN="$(output AdminFunctionName)"
 printf '\nCatalog is deployed (%s, %s).\n  API URL:  %s\n' "$STACK" "$REGION" "$API_URL"
 
-# 9. The first organization, once per stage; its key only in SSM, encrypted.
+# 11. The first organization, once per stage; its key only in SSM, encrypted.
 PARAM="/catalog/$STAGE/first-organization"
 FETCH="aws ssm get-parameter --region $REGION --name $PARAM --with-decryption --query Parameter.Value --output text"
 if [ -z "${ORG:-}" ]; then
@@ -198,7 +329,8 @@ if ! "$AWS" ssm put-parameter --region "$REGION" --cli-input-json "file://$WORK/
   cat "$ERR" >&2; die "cannot write SSM parameter $PARAM (ssm:PutParameter)"
 fi
 json op bootstrap name "$ORG" keyName first > "$WORK/payload.json"
-if ! FAILED="$("$AWS" lambda invoke --region "$REGION" --function-name "$ADMIN" \
+# Through the live alias, as every other invocation (its ErrorsAlarm watches the alias).
+if ! FAILED="$("$AWS" lambda invoke --region "$REGION" --function-name "$ADMIN" --qualifier live \
       --payload "fileb://$WORK/payload.json" --query FunctionError --output text \
       "$WORK/answer.json" 2>"$ERR")" || [ "$FAILED" != None ] ||
    ! python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit("error" in a or "key" not in a)' \

@@ -65,6 +65,10 @@ target/debug/catalog-admin dev-setup --env-file "$LOCAL/env" --base-url "http://
 target/debug/local-poller queues > "$LOCAL/queues.env"
 # shellcheck disable=SC1091
 source "$LOCAL/queues.env"
+# List checkpoints have a bucket of their own, as deployed (infra/README.md, "Checkpoints");
+# moto's S3 creates it from a plain PUT. Exported for local-poller's checkpoints save|restore.
+export CATALOG_CHECKPOINT_BUCKET=catalog-checkpoints-local
+curl -sf -X PUT "$AWS_ENDPOINT_URL_S3/$CATALOG_CHECKPOINT_BUCKET" >/dev/null
 target/debug/local-poller checkpoints restore "$CHECKPOINTS" || true
 keep_checkpoints=1
 
@@ -84,7 +88,7 @@ CATALOG_WEBHOOK_COALESCE_SECONDS=${CATALOG_WEBHOOK_COALESCE_SECONDS:-2}
 CATALOG_WEBHOOK_RETRY_SCHEDULE=${CATALOG_WEBHOOK_RETRY_SCHEDULE:-5,10,30,60,120,300,600}
 AWS_ENDPOINT_URL_S3=$AWS_ENDPOINT_URL_S3
 CATALOG_IMPORT_BUCKET=$CATALOG_IMPORT_BUCKET
-CATALOG_CHECKPOINT_BUCKET=$CATALOG_IMPORT_BUCKET
+CATALOG_CHECKPOINT_BUCKET=$CATALOG_CHECKPOINT_BUCKET
 CATALOG_IMPORT_QUEUE_URL=$CATALOG_IMPORT_QUEUE_URL
 ENV
 

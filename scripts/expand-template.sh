@@ -21,7 +21,9 @@ fi
 OUT="${2:-target/infra/template.expanded.json}"
 mkdir -p "$(dirname "$OUT")"
 AWS_DEFAULT_REGION=us-east-1 "$LINT/bin/python" - "${1:-infra/template.yaml}" "$OUT" <<'PY'
-import json, sys
+import json, logging, sys
+# the translator warns once per function about a feature flag it cannot look up offline
+logging.disable(logging.WARNING)
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import yaml_parse
 

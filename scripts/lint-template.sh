@@ -4,7 +4,8 @@
 # zero errors and zero warnings, checkov's CloudFormation checks must pass (each skip is
 # justified in the template), and no IAM statement may use `*` in an action or resource
 # other than the log-stream suffix of a function's own log group, the import files' prefix
-# of the import bucket, and X-Ray's two write actions, which take no resource but `*`.
+# of the import bucket, the checkpoints' prefix of the checkpoint bucket, and X-Ray's two
+# write actions, which take no resource but `*`.
 # Installs the linters (PyPI) into .tools/lint on first use (scripts/expand-template.sh).
 # Usage: scripts/lint-template.sh [TEMPLATE]   (default infra/template.yaml)
 set -euo pipefail
@@ -44,13 +45,14 @@ def walk(name, doc):
             vals = st.get(key, [])
             for v in vals if isinstance(vals, list) else [vals]:
                 text = json.dumps(v)
-                # the allowed wildcards: a log group's own ARN (Fn::GetAtt <X>Logs.Arn), and
-                # the objects under the import bucket's imports/ and checkpoints/ prefixes
-                # (names are generated per organization)
+                # the allowed wildcards: a log group's own ARN (Fn::GetAtt <X>Logs.Arn), the
+                # objects under the import bucket's imports/ prefix and under the checkpoint
+                # bucket's checkpoints/ prefix (names are generated per import and per
+                # organization); nothing under checkpoints/ of the import bucket
                 log_group = key == "Resource" and "Logs" in text and "Fn::GetAtt" in text
                 import_files = key == "Resource" and (
                     text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/imports/*"}')
-                    or text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/checkpoints/*"}'))
+                    or v == {"Fn::Sub": "${CheckpointBucket.Arn}/checkpoints/*"})
                 # X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level
                 # permissions: `*` is the only resource they take (infra/README.md).
                 xray = key == "Resource" and v == "*" and set(actions(st)) <= XRAY_WRITE

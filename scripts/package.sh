@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
-# make package [DIST=dist]: builds every function (make build) and puts what a deploy needs
-# into one folder, which a CI job can keep as its artifact and a later job (or another
-# runner, with no Rust) deploys with `make deploy STAGE=<stage> DIST=<folder>`:
-#   <folder>/template.yaml         infra/template.yaml, each CodeUri pointing at the zip below
-#   <folder>/functions/<fn>.zip     the arm64 release build of every function
-#   <folder>/manifest.sha256        sha256 of every file above (make deploy checks them)
-#   <folder>/VERSION                the git commit it was built from
-# Nothing here needs AWS: `make deploy` uploads the zips (`sam package`) into the stage's
-# account and writes the packaged template, with S3 locations only, beside them.
-# Usage: scripts/package.sh [--no-build] [--zips DIR] [OUT]
+# make package [DIST=dist]: builds every function (make build) and keeps what a deploy needs
+# as one release of DIST, addressed by its version: the git commit it was built from (HEAD,
+# as scripts/deploy.sh computes it too). A CI job can keep DIST as its artifact and a later
+# job (or another runner, with no Rust) deploys it with `make deploy STAGE=<stage> DIST=...`:
+#   DIST/releases/<version>/template.yaml      infra/template.yaml, each CodeUri pointing at the zip below
+#   DIST/releases/<version>/functions/<fn>.zip  the arm64 release build of every function
+#   DIST/releases/<version>/manifest.sha256     sha256 of every file here (make deploy checks them)
+#   DIST/releases/<version>/VERSION             <version>
+# Earlier releases stay beside it (a package of the same version replaces only its own
+# folder): a rollback deploys one of them, `make deploy RELEASE=<version>` (infra/README.md,
+# "Roll back"). Nothing here needs AWS: `make deploy` uploads the zips (`sam package`) into
+# the stage's account and writes the packaged template, with S3 locations only, beside them.
+# Prints the release's folder.
+# Usage: scripts/package.sh [--no-build] [--zips DIR] [DIST]
 #   --no-build   take the zips as they are (DIR/<fn>/bootstrap.zip, default target/lambda)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '[package] %s\n' "$*" >&2; }
 BUILD=1
 ZIPS=target/lambda
-OUT="${DIST:-dist}"
+DIST_DIR="${DIST:-dist}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
     --zips) ZIPS="$2"; shift ;;
     -*) say "unknown option $1"; exit 2 ;;
-    *) OUT="$1" ;;
+    *) DIST_DIR="$1" ;;
   esac
   shift
 done
 [ "$BUILD" = 0 ] || scripts/build.sh
 
+# The version scripts/deploy.sh compares with the checked-out tree's: the commit, or
+# "unknown" outside a git checkout (which make deploy deploys only when RELEASE names it).
+VERSION="$(git rev-parse --verify -q HEAD 2>/dev/null)" || VERSION=unknown
+RELEASE_DIR="$DIST_DIR/releases/$VERSION"
+# Written aside, then moved into place: a package that fails leaves no half release.
+OUT="$DIST_DIR/releases/.$VERSION.partial"
 rm -rf "$OUT"
 mkdir -p "$OUT/functions"
 for dir in functions/*/; do
@@ -43,6 +53,11 @@ bad="$(grep -nE '^ +CodeUri: ' "$OUT/template.yaml" | grep -vE 'CodeUri: functio
 for uri in $(sed -nE 's#^ +CodeUri: (functions/[a-z0-9-]+\.zip)$#\1#p' "$OUT/template.yaml"); do
   [ -f "$OUT/$uri" ] || { say "template.yaml names $uri, which is not built"; exit 1; }
 done
-git rev-parse HEAD > "$OUT/VERSION" 2>/dev/null || echo unknown > "$OUT/VERSION"
+printf '%s\n' "$VERSION" > "$OUT/VERSION"
 (cd "$OUT" && sha256sum template.yaml VERSION functions/*.zip > manifest.sha256)
-say "$OUT: template.yaml, $(find "$OUT/functions" -name '*.zip' | wc -l) function zips, manifest.sha256 ($(cat "$OUT/VERSION"))"
+rm -rf "$RELEASE_DIR"
+mv "$OUT" "$RELEASE_DIR"
+say "$RELEASE_DIR: template.yaml, $(find "$RELEASE_DIR/functions" -name '*.zip' | wc -l) function zips, manifest.sha256 (release $VERSION)"
+kept="$(find "$(dirname "$RELEASE_DIR")" -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)"
+say "$(dirname "$RELEASE_DIR"): $kept releases kept (make deploy RELEASE=<version> deploys any of them)"
+printf '%s\n' "$RELEASE_DIR"

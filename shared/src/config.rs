@@ -52,9 +52,11 @@ pub struct Config {
     /// How often a process adds what it counted to the organizations' usage
     /// (`CATALOG_USAGE_FLUSH_SECONDS`, default 30; 0: after every call, as tests need).
     pub usage_flush: Duration,
-    /// The CloudWatch namespace of the per-organization metrics (`CATALOG_METRICS_NAMESPACE`;
-    /// the template sets `Catalog/<stage>`). Unset: no metric lines (local stacks, tests).
-    pub metrics_namespace: Option<String>,
+    /// The usage metrics: their CloudWatch namespace (`CATALOG_METRICS_NAMESPACE`; the
+    /// template sets `Catalog/<stage>`; unset: no metric lines, as in local stacks and tests)
+    /// and which are published (`CATALOG_ORG_METRICS`: `off`, `totals`, the default, or
+    /// `per-organization`; `usage/emf.rs`).
+    pub metrics: Option<crate::usage::Metrics>,
 }
 
 impl Default for Config {
@@ -78,7 +80,7 @@ impl Default for Config {
                 burst: 200,
             },
             usage_flush: Duration::from_secs(30),
-            metrics_namespace: None,
+            metrics: None,
         }
     }
 }
@@ -165,7 +167,7 @@ impl Config {
             usage_flush: number("CATALOG_USAGE_FLUSH_SECONDS")
                 .map(|n| Duration::from_secs(n.min(3600)))
                 .unwrap_or(defaults.usage_flush),
-            metrics_namespace: lookup("CATALOG_METRICS_NAMESPACE").filter(|v| !v.trim().is_empty()),
+            metrics: crate::usage::Metrics::from_lookup(&lookup),
         }
     }
 }

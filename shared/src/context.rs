@@ -24,7 +24,7 @@ impl Context {
     /// A context over `store` (its lists kept under the configuration's snapshot policy),
     /// with no queue.
     pub fn new(config: Config, store: Store) -> Self {
-        let meter = Meter::new(config.usage_flush, config.metrics_namespace.clone());
+        let meter = Meter::new(config.usage_flush, config.metrics.clone());
         Self {
             lists: Box::new(Embedded::new(store.clone(), config.snapshots)),
             config,

@@ -104,6 +104,37 @@ fn newer_source(binary: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
+/// `template` as CloudFormation receives it: `scripts/expand-template.sh` (the SAM transform
+/// `make lint-template` lints) into a file of this process's own. Tests keep it once each.
+pub fn expand_template(template: &std::path::Path) -> Value {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let out = std::env::temp_dir().join(format!(
+        "catalog-template-{}-{}.expanded.json",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let status = std::process::Command::new(repo_root().join("scripts/expand-template.sh"))
+        .arg(template)
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("scripts/expand-template.sh runs");
+    assert!(status.success(), "expanding {} failed", template.display());
+    let text = std::fs::read_to_string(&out).expect("expanded template");
+    let _ = std::fs::remove_file(&out);
+    serde_json::from_str(&text).expect("expanded template is JSON")
+}
+
+/// The resources of an expanded template of type `kind` (`AWS::Lambda::Function`), by name.
+pub fn of_type<'a>(expanded: &'a Value, kind: &str) -> Vec<(&'a String, &'a Value)> {
+    expanded["Resources"]
+        .as_object()
+        .expect("resources")
+        .iter()
+        .filter(|(_, r)| r["Type"] == kind)
+        .collect()
+}
+
 /// The process id of the running function process named `name` (`products`,
 /// `products@cold1`), found by its `AWS_LAMBDA_FUNCTION_NAME`.
 pub fn function_pid(name: &str) -> Option<i32> {

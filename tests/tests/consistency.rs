@@ -221,22 +221,7 @@ async fn sample_events_work_against_the_real_functions() {
 /// transform `make lint-template` lints), run once per test binary into its own file.
 fn expanded() -> &'static Value {
     static EXPANDED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    EXPANDED.get_or_init(|| {
-        let out = std::env::temp_dir().join(format!(
-            "catalog-template-{}.expanded.json",
-            std::process::id()
-        ));
-        let status = std::process::Command::new(repo_root().join("scripts/expand-template.sh"))
-            .arg(repo_root().join("infra/template.yaml"))
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("scripts/expand-template.sh runs");
-        assert!(status.success(), "expanding infra/template.yaml failed");
-        let text = std::fs::read_to_string(&out).expect("expanded template");
-        let _ = std::fs::remove_file(&out);
-        serde_json::from_str(&text).expect("expanded template is JSON")
-    })
+    EXPANDED.get_or_init(|| catalog_e2e::expand_template(&repo_root().join("infra/template.yaml")))
 }
 
 fn resource(name: &str) -> &'static Value {
@@ -246,12 +231,7 @@ fn resource(name: &str) -> &'static Value {
 }
 
 fn of_type(kind: &str) -> Vec<(&'static String, &'static Value)> {
-    expanded()["Resources"]
-        .as_object()
-        .expect("resources")
-        .iter()
-        .filter(|(_, r)| r["Type"] == kind)
-        .collect()
+    catalog_e2e::of_type(expanded(), kind)
 }
 
 #[test]
@@ -263,7 +243,8 @@ fn the_catch_all_route_goes_to_the_fallback_function() {
     assert_eq!(any["isDefaultRoute"], true, "{default}");
     assert_eq!(
         any["x-amazon-apigateway-integration"]["uri"],
-        serde_json::json!({"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${FallbackFunction.Arn}/invocations"})
+        serde_json::json!({"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${FallbackFunctionAliaslive}/invocations"}),
+        "the API invokes the function's live alias (gradual deployment)"
     );
     assert_eq!(
         any["x-amazon-apigateway-integration"]["payloadFormatVersion"],
@@ -272,7 +253,7 @@ fn the_catch_all_route_goes_to_the_fallback_function() {
     // API Gateway may invoke it for any method and path of the API.
     let allowed: Vec<&Value> = of_type("AWS::Lambda::Permission")
         .into_iter()
-        .filter(|(_, p)| p["Properties"]["FunctionName"]["Ref"] == "FallbackFunction")
+        .filter(|(_, p)| p["Properties"]["FunctionName"]["Ref"] == "FallbackFunctionAliaslive")
         .map(|(_, p)| &p["Properties"]["SourceArn"]["Fn::Sub"][0])
         .collect();
     assert_eq!(

@@ -1,10 +1,11 @@
 //! A process's counts not yet added to the table: every call and delivery attempt is
 //! counted in memory, and once the flush interval has passed the counts go out, one
-//! UpdateItem per organization and day (all in parallel) and one metric line each. A
-//! process that Lambda stops loses at most one interval of counts; usage is an account
-//! of load, not a bill.
+//! UpdateItem per organization and day (all in parallel), and the metric lines the metrics
+//! switch asks for (`emf.rs`: none, one of totals, or one per organization). A process that
+//! Lambda stops loses at most one interval of counts; usage is an account of load, not a
+//! bill.
 
-use super::{emf, Tally};
+use super::{emf::Metrics, Tally};
 use crate::store::{parallel, Store};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,7 +16,7 @@ type Key = (String, String);
 
 pub struct Meter {
     every: Duration,
-    namespace: Option<String>,
+    metrics: Option<Metrics>,
     open: Mutex<Open>,
 }
 
@@ -27,12 +28,12 @@ struct Open {
 }
 
 impl Meter {
-    /// Flushes at most once per `every` (zero: after every count); metric lines in
-    /// `namespace`, if any.
-    pub fn new(every: Duration, namespace: Option<String>) -> Self {
+    /// Flushes at most once per `every` (zero: after every count); metric lines as
+    /// `metrics` says, if any.
+    pub fn new(every: Duration, metrics: Option<Metrics>) -> Self {
         Self {
             every,
-            namespace,
+            metrics,
             open: Mutex::default(),
         }
     }
@@ -85,13 +86,10 @@ impl Meter {
         .unwrap_or_default();
         let now_ms = chrono::Utc::now().timestamp_millis();
         let mut failed = Vec::new();
+        let mut added = Vec::new();
         for (key, tally, result) in written {
             match result {
-                Ok(()) => {
-                    if let Some(ns) = &self.namespace {
-                        println!("{}", emf::line(ns, &key.0, &tally, now_ms));
-                    }
-                }
+                Ok(()) => added.push((key.0, tally)),
                 Err(e) => {
                     tracing::warn!(org = %key.0, error = %e, "adding usage failed; kept for the next flush");
                     failed.push((key, tally));
@@ -99,6 +97,11 @@ impl Meter {
             }
         }
         self.give_back(failed, Instant::now());
+        if let Some(metrics) = &self.metrics {
+            for line in metrics.lines(added.iter().map(|(org, t)| (org.as_str(), t)), now_ms) {
+                println!("{line}");
+            }
+        }
     }
 }
 

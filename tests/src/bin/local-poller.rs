@@ -98,9 +98,11 @@ async fn main() {
             let s3 = catalog::imports::s3_client(&shared);
             let (op, dir) = (std::env::args().nth(2), std::env::args().nth(3));
             let dir = std::path::PathBuf::from(dir.unwrap_or_else(|| usage()));
+            // the checkpoints' own bucket, as make dev names it (else the import bucket)
+            let bucket = std::env::var("CATALOG_CHECKPOINT_BUCKET").unwrap_or(BUCKET.into());
             let done = match op.as_deref() {
-                Some("save") => kept_checkpoints::save(&s3, BUCKET, &dir).await,
-                Some("restore") => kept_checkpoints::restore(&s3, BUCKET, &dir).await,
+                Some("save") => kept_checkpoints::save(&s3, &bucket, &dir).await,
+                Some("restore") => kept_checkpoints::restore(&s3, &bucket, &dir).await,
                 _ => usage(),
             };
             match done {
