@@ -289,7 +289,7 @@ output() {
 }
 # 10. What is true, read from the table itself, not from what was asked: a production table
 # without deletion protection fails the deploy, loudly.
-TABLE="$(output TableName)"
+TABLE="$(output TableName)" || die "cannot read the stack's TableName output (cloudformation:DescribeStacks)"
 PROTECTION="$("$AWS" dynamodb describe-table --table-name "$TABLE" --region "$REGION" \
   --query Table.DeletionProtectionEnabled --output text)" ||
   die "cannot read table $TABLE (dynamodb:DescribeTable): its deletion protection is unknown"
@@ -349,7 +349,7 @@ print(json.dumps({"Name": name, "Type": "SecureString", "Overwrite": True, "Valu
 PY
 if ! "$AWS" ssm put-parameter --region "$REGION" --cli-input-json "file://$WORK/secret.json" >/dev/null 2>"$ERR"; then
   cat "$ERR" >&2
-  die "organization $ORG_ID ($ORG) was created, but its key could not be stored in $PARAM; it is not shown. Make a new key: aws lambda invoke --function-name $ADMIN with {\"op\":\"create-key\",\"org\":\"$ORG_ID\"} and store it yourself"
+  die "organization $ORG_ID ($ORG) was created, but its key could not be stored in $PARAM; it is not shown. Make a new key: aws lambda invoke --function-name $ADMIN --qualifier live with {\"op\":\"create-key\",\"org\":\"$ORG_ID\"} and store it yourself"
 fi
 printf '  Organization: %s (%s)\n' "$ORG_ID" "$ORG"
 printf '  Its first API key (every scope) is in the SSM SecureString %s. Fetch it once:\n    %s\n' "$PARAM" "$FETCH"

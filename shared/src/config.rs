@@ -27,7 +27,8 @@ pub struct Config {
     /// default 16).
     pub bulk_concurrency: usize,
     /// How long after it arrived a call may start writes (`CATALOG_WRITE_BUDGET_MS`, default
-    /// 6000, within the API functions' 10 s timeout); never later than
+    /// 4000: a line's own write retries lost conditions for up to 5 s more, within the API
+    /// functions' 10 s timeout); never later than
     /// [`WRITE_MARGIN`](crate::http::request::WRITE_MARGIN) before the invocation's deadline.
     /// A bulk line whose write has not started by then answers 503 in its line status.
     pub write_budget: Duration,
@@ -69,7 +70,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             max_bulk_body_bytes: 6 * 1024 * 1024,
             bulk_concurrency: 16,
-            write_budget: Duration::from_secs(6),
+            write_budget: Duration::from_secs(4),
             snapshots: Default::default(),
             imports: Default::default(),
             webhooks: Default::default(),

@@ -36,6 +36,10 @@ where
     W: Fn(QuotaClaim) -> WF,
     WF: Future<Output = Result<T, StoreError>>,
 {
+    // A transaction cancelled by another in flight fails like a refusal while the other's
+    // version move is not visible yet: a failure with the version unchanged is tried once
+    // more before it is taken as the create's own refusal (the item exists).
+    let unchanged = std::sync::atomic::AtomicBool::new(false);
     with_retries(what, || async {
         let claim = app.store.quota_claim(org, kind).await?;
         if count().await.map_err(Retry::Fail)? >= max {
@@ -44,7 +48,8 @@ where
         match create(claim.clone()).await {
             Ok(created) => Ok(created),
             Err(e @ (StoreError::ConditionFailed | StoreError::Taken(_))) => {
-                if app.store.quota_claim(org, kind).await? != claim {
+                let moved = app.store.quota_claim(org, kind).await? != claim;
+                if moved || !unchanged.swap(true, std::sync::atomic::Ordering::Relaxed) {
                     Err(Retry::Again)
                 } else {
                     Err(Retry::Fail(refused(e)))

@@ -98,7 +98,7 @@ fn chunk(policy: Policy) -> u32 {
 impl Limiter {
     /// Admits a call costing `cost` tokens for `org` under `policy`, or refuses it: 429 with
     /// `Retry-After` and the rate-limit fields, naming the limit. Storage failing is not
-    /// the caller's fault: the call is admitted (and logged).
+    /// the caller's fault: the process then keeps the bucket itself (see the module's doc).
     pub async fn admit(
         &self,
         store: &Store,
@@ -143,16 +143,22 @@ impl Limiter {
                     l.tokens -= cost;
                     return Ok(state(policy, l.tat, now, l.tokens));
                 }
-                // The bucket's `tat` only grows: when the last one this process saw refuses
-                // the call, so would the table's. Refused at once, with no request, so an
-                // organization far over its limit costs storage nothing per refused call.
-                // What is left of its lease goes back with the next take.
+                // When the last `tat` this process saw refuses the call, so would the table's
+                // (others only add to it, and a return never moves it below what its
+                // returner took): refused at once, with no request, so an organization far
+                // over its limit costs storage nothing per refused call. What is left of the
+                // lease goes back with the next take, but only as much of it as the bucket
+                // still counts: once it has refilled past the grant, those tokens are back
+                // already (returning them again would admit beyond the burst).
                 Some(l) if l.policy == policy => {
-                    let need = cost.saturating_sub(l.tokens);
+                    let still_counted = ((l.tat - now).max(0) / policy.interval_us()) as u32;
+                    let credit = l.tokens.min(still_counted);
+                    l.tokens = 0; // given back once, by this take
+                    let need = cost.saturating_sub(credit);
                     if let Take::Refused { wait_us } = policy.take(Some(l.tat), now, need) {
                         return Err(refused(policy, cost, wait_us, l.tat, now));
                     }
-                    (Some(l.tat), l.tokens)
+                    (Some(l.tat), credit)
                 }
                 Some(l) => (Some(l.tat), 0),
                 None => (None, 0),

@@ -17,8 +17,14 @@ thread_local! {
 
 /// A credential in an answer type. Its JSON is the string only in the answer [`shown`]
 /// renders, and `null` everywhere else (a stored answer, a log line, any other `to_json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Credential<'a>(pub &'a str);
+
+impl std::fmt::Debug for Credential<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credential(..)")
+    }
+}
 
 impl Serialize for Credential<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

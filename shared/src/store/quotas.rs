@@ -117,6 +117,8 @@ impl Store {
                 .client
                 .query()
                 .table_name(&self.table)
+                // strongly consistent: a create counted under a quota must see the last one
+                .consistent_read(true)
                 .key_condition_expression("PK = :pk")
                 .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
                 .select(Select::Count)

@@ -63,6 +63,8 @@ impl Store {
         hint: Option<i64>,
     ) -> Result<Taken, StoreError> {
         let step = policy.interval_us() * (i64::from(tokens) - i64::from(returned));
+        // a full bucket holds nothing of this process's: nothing to give back to it
+        let full_step = policy.interval_us() * i64::from(tokens);
         let mut busy = hint.is_some_and(|t| t > now);
         for _ in 0..4 {
             let key = item_key(org_pk(org), bucket.sort_key());
@@ -82,16 +84,16 @@ impl Store {
                     .expression_attribute_values(":step", n(step))
                     .expression_attribute_values(":limit", n(now + policy.tolerance_us() - step))
             } else {
-                if step > policy.tolerance_us() {
+                if full_step > policy.tolerance_us() {
                     return Ok(Taken::Refused {
-                        wait_us: step - policy.tolerance_us(),
+                        wait_us: full_step - policy.tolerance_us(),
                         tat: now,
                     });
                 }
                 update
                     .update_expression("SET tat = :new, #ttl = :ttl")
                     .condition_expression("attribute_not_exists(tat) OR tat <= :now")
-                    .expression_attribute_values(":new", n(now + step))
+                    .expression_attribute_values(":new", n(now + full_step))
             }
             .expression_attribute_names("#ttl", TTL);
             match update.send().await {

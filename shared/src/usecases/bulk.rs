@@ -40,7 +40,7 @@ pub struct LineOutcome {
     pub identifier: Option<String>,
     /// What PATCH /products/{identifier} would have answered: 201, 200 or an error status;
     /// 503 when the request ran out of time before this line's write started (nothing of it
-    /// is written: send it again; the answer then has Retry-After)
+    /// is written: send it again, in a new request; the answer then has Retry-After)
     pub status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
