@@ -29,7 +29,7 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
         ));
     }
     // A bulk write costs a token per started group of 10 lines; the call paid one already.
-    app.charge(call, items.len().div_ceil(10).max(1) as u32)
+    app.charge(call, crate::domain::rate::lines_cost(items.len()).max(1))
         .await?;
     let deadline = call.request.write_deadline(app.config.write_budget);
     let outcomes = app

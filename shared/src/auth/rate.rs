@@ -321,15 +321,20 @@ mod tests {
         ));
     }
 
+    /// A store whose every request fails (no endpoint, no credentials).
+    fn unreachable_store() -> Store {
+        let conf = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .build();
+        Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t")
+    }
+
     /// A process that saw the bucket empty refuses the next calls itself, without a
     /// request, until the bucket can hold them again (the store here is unreachable: had
     /// the limiter asked it, the call would have been admitted).
     #[tokio::test]
     async fn a_bucket_seen_empty_refuses_without_a_request() {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        let store = Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t");
+        let store = unreachable_store();
         let policy = Policy { rate: 2, burst: 5 };
         let limiter = Limiter::default();
         let now = now_us();
@@ -350,10 +355,7 @@ mod tests {
     /// the bucket itself: the burst passes, the next call is refused with the limit's 429.
     #[tokio::test]
     async fn an_unreachable_bucket_admits_no_more_than_the_policy() {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        let store = Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t");
+        let store = unreachable_store();
         let policy = Policy { rate: 1, burst: 5 };
         let limiter = Limiter::default();
         for _ in 0..5 {

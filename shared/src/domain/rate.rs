@@ -54,6 +54,12 @@ impl Policy {
     }
 }
 
+/// Tokens `lines` bulk lines cost (decisions.md: one per started group of 10): what a bulk
+/// PATCH is charged (at least 1, the call's own) and what an import's batch takes.
+pub fn lines_cost(lines: usize) -> u32 {
+    lines.div_ceil(10) as u32
+}
+
 /// Whole seconds covering `us` microseconds (0 for none).
 pub fn ceil_secs(us: i64) -> i64 {
     if us <= 0 {

@@ -180,7 +180,7 @@ impl Store {
         let read = item.ver;
         item.ver += 1;
         let result = self
-            .put_expecting(&*item, Expect::Version(read), "import", None)
+            .put_expecting(&*item, Expect::Version(read), "import", None, None)
             .await;
         if result.is_err() {
             item.ver = read;

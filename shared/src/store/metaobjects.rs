@@ -71,8 +71,9 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new_with(
+        self.put_expecting(
             &item,
+            crate::store::ops::Expect::Absent,
             "metaobject definition",
             guard,
             claim.map(|c| c.action(&self.table)),

@@ -96,66 +96,38 @@ impl Store {
         what: &str,
         guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
-        self.put_expecting(item, Expect::Absent, what, guard).await
-    }
-
-    /// [`Store::put_new`] with one more action in the same transaction (`also`: a quota's
-    /// version move, `store/quotas.rs`, so the count the creator read still holds when the
-    /// item is written).
-    pub(crate) async fn put_new_with<T: serde::Serialize>(
-        &self,
-        item: &T,
-        what: &str,
-        guard: Option<&Guard>,
-        also: Option<TransactWriteItem>,
-    ) -> Result<(), StoreError> {
-        let Some(also) = also else {
-            return self.put_new(item, what, guard).await;
-        };
-        let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
-        let put = Expect::Absent.put(&self.table, av)?;
-        let action = guard.and_then(|g| Some((g, g.take_action(&self.table)?)));
-        let mut write = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put).build())
-            .transact_items(also);
-        if let Some((_, a)) = &action {
-            write = write.transact_items(a.clone());
-        }
-        let sent = write
-            .send()
+        self.put_expecting(item, Expect::Absent, what, guard, None)
             .await
-            .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
-        if let (Err(_), Some((g, _))) = (&sent, action) {
-            g.not_carried();
-        }
-        sent.map(|_| ())
     }
 
     /// Puts `item` (a `what`) whole, if it does not exist yet (`Absent`) or is still at the
     /// version read: one conditional PutItem, `ConditionFailed` otherwise. With the `guard`
-    /// of a request under an Idempotency-Key, the put and the key's move to `written` are
-    /// one transaction (`store/idempotency.rs`).
+    /// of a request under an Idempotency-Key (the key's move to `written`,
+    /// `store/idempotency.rs`) or an action `also` (a quota's version move,
+    /// `store/quotas.rs`), the put and they are one transaction.
     pub(crate) async fn put_expecting<T: serde::Serialize>(
         &self,
         item: &T,
         expect: Expect,
         what: &str,
         guard: Option<&Guard>,
+        also: Option<TransactWriteItem>,
     ) -> Result<(), StoreError> {
         let av = serde_dynamo::to_item(item).map_err(|e| StoreError::serde(what, e))?;
-        if let Some((guard, action)) = guard.and_then(|g| Some((g, g.take_action(&self.table)?))) {
+        let guarded = guard.and_then(|g| Some((g, g.take_action(&self.table)?)));
+        if guarded.is_some() || also.is_some() {
             let put = expect.put(&self.table, av)?;
+            let (guard, carried) = guarded.unzip();
+            let put = TransactWriteItem::builder().put(put).build();
+            let actions = std::iter::once(put).chain(also).chain(carried).collect();
             let sent = self
                 .client
                 .transact_write_items()
-                .transact_items(TransactWriteItem::builder().put(put).build())
-                .transact_items(action)
+                .set_transact_items(Some(actions))
                 .send()
                 .await
                 .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
-            if sent.is_err() {
+            if let (Err(_), Some(guard)) = (&sent, guard) {
                 guard.not_carried();
             }
             return sent.map(|_| ());

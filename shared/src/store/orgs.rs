@@ -85,8 +85,14 @@ impl Store {
         guard: Option<&Guard>,
         claim: Option<&super::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
-        self.put_new_with(key, "key", guard, claim.map(|c| c.action(&self.table)))
-            .await
+        self.put_expecting(
+            key,
+            crate::store::ops::Expect::Absent,
+            "key",
+            guard,
+            claim.map(|c| c.action(&self.table)),
+        )
+        .await
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {

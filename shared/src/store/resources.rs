@@ -218,7 +218,8 @@ impl Store {
         expect: Expect,
         guard: Option<&Guard>,
     ) -> Result<(), StoreError> {
-        self.put_expecting(item, expect, "resource", guard).await
+        self.put_expecting(item, expect, "resource", guard, None)
+            .await
     }
 
     /// Every resource on `shelf`, in identifier order: one Query (a request per 1 MB).

@@ -280,8 +280,14 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_new_with(&item, "family", guard, claim.map(|c| c.action(&self.table)))
-            .await?;
+        self.put_expecting(
+            &item,
+            crate::store::ops::Expect::Absent,
+            "family",
+            guard,
+            claim.map(|c| c.action(&self.table)),
+        )
+        .await?;
         Ok(family)
     }
 
@@ -315,8 +321,9 @@ impl Store {
             created_at: Timestamp::now(),
         };
         match self
-            .put_new_with(
+            .put_expecting(
                 &item,
+                crate::store::ops::Expect::Absent,
                 "profile",
                 guard,
                 claim.map(|c| c.action(&self.table)),

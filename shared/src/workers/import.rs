@@ -295,7 +295,7 @@ impl Importer {
             return Ok(());
         }
         let items = batch.iter().filter(|l| !l.is_blank()).count();
-        let cost = items.div_ceil(10) as u32;
+        let cost = crate::domain::rate::lines_cost(items);
         if cost == 0 {
             return Ok(());
         }

@@ -17,8 +17,9 @@ impl Store {
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.put_new_with(
+        self.put_expecting(
             &item,
+            crate::store::ops::Expect::Absent,
             "webhook",
             guard,
             claim.map(|c| c.action(&self.table)),
@@ -83,38 +84,10 @@ impl Store {
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        match claim {
-            None => {
-                self.client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(encode(&item, "webhook")?))
-                    .condition_expression("ver = :prev")
-                    .expression_attribute_values(
-                        ":prev",
-                        AttributeValue::N((sub.ver - 1).to_string()),
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::from_sdk("PutItem", e))?;
-            }
-            Some(claim) => {
-                let put = crate::store::ops::Expect::Version(sub.ver - 1)
-                    .put(&self.table, encode(&item, "webhook")?)?;
-                self.client
-                    .transact_write_items()
-                    .transact_items(
-                        aws_sdk_dynamodb::types::TransactWriteItem::builder()
-                            .put(put)
-                            .build(),
-                    )
-                    .transact_items(claim.action(&self.table))
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::from_sdk("TransactWriteItems", e))?;
-            }
-        }
-        Ok(())
+        let expect = crate::store::ops::Expect::Version(sub.ver - 1);
+        let also = claim.map(|c| c.action(&self.table));
+        self.put_expecting(&item, expect, "webhook", None, also)
+            .await
     }
 
     /// Deletes a subscription; `false` when there was none. Its delivery log expires by TTL.
