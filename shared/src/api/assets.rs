@@ -131,7 +131,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Doc::new(
                 "Add assets without replacing (already linked: no duplicate)",
                 &[],
-                Some(request::<AssetLinks>),
+                Some(request::<AssetLinksAdd>),
                 200,
                 Body::List("Asset"),
             ),
@@ -401,6 +401,11 @@ struct AssetLinks {
     #[schemars(schema_with = "links")]
     assets: Option<Vec<String>>,
 }
+
+schema::requiring!(
+    /// The body of POST /products/{identifier}/assets: `assets` required.
+    AssetLinksAdd = AssetLinks, ["assets"]
+);
 
 fn links(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schema::identifiers(MAX_LINKS)

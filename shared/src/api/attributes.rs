@@ -136,7 +136,7 @@ pub fn render(def: &AttributeDefinition) -> Value {
 /// The body of POST /attributes.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schemars(rename = "AttributeCreate")]
+#[schemars(rename = "AttributeCreate", transform = schema::SelectOptions(&["options", "presets"]))]
 struct NewDefinition {
     #[schemars(schema_with = "schema::name")]
     display_name: String,
@@ -157,11 +157,11 @@ struct NewDefinition {
     #[schemars(with = "bool")]
     is_multi: Option<bool>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "schema::options")]
     options: Option<Vec<Value>>,
     /// The deprecated alias of `options`.
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings", extend("deprecated" = true))]
+    #[schemars(schema_with = "schema::options", extend("deprecated" = true))]
     presets: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "String")]

@@ -192,7 +192,7 @@ fn render_definition(d: &MetaobjectDefinition) -> Value {
 /// One `fields` element of a definition body.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schemars(rename = "MetaobjectFieldCreate")]
+#[schemars(rename = "MetaobjectFieldCreate", transform = schema::SelectOptions(&["options"]))]
 struct FieldInput {
     #[schemars(schema_with = "schema::key")]
     key: String,
@@ -206,7 +206,7 @@ struct FieldInput {
     #[schemars(with = "bool")]
     is_multi: Option<bool>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "schema::options")]
     options: Option<Vec<Value>>,
 }
 

@@ -33,6 +33,16 @@ where
     T::deserialize(d).map(Some)
 }
 
+/// A JSON number that is a whole number from 0 up: `295` or `295.0` (JSON Schema's
+/// `integer` is the mathematical value, so a document that says integer accepts both).
+pub fn whole_number(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u32::MAX as f64)
+            .map(|f| f as u64)
+    })
+}
+
 /// serde's words for a type, as the API says them.
 fn expected(serde: &str) -> &str {
     match serde {
@@ -98,6 +108,16 @@ fn describe(path: &str, serde: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn whole_numbers_may_be_written_with_a_fraction_of_zero() {
+        use serde_json::json;
+        assert_eq!(whole_number(&json!(295)), Some(295));
+        assert_eq!(whole_number(&json!(295.0)), Some(295));
+        assert_eq!(whole_number(&json!(295.5)), None);
+        assert_eq!(whole_number(&json!(-1)), None);
+        assert_eq!(whole_number(&json!("295")), None);
+    }
+
     use super::*;
     use serde_json::json;
 

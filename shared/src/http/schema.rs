@@ -39,6 +39,29 @@ impl Transform for Required {
     }
 }
 
+/// A container transform for a definition body (`type` and select `options`): the option
+/// fields it names may hold options only when `type` is `select`, and at most one of them
+/// may be given.
+pub struct SelectOptions(pub &'static [&'static str]);
+
+impl Transform for SelectOptions {
+    fn transform(&mut self, schema: &mut Schema) {
+        let empty: serde_json::Map<String, Value> = self
+            .0
+            .iter()
+            .map(|f| (f.to_string(), json!({"maxItems": 0})))
+            .collect();
+        schema.insert(
+            "if".into(),
+            json!({"properties": {"type": {"not": {"const": "select"}}}, "required": ["type"]}),
+        );
+        schema.insert("then".into(), json!({"properties": empty}));
+        if self.0.len() > 1 {
+            schema.insert("not".into(), json!({"required": self.0}));
+        }
+    }
+}
+
 /// Declares `$name`, the schema of the body type `$base` with `$fields` required, for a route
 /// whose handler parses `$base` (which reads them as optional, to refuse their absence in
 /// its own words) and needs them. Its doc comment is the schema's description.
@@ -149,9 +172,17 @@ pub fn media_type(_: &mut SchemaGenerator) -> Schema {
     schema
 }
 
-/// An absolute http(s) URL.
+/// An absolute http(s) URL with a host name (the parser also takes IP literals and user
+/// info, which the document leaves out), at most 2048 characters.
 pub fn http_url(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "string", "description": "An absolute http(s) URL", "maxLength": 2048, "pattern": "^https?://[^/?#\\s]+"})
+    let label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    let host = format!("(?:{label}\\.)*[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?");
+    let mut schema = matching(&format!(
+        "https?://{host}(?::[0-9]{{1,4}})?(?:[/?#][!-~]*)?"
+    ));
+    schema.insert("maxLength".into(), json!(2048));
+    schema.insert("description".into(), json!("An absolute http(s) URL"));
+    schema
 }
 
 /// A BCP 47 language tag, as `domain/values.rs` checks it.
@@ -159,6 +190,29 @@ pub fn language_tag(_: &mut SchemaGenerator) -> Schema {
     let mut schema = matching("[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*");
     schema.insert("example".into(), json!("en-US"));
     schema
+}
+
+/// An array of BCP 47 language tags.
+pub fn language_tags(g: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items": language_tag(g)})
+}
+
+/// An array of non-empty strings (an attribute's or field's select options).
+pub fn options(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true})
+}
+
+/// The regular expression of one of `entities`.
+pub fn one_of(entities: &[TargetEntity]) -> String {
+    let names: Vec<&str> = entities.iter().map(|e| e.as_str()).collect();
+    format!("(?:{})", names.join("|"))
+}
+
+/// An array of distinct attribute keys with their entity, `<entity>.<key>` (`product.color`),
+/// the entity one of `entities`.
+pub fn qualified_keys(entities: &[TargetEntity]) -> Schema {
+    let key = matching(&format!("{}\\.{KEY}", one_of(entities)));
+    json_schema!({"type": "array", "items": key, "uniqueItems": true})
 }
 
 /// An array of strings (checked one by one by the parser).
@@ -183,5 +237,5 @@ pub fn attribute_type(_: &mut SchemaGenerator) -> Schema {
 
 /// An entity's `values`: attribute key to value, checked against the definitions.
 pub fn values(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "additionalProperties": true})
+    json_schema!({"type": "object", "description": "Keyed by attribute key without the entity prefix: a plain value sets the unscoped value, {locale?, channel?, value} objects (or an array of them) set scoped values, null removes.", "propertyNames": matching(KEY), "additionalProperties": true})
 }

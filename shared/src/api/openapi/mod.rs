@@ -44,13 +44,41 @@ fn param(name: &str, location: &str, schema: Value, description: &str) -> Value 
     json!({"name": name, "in": location, "required": location == "path", "schema": schema, "description": description})
 }
 
+fn required(mut param: Value) -> Value {
+    param["required"] = Value::Bool(true);
+    param
+}
+
+/// A comma-separated list of the alternatives `items` (a regular expression), or empty.
+fn comma_list(items: &str) -> Value {
+    json!(matching(&format!("(?:(?:{items})(?:,(?:{items}))*)?")))
+}
+
+/// `include` on products: `skus` only beside `variants` (either no `skus`, or a `variants`).
+fn product_include() -> Value {
+    let any = "variants|skus|metaobjects";
+    let without_skus = "(?:(?:variants|metaobjects)(?:,(?:variants|metaobjects))*)?";
+    let with_variants = format!("(?:(?:{any}),)*variants(?:,(?:{any}))*");
+    json!(matching(&format!("(?:{without_skus}|{with_variants})")))
+}
+
+/// `attributes` / `exclude_attributes` (`domain/selection.rs`): comma-separated
+/// `<entity>.<key>` or `<entity>.<prefix>*`.
+fn selectors() -> Value {
+    let entity = crate::http::schema::one_of(&TargetEntity::ALL);
+    comma_list(&format!(
+        "{entity}\\.(?:{}|[a-z0-9_]*\\*)",
+        crate::http::schema::KEY
+    ))
+}
+
 fn parameters() -> Value {
     let mut all = json!({
-        "include": param("include", "query", string(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
-        "variant_include": param("include", "query", string(), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`)."),
-        "sku_include": param("include", "query", string(), "metaobjects: sideload the referenced metaobjects under `included`."),
-        "attributes": param("attributes", "query", string(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
-        "exclude_attributes": param("exclude_attributes", "query", string(), "Selectors to omit after inclusion; exclusion wins."),
+        "include": param("include", "query", product_include(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
+        "variant_include": param("include", "query", comma_list("skus|metaobjects"), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`)."),
+        "sku_include": param("include", "query", comma_list("metaobjects"), "metaobjects: sideload the referenced metaobjects under `included`."),
+        "attributes": param("attributes", "query", selectors(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
+        "exclude_attributes": param("exclude_attributes", "query", selectors(), "Selectors to omit after inclusion; exclusion wins."),
         "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
         "search": param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}."),
         "search_mode": param("search_mode", "query", json!({"enum": ["all", "any"], "default": "all"}), "all: every filter matches; any: at least one top-level key."),
@@ -61,7 +89,7 @@ fn parameters() -> Value {
         "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
         "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
         "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
-        "entity_type": param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list."),
+        "entity_type": required(param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list.")),
         "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
         "delivery_status": param("status", "query", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), "Only deliveries in this status."),
         "delivery_event": param("event", "query", matching("[a-z]+\\.(created|updated|deleted|test)"), "Only deliveries of this event (`product.updated`, `webhook.test`)."),

@@ -393,8 +393,12 @@ struct NewFamily {
     #[schemars(schema_with = "schema::name")]
     name: String,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "family_keys")]
     attributes: Option<Vec<Value>>,
+}
+
+fn family_keys(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schema::qualified_keys(ALL_ENTITIES)
 }
 
 /// The body of POST /languages.
@@ -422,7 +426,7 @@ struct NewChannel {
     #[schemars(schema_with = "schema::name")]
     name: String,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "schema::language_tags")]
     locales: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "bool")]

@@ -12,14 +12,20 @@ pub(super) struct NewProfile {
     #[schemars(schema_with = "schema::name")]
     name: String,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "required_keys")]
     required_attributes: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "schema::language_tags")]
     locales: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(schema_with = "schema::strings")]
     channels: Option<Vec<Value>>,
+}
+
+fn required_keys(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut keys = schema::qualified_keys(TREE_ENTITIES);
+    keys.insert("minItems".into(), 1.into());
+    keys
 }
 
 /// A completeness profile as served.

@@ -221,7 +221,7 @@ struct WebhookFields {
     #[schemars(schema_with = "schema::http_url")]
     url: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(schema_with = "schema::strings")]
+    #[schemars(schema_with = "topic_list")]
     topics: Option<Vec<Value>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<String>")]
@@ -229,6 +229,16 @@ struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "bool")]
     enabled: Option<bool>,
+}
+
+/// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
+fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let actions = Action::ALL.map(Action::as_str).join("|");
+    let topic = schema::matching(&format!(
+        "\\*|(?:{})\\.(?:{actions}|\\*)",
+        topics::ENTITY_TYPES.join("|")
+    ));
+    schemars::json_schema!({"type": "array", "items": topic, "minItems": 1, "maxItems": MAX_TOPICS})
 }
 
 /// Why a subscription is disabled when a request disabled it (or created it disabled).
@@ -503,8 +513,7 @@ async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     reads_catalog(call, "changing a subscription to catalog topics")?;
     let overlap = match body.expire_current_in_seconds {
         None => 0,
-        Some(v) => v
-            .as_u64()
+        Some(v) => crate::http::body::whole_number(&v)
             .filter(|n| *n <= MAX_EXPIRE_CURRENT_SECS)
             .ok_or_else(|| {
                 ApiError::bad_request(format!(
