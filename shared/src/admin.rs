@@ -55,7 +55,7 @@ pub async fn create_key_within(
         )));
     }
     for _ in 0..5 {
-        let key = ApiKey::generate(org);
+        let key = ApiKey::generate(org, store.credential_tags());
         let item = KeyItem {
             pk: org_pk(org),
             sk: key_sk(&key.key_id),

@@ -98,6 +98,27 @@ impl Config {
         })
     }
 
+    /// What a deployment tags the credentials it issues with: a key derived from its
+    /// `CATALOG_CURSOR_KEY` secret. `None` without one (a local stack tags by table name).
+    pub fn credential_tags(&self) -> Option<crate::domain::credential_tags::CredentialTags> {
+        self.cursor_secret_set.then(|| {
+            crate::domain::credential_tags::CredentialTags::new(
+                self.cursor_key.derive("catalog credential tags"),
+            )
+        })
+    }
+
+    /// The table of this configuration over `client`: lists kept under its snapshot
+    /// policy, credentials tagged as this deployment's.
+    pub fn store(&self, client: aws_sdk_dynamodb::Client) -> crate::store::Store {
+        let store = crate::store::Store::new(client, self.table_name.clone())
+            .with_snapshot_policy(self.snapshots);
+        match self.credential_tags() {
+            Some(tags) => store.with_credential_tags(tags),
+            None => store,
+        }
+    }
+
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())

@@ -47,8 +47,7 @@ impl Context {
 
     /// The context of `config`, with clients built from the shared AWS configuration.
     pub fn from_sdk(config: Config, shared: &aws_config::SdkConfig) -> Self {
-        let store = Store::new(Store::client_from_config(shared), config.table_name.clone())
-            .with_snapshot_policy(config.snapshots);
+        let store = config.store(Store::client_from_config(shared));
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(shared), &config.webhooks);
         let checkpoints = config.imports.checkpoint_bucket.clone().map(|bucket| {
             std::sync::Arc::new(crate::imports::checkpoints::S3Checkpoints {

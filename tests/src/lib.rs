@@ -391,6 +391,20 @@ impl Org {
         }
     }
 
+    /// Another key of this organization, tagged as `@strict` processes tag theirs: they hold
+    /// a deployment secret, and refuse the keys a local stack tags by its table name.
+    pub async fn strict_key(&self) -> String {
+        let config = catalog::Config::from_lookup(|name| {
+            (name == "CATALOG_CURSOR_KEY").then(|| runtime::STRICT_CURSOR_KEY.to_string())
+        });
+        let tags = config.credential_tags().expect("a deployment secret");
+        let store = stack().await.store().with_credential_tags(tags);
+        catalog::admin::create_key(&store, &self.id, "strict", &Scope::ALL)
+            .await
+            .expect("key")
+            .plain
+    }
+
     /// Another key of this organization with only `scopes`.
     pub async fn key_with(&self, scopes: &[Scope]) -> String {
         catalog::admin::create_key(&stack().await.store(), &self.id, "scoped", scopes)

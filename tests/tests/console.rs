@@ -5,6 +5,7 @@
 //! security and caching headers. Through the real `console` function and the others.
 
 use catalog::auth::Scope;
+use catalog::domain::credential_tags::CredentialTags;
 use catalog::domain::time::Timestamp;
 use catalog::store::console::ConsoleItem;
 use catalog_e2e::{stack, Org, Request, Response};
@@ -266,9 +267,11 @@ async fn an_expired_link_or_session_is_refused() {
     let store = stack().await.store();
     let key_id = &org.key["cat_".len().."cat_".len() + 12];
     let past = Timestamp::from_millis(Timestamp::now().millis() - 1000);
-    let secret = "A".repeat(40);
-    let hash = catalog::auth::apikey::hash_secret(&secret);
     let id = format!("{key_id}expired1");
+    // tagged as this stack issues them, so that only the expiry refuses them
+    let tags = CredentialTags::for_table(catalog_e2e::TABLE);
+    let secret = tags.issue("csl_", &id, &"A".repeat(40));
+    let hash = catalog::auth::apikey::hash_secret(&secret);
     let scopes = vec!["settings:manage".to_string()];
     store
         .put_console_item(&ConsoleItem::new(
@@ -283,6 +286,8 @@ async fn an_expired_link_or_session_is_refused() {
         .await
         .unwrap();
     assert_eq!(exchange(&format!("csl_{id}_{secret}")).await.status, 401);
+    let secret = tags.issue("css_", &id, &"A".repeat(40));
+    let hash = catalog::auth::apikey::hash_secret(&secret);
     store
         .put_console_item(&ConsoleItem::new(
             &org.id,
@@ -478,4 +483,120 @@ async fn a_link_of_a_revoked_key_or_a_disabled_organization_opens_nothing() {
     // the refused exchange took nothing: once API access is back, the link signs in, once
     assert_eq!(exchange(&token).await.status, 201);
     assert_eq!(exchange(&token).await.status, 401);
+}
+
+/// Issue 40, item 7: before, a made-up key (an id of the organization, or a real id with
+/// another secret), session cookie or sign-in token cost one or two reads of the named
+/// organization's partition each, without limit. Every secret issued now ends in its id's
+/// tag, keyed by the deployment: one without it was never issued, and costs no request.
+#[tokio::test]
+async fn credentials_never_issued_are_refused_without_a_read() {
+    let org = Org::new().await;
+    let key_id = &org.key["cat_".len().."cat_".len() + 12];
+    let s = sign_in(&org.key).await;
+    assert_eq!(s.get("/v1/api-keys").await.status, 200);
+    let made_up = "A".repeat(46);
+    for key in [
+        format!("cat_{}zzzzzz_{made_up}", org.id),
+        format!("cat_{key_id}_{made_up}"),
+        format!("cat_{key_id}_{}", "B".repeat(64)),
+    ] {
+        let r = Request::new("GET", "/v1/products")
+            .bearer(&key)
+            .send()
+            .await;
+        assert_eq!((r.status, r.ddb_requests()), (401, 0), "{key}");
+    }
+    let forged = Session {
+        cookie: format!("catalog_console=css_{key_id}abcdefgh_{made_up}"),
+        csrf: s.csrf.clone(),
+    };
+    let r = forged.get("/v1/console-sessions/current").await;
+    assert_eq!((r.status, r.ddb_requests()), (401, 0));
+    // a real session's id with a made-up secret
+    let real_id = s
+        .cookie
+        .split_once("css_")
+        .unwrap()
+        .1
+        .split_once('_')
+        .unwrap()
+        .0;
+    let forged = Session {
+        cookie: format!("catalog_console=css_{real_id}_{made_up}"),
+        csrf: s.csrf.clone(),
+    };
+    let r = forged.get("/v1/console-sessions/current").await;
+    assert_eq!((r.status, r.ddb_requests()), (401, 0));
+    let r = exchange(&format!("csl_{key_id}abcdefgh_{made_up}")).await;
+    assert_eq!(
+        (r.status, r.ddb_requests(), error(&r)),
+        (
+            401,
+            0,
+            "this sign-in link is invalid, used or expired: make a new one"
+        )
+    );
+    // what was issued still works
+    assert_eq!(org.get("/v1/products").await.status, 200);
+    assert_eq!(s.get("/v1/console-sessions/current").await.status, 200);
+}
+
+/// Keys issued before tags (a 40-character secret) still authenticate, with a read; made-up
+/// ids of that shape are read at most 20 times a second per organization and process, then
+/// refused with 429 and no request.
+#[tokio::test]
+async fn untagged_keys_still_work_and_their_reads_are_bounded() {
+    let org = Org::new().await;
+    let store = stack().await.store();
+    let key_id = format!("{}legacy", org.id);
+    let secret = "L".repeat(40);
+    store
+        .put_key(
+            &catalog::store::items::KeyItem {
+                pk: format!("O#{}", org.id),
+                sk: format!("KEY#{key_id}"),
+                key_id: key_id.clone(),
+                org: org.id.clone(),
+                name: "before tags".into(),
+                secret_hash: catalog::auth::apikey::hash_secret(&secret),
+                scopes: vec!["catalog:read".into()],
+                revoked: false,
+                created_at: Timestamp::now(),
+                last_used_at: None,
+            },
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let legacy = format!("cat_{key_id}_{secret}");
+    let r = Request::new("GET", "/v1/products")
+        .bearer(&legacy)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let started = std::time::Instant::now();
+    let (mut reads, mut refused) = (0, 0);
+    for i in 0..60 {
+        let made_up = format!("cat_{}mk{i:04}_{}", org.id, "M".repeat(40));
+        let r = Request::new("GET", "/v1/products")
+            .bearer(&made_up)
+            .send()
+            .await;
+        match r.status {
+            401 => reads += r.ddb_requests(),
+            429 => {
+                assert_eq!(r.ddb_requests(), 0);
+                assert_eq!(r.header("retry-after"), Some("1"));
+                refused += 1;
+            }
+            other => panic!("{other}: {:?}", r.body),
+        }
+    }
+    let seconds = started.elapsed().as_secs() as u32 + 1;
+    assert!(
+        reads <= 20 * seconds && (seconds > 2 || refused > 0),
+        "{reads} reads and {refused} refusals in {seconds} started seconds"
+    );
 }

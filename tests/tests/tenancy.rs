@@ -11,6 +11,7 @@ use std::process::Command;
 #[tokio::test]
 async fn cursors_sealed_with_the_table_name_are_refused_outside_local_mode() {
     let org = Org::new().await;
+    let strict_key = org.strict_key().await;
     for id in ["a", "b", "c"] {
         assert_eq!(
             org.patch(&format!("/v1/products/{id}"), json!({}))
@@ -21,7 +22,7 @@ async fn cursors_sealed_with_the_table_name_are_refused_outside_local_mode() {
     }
     let first = send_to(
         "products@strict",
-        Request::new("GET", "/v1/products?limit=1").bearer(&org.key),
+        Request::new("GET", "/v1/products?limit=1").bearer(&strict_key),
     )
     .await;
     assert_eq!(first.status, 200, "{:?}", first.body);
@@ -35,7 +36,7 @@ async fn cursors_sealed_with_the_table_name_are_refused_outside_local_mode() {
             "GET",
             &format!("/v1/products?limit=1&cursor={}", encode(&next)),
         )
-        .bearer(&org.key),
+        .bearer(&strict_key),
     )
     .await;
     assert_eq!(page.body["result"][0]["identifier"], json!("b"));
@@ -52,7 +53,7 @@ async fn cursors_sealed_with_the_table_name_are_refused_outside_local_mode() {
             "GET",
             &format!("/v1/products?limit=1&cursor={}", encode(&forged)),
         )
-        .bearer(&org.key),
+        .bearer(&strict_key),
     )
     .await;
     assert_eq!(

@@ -193,10 +193,9 @@ async fn subscriptions_are_managed_with_the_settings_scope() {
 async fn private_addresses_are_refused_outside_local_mode() {
     webhooks().await;
     let org = Org::new().await;
+    let key = org.strict_key().await;
     let strict = |body: Value| {
-        let req = Request::new("POST", "/v1/webhooks")
-            .bearer(&org.key)
-            .json(body);
+        let req = Request::new("POST", "/v1/webhooks").bearer(&key).json(body);
         async move { catalog_e2e::send_to("webhooks@strict", req).await }
     };
     for (url, error) in [

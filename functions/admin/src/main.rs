@@ -10,10 +10,7 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let config = catalog::Config::from_env();
-    let store: &'static Store = Box::leak(Box::new(Store::new(
-        Store::client_from_env().await,
-        config.table_name,
-    )));
+    let store: &'static Store = Box::leak(Box::new(config.store(Store::client_from_env().await)));
     run(service_fn(|event: LambdaEvent<Value>| async move {
         Ok::<_, Error>(catalog::admin_invoke::handle(store, event.payload).await)
     }))

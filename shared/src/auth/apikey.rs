@@ -1,16 +1,19 @@
 //! API keys: `cat_<key id>_<secret>`. The 12-character key id is the 6-character
 //! organization id followed by 6 random characters, so the key's item lives in its
-//! organization's partition and is found with no global lookup. Only SHA-256 of the secret
-//! is stored (the secret has ~238 bits of entropy, so a fast hash is the right tool), and
-//! hashes are compared in constant time.
+//! organization's partition and is found with no global lookup. The secret is 40 random
+//! characters (~238 bits, so a fast hash is the right tool) and the key id's tag
+//! (`domain/credential_tags.rs`). Only SHA-256 of the secret is stored, and hashes are
+//! compared in constant time.
 
+use crate::domain::credential_tags::{CredentialTags, RANDOM_LEN};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub const PREFIX: &str = "cat_";
 pub const ORG_ID_LEN: usize = 6;
 pub const KEY_ID_LEN: usize = 12;
-pub const SECRET_LEN: usize = 40;
+/// The kind API keys are tagged as.
+pub const TAG_KIND: &str = "key";
 
 const ID_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 pub const SECRET_ALPHABET: &[u8] =
@@ -50,7 +53,7 @@ pub struct ApiKey {
 }
 
 impl ApiKey {
-    pub fn generate(org: &str) -> Self {
+    pub fn generate(org: &str, tags: &CredentialTags) -> Self {
         assert!(
             is_org_id(org),
             "organization ids are 6 characters of [a-z0-9]"
@@ -59,7 +62,11 @@ impl ApiKey {
             "{org}{}",
             random_string(ID_ALPHABET, KEY_ID_LEN - ORG_ID_LEN)
         );
-        let secret = random_string(SECRET_ALPHABET, SECRET_LEN);
+        let secret = tags.issue(
+            TAG_KIND,
+            &key_id,
+            &random_string(SECRET_ALPHABET, RANDOM_LEN),
+        );
         Self {
             plain: format!("{PREFIX}{key_id}_{secret}"),
             secret_hash: hash_secret(&secret),
@@ -142,7 +149,7 @@ mod tests {
 
     #[test]
     fn generated_keys_parse_and_verify() {
-        let key = ApiKey::generate("abc123");
+        let key = ApiKey::generate("abc123", &CredentialTags::for_table("t"));
         let parsed = from_authorization(&format!("Bearer {}", key.plain)).unwrap();
         assert_eq!(parsed.org, "abc123");
         assert_eq!(parsed.key_id, key.key_id);
@@ -160,7 +167,7 @@ mod tests {
 
     #[test]
     fn malformed_keys_do_not_parse() {
-        let good = ApiKey::generate("abc123").plain;
+        let good = ApiKey::generate("abc123", &CredentialTags::for_table("t")).plain;
         for bad in [
             "",
             "Bearer",

@@ -8,12 +8,18 @@
 //! Two bounded LRU caches, never emptied whole: keys that exist (only a holder of a real key
 //! id can add one) and ids that do not. A stream of random key ids churns only the second,
 //! so it cannot evict the organizations' real keys and turn every request into a read.
+//!
+//! A key whose secret lacks its id's tag (`domain/credential_tags.rs`) was never issued and
+//! is refused before any read. Keys issued before tags (40-character secrets) are still
+//! read, at most [`UNTAGGED_READS_PER_SECOND`] per organization, process and second.
 
 use super::apikey::{self, ParsedKey};
 use super::{Principal, Scope};
+use crate::domain::credential_tags::Presented;
 use crate::error::ApiError;
 use crate::store::Store;
 use lru::LruCache;
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,6 +28,11 @@ use std::time::{Duration, Instant};
 const MAX_KEYS: usize = 10_000;
 /// Key ids that do not (negative answers), per process.
 const MAX_UNKNOWN: usize = 1_000;
+
+/// Reads of keys issued before tags, per organization, process and second: every such real
+/// key is read once per cache TTL, so this leaves them room, while made-up ids of that
+/// shape cost an organization's partition no more than this.
+pub const UNTAGGED_READS_PER_SECOND: u32 = 20;
 
 /// How stale a key's `lastUsedAt` may get before a lookup writes it again.
 const LAST_USED_GRANULARITY_MS: i64 = 3_600_000;
@@ -45,6 +56,8 @@ pub struct Authenticator {
     ttl: Duration,
     /// (keys that exist, ids that do not)
     cache: Mutex<(Entries, Entries)>,
+    /// Reads of untagged keys this second, per organization (since the `Instant`).
+    untagged: Mutex<(Instant, HashMap<String, u32>)>,
 }
 
 fn lru(n: usize) -> Entries {
@@ -60,6 +73,7 @@ impl Authenticator {
         Self {
             ttl,
             cache: Mutex::new((lru(keys), lru(unknown))),
+            untagged: Mutex::new((Instant::now(), HashMap::new())),
         }
     }
 
@@ -73,9 +87,19 @@ impl Authenticator {
         let parsed = header
             .and_then(apikey::from_authorization)
             .ok_or_else(ApiError::unauthorized)?;
+        let presented =
+            store
+                .credential_tags()
+                .check(apikey::TAG_KIND, &parsed.key_id, &parsed.secret);
+        if presented == Presented::Forged {
+            return Err(ApiError::unauthorized());
+        }
         let resolved = match self.cached(&parsed.key_id) {
             Some(r) => r,
             None => {
+                if presented == Presented::Untagged {
+                    self.admit_untagged(&parsed.org)?;
+                }
                 let r = resolve(store, &parsed).await?;
                 self.remember(&parsed.key_id, r.clone());
                 r
@@ -115,6 +139,24 @@ impl Authenticator {
             Some((_, Resolved::Key { limit, .. })) => Some(*limit),
             _ => None,
         }
+    }
+
+    /// Counts a read of an untagged key of `org`; 429 beyond [`UNTAGGED_READS_PER_SECOND`].
+    fn admit_untagged(&self, org: &str) -> Result<(), ApiError> {
+        let mut window = self.untagged.lock().unwrap_or_else(|p| p.into_inner());
+        if window.0.elapsed() >= Duration::from_secs(1) {
+            *window = (Instant::now(), HashMap::new());
+        }
+        let reads = window.1.entry(org.to_string()).or_insert(0);
+        if *reads >= UNTAGGED_READS_PER_SECOND {
+            return Err(ApiError::new(
+                429,
+                format!("too many authentications with untagged API keys of this organization (at most {UNTAGGED_READS_PER_SECOND} a second): retry in a second, or replace the key with a new one (POST /api-keys)"),
+            )
+            .with_header("retry-after", "1"));
+        }
+        *reads += 1;
+        Ok(())
     }
 
     /// Forgets what this process knows of a key (after revoking it here).
@@ -199,6 +241,20 @@ mod tests {
             api_enabled: true,
             limit: None,
         }
+    }
+
+    #[test]
+    fn untagged_keys_are_read_at_most_twenty_times_a_second_per_organization() {
+        let auth = Authenticator::new(Duration::from_secs(60));
+        for _ in 0..UNTAGGED_READS_PER_SECOND {
+            auth.admit_untagged("abc123").unwrap();
+        }
+        let refused = auth.admit_untagged("abc123").unwrap_err();
+        assert_eq!(refused.status, 429);
+        assert_eq!(refused.headers, vec![("retry-after", "1".to_string())]);
+        auth.admit_untagged("xyz789").unwrap();
+        auth.untagged.lock().unwrap().0 -= Duration::from_secs(1);
+        auth.admit_untagged("abc123").unwrap();
     }
 
     #[test]

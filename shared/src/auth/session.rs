@@ -6,6 +6,7 @@
 
 use super::apikey::{self, random_string, SECRET_ALPHABET};
 use super::{Principal, Scope};
+use crate::domain::credential_tags::{CredentialTags, Presented, RANDOM_LEN, TAG_LEN};
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::store::console::ConsoleItem;
@@ -30,7 +31,6 @@ pub fn cookie_name(secure: bool) -> &'static str {
 
 const ID_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 const ID_RANDOM: usize = 8;
-const SECRET_LEN: usize = 40;
 
 /// What a token is for: its text starts with the kind's prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn prefix(self) -> &'static str {
+    pub fn prefix(self) -> &'static str {
         match self {
             Self::Link => "csl_",
             Self::Session => "css_",
@@ -49,7 +49,8 @@ impl Kind {
 }
 
 /// `<prefix><id>_<secret>`: the id is the key id (whose first 6 characters are the
-/// organization) and 8 random characters; the secret has ~238 bits of entropy.
+/// organization) and 8 random characters; the secret is 40 random characters (~238 bits)
+/// and the id's tag of the token's kind (`domain/credential_tags.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     pub id: String,
@@ -58,10 +59,12 @@ pub struct Token {
 
 impl Token {
     /// A new token of the key `key_id`, and its text (shown once, never stored).
-    pub fn generate(kind: Kind, key_id: &str) -> (Self, String) {
+    pub fn generate(kind: Kind, key_id: &str, tags: &CredentialTags) -> (Self, String) {
+        let id = format!("{key_id}{}", random_string(ID_ALPHABET, ID_RANDOM));
+        let random = random_string(SECRET_ALPHABET, RANDOM_LEN);
         let token = Self {
-            id: format!("{key_id}{}", random_string(ID_ALPHABET, ID_RANDOM)),
-            secret: random_string(SECRET_ALPHABET, SECRET_LEN),
+            secret: tags.issue(kind.prefix(), &id, &random),
+            id,
         };
         let text = format!("{}{}_{}", kind.prefix(), token.id, token.secret);
         (token, text)
@@ -71,7 +74,7 @@ impl Token {
         let (id, secret) = text.strip_prefix(kind.prefix())?.split_once('_')?;
         let ok = id.len() == apikey::KEY_ID_LEN + ID_RANDOM
             && id.bytes().all(|b| ID_ALPHABET.contains(&b))
-            && secret.len() == SECRET_LEN
+            && secret.len() == RANDOM_LEN + TAG_LEN
             && secret.bytes().all(|b| SECRET_ALPHABET.contains(&b));
         ok.then(|| Self {
             id: id.into(),
@@ -90,6 +93,12 @@ impl Token {
     pub fn secret_hash(&self) -> String {
         apikey::hash_secret(&self.secret)
     }
+
+    /// Whether this token carries the tag `tags` gives its id: one that does not was never
+    /// issued, and is refused without a read.
+    pub fn tagged(&self, kind: Kind, tags: &CredentialTags) -> bool {
+        tags.check(kind.prefix(), &self.id, &self.secret) == Presented::Tagged
+    }
 }
 
 /// A new sign-in link for the key `key_id` (holding `scopes`) of `org`: its token, for the
@@ -100,7 +109,7 @@ pub async fn new_link(
     key_id: &str,
     scopes: &[Scope],
 ) -> Result<(String, Timestamp), StoreError> {
-    let (token, text) = Token::generate(Kind::Link, key_id);
+    let (token, text) = Token::generate(Kind::Link, key_id, store.credential_tags());
     let expires_at = Timestamp::from_millis(Timestamp::now().millis() + LINK_SECONDS * 1000);
     let scopes = scopes.iter().map(|s| s.as_str().to_string()).collect();
     let item = ConsoleItem::new(
@@ -166,6 +175,9 @@ pub async fn authenticate(
     method: &str,
     csrf: Option<&str>,
 ) -> Result<Principal, ApiError> {
+    if !token.tagged(Kind::Session, store.credential_tags()) {
+        return Err(ApiError::unauthorized());
+    }
     let read = store
         .get_console_session(token.org(), token.key_id(), &token.id)
         .await?;
@@ -211,7 +223,11 @@ mod tests {
 
     #[test]
     fn tokens_name_their_key_and_parse_only_as_their_kind() {
-        let (token, text) = Token::generate(Kind::Session, "abc123xyz789");
+        let (token, text) = Token::generate(
+            Kind::Session,
+            "abc123xyz789",
+            &CredentialTags::for_table("t"),
+        );
         assert!(text.starts_with("css_abc123xyz789"));
         assert_eq!(Token::parse(Kind::Session, &text), Some(token.clone()));
         assert_eq!(Token::parse(Kind::Link, &text), None);
@@ -224,7 +240,11 @@ mod tests {
 
     #[test]
     fn the_cookie_is_found_by_its_name_only() {
-        let (token, text) = Token::generate(Kind::Session, "abc123xyz789");
+        let (token, text) = Token::generate(
+            Kind::Session,
+            "abc123xyz789",
+            &CredentialTags::for_table("t"),
+        );
         let header = format!("other=1; catalog_console={text}; x=y");
         assert_eq!(from_cookie(&header, false), Some(token.clone()));
         assert_eq!(from_cookie(&header, true), None);

@@ -91,9 +91,19 @@ fn store_err(e: StoreError) -> String {
     }
 }
 
+/// The table, its credentials tagged with the deployment's key when `CATALOG_CURSOR_KEY`
+/// holds the deployment's secret, else as a local stack's (which a deployment refuses).
 async fn store() -> Store {
+    Config::from_env().store(Store::client_from_env().await)
+}
+
+/// [`store`], for a command that issues a credential: says when it will not work on AWS.
+async fn issuing_store() -> Store {
     let config = Config::from_env();
-    Store::new(Store::client_from_env().await, config.table_name)
+    if config.credential_tags().is_none() && !config.local_mode {
+        eprintln!("note: CATALOG_CURSOR_KEY is not set: keys and sign-in links made now work against a local stack only (on AWS, use the admin function or set it to the deployment's secret)");
+    }
+    config.store(Store::client_from_env().await)
 }
 
 async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), String> {
@@ -151,7 +161,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
             let scopes =
                 admin::parse_scopes(flags.get("scopes").map(String::as_str).unwrap_or("all"))?;
             let name = flags.get("name").map(String::as_str).unwrap_or("default");
-            let key = admin::create_key(&store().await, need(flags, "org")?, name, &scopes)
+            let key = admin::create_key(&issuing_store().await, need(flags, "org")?, name, &scopes)
                 .await
                 .map_err(store_err)?;
             let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
@@ -237,7 +247,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
                     )
                 }
             };
-            let s = store().await;
+            let s = issuing_store().await;
             let parsed = catalog::auth::apikey::parse(&key)
                 .ok_or("--key is not an API key (cat_<id>_<secret>)")?;
             let (link, expires_at) =

@@ -1,6 +1,7 @@
 //! Pure domain rules: no I/O, unit-tested here.
 
 pub mod attributes;
+pub mod credential_tags;
 pub mod identifier;
 pub(crate) mod invalid;
 pub mod limits;

@@ -31,6 +31,7 @@ pub(crate) mod warm_sources;
 pub mod webhooks;
 pub mod writes;
 
+use crate::domain::credential_tags::CredentialTags;
 use aws_sdk_dynamodb::Client;
 use std::sync::Arc;
 
@@ -43,15 +44,30 @@ pub struct Store {
     pub(crate) table: String,
     /// The warm indexes of the flat lists (`warm.rs`), shared by clones.
     pub(crate) warm: Arc<warm::WarmIndexes>,
+    /// What the credentials kept in this table are tagged with (`domain/credential_tags.rs`).
+    credential_tags: CredentialTags,
 }
 
 impl Store {
+    /// The table `table`, its credentials tagged as a local stack's (from the table name).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let table = table.into();
         Self {
             client,
-            table: table.into(),
+            credential_tags: CredentialTags::for_table(&table),
+            table,
             warm: Arc::new(warm::WarmIndexes::new(Default::default())),
         }
+    }
+
+    /// The same table with credentials tagged with `tags` (a deployment's).
+    pub fn with_credential_tags(mut self, tags: CredentialTags) -> Self {
+        self.credential_tags = tags;
+        self
+    }
+
+    pub fn credential_tags(&self) -> &CredentialTags {
+        &self.credential_tags
     }
 
     /// The same table with warm indexes kept under `policy` (fresh, empty).

@@ -182,6 +182,10 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             "this sign-in link is invalid, used or expired: make a new one",
         )
     };
+    // a token this deployment never issued is refused before anything is read
+    if !link.tagged(Kind::Link, app.store.credential_tags()) {
+        return Err(refused());
+    }
     // The session acts as the key the token names: a link of a key revoked since, or of an
     // organization whose API access is off now, opens nothing, and is refused before it is
     // taken (a refused exchange changes nothing).
@@ -202,7 +206,8 @@ async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     else {
         return Err(refused());
     };
-    let (token, cookie) = Token::generate(Kind::Session, &taken.key_id);
+    let (token, cookie) =
+        Token::generate(Kind::Session, &taken.key_id, app.store.credential_tags());
     let expires_at = Timestamp::from_millis(now.millis() + SESSION_SECONDS * 1000);
     let csrf = session::new_csrf();
     let item = ConsoleItem::new(

@@ -3,7 +3,7 @@
 
 use super::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use crate::app::{handler, Api, App, Call, Endpoint};
-use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET, SECRET_LEN};
+use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
@@ -243,6 +243,8 @@ fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// Why a subscription is disabled when a request disabled it (or created it disabled).
 pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
+/// Random characters of a signing secret after `whsec_`.
+const WEBHOOK_SECRET_LEN: usize = 40;
 /// Longest overlap of the old and new secret after a rotation.
 const MAX_EXPIRE_CURRENT_SECS: u64 = 86_400;
 
@@ -254,7 +256,10 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
 
 /// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
 fn new_secret() -> String {
-    format!("whsec_{}", random_string(SECRET_ALPHABET, SECRET_LEN))
+    format!(
+        "whsec_{}",
+        random_string(SECRET_ALPHABET, WEBHOOK_SECRET_LEN)
+    )
 }
 
 /// The `url` field, parsed, checked against the SSRF rules and resolved.
