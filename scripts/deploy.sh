@@ -82,10 +82,11 @@ fi
 [ "$PRODUCTION" = true ] || [ "$PRODUCTION" = false ] ||
   die "$STAGE: production = true or false in [$STAGE.catalog.parameters]"
 
-# 3. The release: the package of the checked-out version (the commit, as scripts/package.sh
-# computes it), so that checking out a release and deploying deploys that release; or the
-# kept release RELEASE names (a rollback: infra/README.md, "Roll back"). Nothing else.
-CHECKED_OUT="$(git rev-parse --verify -q HEAD 2>/dev/null)" || CHECKED_OUT=unknown
+# 3. The release: the package of the checked-out version (scripts/version.sh: the commit, or
+# the commit and a digest of uncommitted edits), so that checking out a release and
+# deploying deploys that release; or the kept release RELEASE names (a rollback:
+# infra/README.md, "Roll back"). Nothing else.
+CHECKED_OUT="$(scripts/version.sh)"
 # The kept releases, the newest package first.
 kept() {
   local names
@@ -156,9 +157,12 @@ fi
 # 7. The account's Lambda concurrency must hold the stack: what its functions reserve
 # (ReservedConcurrentExecutions, ProvisionedConcurrentExecutions), what its queue consumers
 # may run at once (MaximumConcurrency), and the 100 Lambda keeps unreserved (it refuses a
-# reservation below that). On an update the functions already hold their reservations.
-# Read from the release's template with the stage's parameters, before anything changes.
-NEEDS="$(python3 - "$REL/template.yaml" "$OVERRIDES" <<'PY'
+# reservation below that). On an update the functions already hold what the deployed
+# stack reserves (read from its own template and parameters, not the release's: a release
+# that reserves more needs the difference unreserved). Before anything changes.
+# concurrency TEMPLATE OVERRIDES: "<reserved> <queue consumers> <parameter digest>".
+concurrency() {
+  python3 - "$1" "$2" <<'PY'
 import hashlib, json, re, sys
 
 path, overrides = sys.argv[1], sys.argv[2]
@@ -215,7 +219,9 @@ digested = {k: v for k, v in values.items() if k not in ("ParameterDigest", "Tab
 digest = hashlib.sha256(json.dumps(digested, sort_keys=True).encode()).hexdigest()
 print(reserved, consumers, digest)
 PY
-)" || die "cannot read the concurrency $STACK needs from $REL/template.yaml (above)"
+}
+NEEDS="$(concurrency "$REL/template.yaml" "$OVERRIDES")" ||
+  die "cannot read the concurrency $STACK needs from $REL/template.yaml (above)"
 read -r RESERVED CONSUMERS DIGEST <<<"$NEEDS"
 SETTINGS="$("$AWS" lambda get-account-settings --region "$REGION" --output text \
   --query '[AccountLimit.ConcurrentExecutions,AccountLimit.UnreservedConcurrentExecutions]')" ||
@@ -227,8 +233,20 @@ NEED=$((RESERVED + CONSUMERS + 100))
 AVAILABLE="$UNRESERVED"
 HELD=""
 if [ "$STATUS" != NONE ] && [ "$STATUS" != ROLLBACK_COMPLETE ] && [ "$STATUS" != REVIEW_IN_PROGRESS ]; then
-  AVAILABLE=$((UNRESERVED + RESERVED))
-  [ "$RESERVED" = 0 ] || HELD=" + $RESERVED its functions already reserve"
+  DEPLOYED="$(mktemp)"
+  trap 'rm -f "$ERR" "$DEPLOYED"' EXIT
+  "$AWS" cloudformation get-template --stack-name "$STACK" --region "$REGION" \
+    --template-stage Original --query TemplateBody --output text > "$DEPLOYED" ||
+    die "cannot read the template $STACK runs (cloudformation:GetTemplate)"
+  DEPLOYED_PARAMETERS="$("$AWS" cloudformation describe-stacks --stack-name "$STACK" --region "$REGION" \
+    --query 'Stacks[0].Parameters[].[ParameterKey,ParameterValue]' --output text)" ||
+    die "cannot read the parameters $STACK runs with"
+  HELD_NEEDS="$(concurrency "$DEPLOYED" "$(printf '%s\n' "$DEPLOYED_PARAMETERS" |
+    awk -F'\t' 'NF == 2 { printf "%s=\"%s\" ", $1, $2 }')")" ||
+    die "cannot read the concurrency the deployed $STACK reserves (above)"
+  read -r HELD_RESERVED _ <<<"$HELD_NEEDS"
+  AVAILABLE=$((UNRESERVED + HELD_RESERVED))
+  [ "$HELD_RESERVED" = 0 ] || HELD=" + $HELD_RESERVED its functions already reserve"
 fi
 SHORT="account $ACCOUNT ($REGION) has $AVAILABLE of its Lambda concurrency available ($UNRESERVED unreserved of $LIMIT$HELD), $STACK needs $NEED ($RESERVED reserved by its functions + $CONSUMERS for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)"
 if [ "$NEED" -gt "$AVAILABLE" ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make package [DIST=dist]: builds every function (make build) and keeps what a deploy needs
-# as one release of DIST, addressed by its version: the git commit it was built from (HEAD,
-# as scripts/deploy.sh computes it too). A CI job can keep DIST as its artifact and a later
+# as one release of DIST, addressed by its version: the git commit it was built from
+# (scripts/version.sh, which scripts/deploy.sh runs too; with uncommitted edits, the commit
+# and a digest of them). A CI job can keep DIST as its artifact and a later
 # job (or another runner, with no Rust) deploys it with `make deploy STAGE=<stage> DIST=...`:
 #   DIST/releases/<version>/template.yaml      infra/template.yaml, each CodeUri pointing at the zip below
 #   DIST/releases/<version>/functions/<fn>.zip  the arm64 release build of every function
@@ -31,9 +32,11 @@ while [ $# -gt 0 ]; do
 done
 [ "$BUILD" = 0 ] || scripts/build.sh
 
-# The version scripts/deploy.sh compares with the checked-out tree's: the commit, or
-# "unknown" outside a git checkout (which make deploy deploys only when RELEASE names it).
-VERSION="$(git rev-parse --verify -q HEAD 2>/dev/null)" || VERSION=unknown
+# The version scripts/deploy.sh compares with the checked-out tree's (scripts/version.sh):
+# the commit; with uncommitted edits, the commit and a digest of them, so a build of edits
+# never passes for the commit; "unknown" outside a git checkout (which make deploy deploys
+# only when RELEASE names it).
+VERSION="$(scripts/version.sh)"
 RELEASE_DIR="$DIST_DIR/releases/$VERSION"
 # Written aside, then moved into place: a package that fails leaves no half release.
 OUT="$DIST_DIR/releases/.$VERSION.partial"

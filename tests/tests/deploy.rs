@@ -83,6 +83,11 @@ impl Workspace {
     /// A git repository of one commit, standing for a checkout of another version (its
     /// GIT_DIR makes the scripts' `git rev-parse HEAD` answer that commit).
     fn checkout(&self, name: &str) -> (String, String) {
+        self.checkout_of(name, &[])
+    }
+
+    /// [`Self::checkout`] of a commit holding `files` (path, text).
+    fn checkout_of(&self, name: &str, files: &[(&str, &str)]) -> (String, String) {
         let dir = self.dir.join(name);
         let git = |args: &[&str]| {
             let out = Command::new("git")
@@ -103,6 +108,10 @@ impl Workspace {
         };
         let path = dir.display().to_string();
         git(&["init", "-q", &path]);
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+            git(&["-C", &path, "add", file]);
+        }
         git(&["-C", &path, "commit", "-q", "--allow-empty", "-m", name]);
         let commit = git(&["-C", &path, "rev-parse", "HEAD"]);
         (dir.join(".git").display().to_string(), commit)
@@ -142,14 +151,15 @@ impl Workspace {
     }
 }
 
-/// The checked-out version, as scripts/package.sh and scripts/deploy.sh compute it.
+/// The checked-out version, as scripts/package.sh and scripts/deploy.sh compute it
+/// (scripts/version.sh).
 fn head() -> String {
-    let out = Command::new("git")
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/version.sh"))
         .current_dir(repo_root())
         .output()
-        .expect("git runs");
-    assert!(out.status.success(), "the repository has a HEAD");
+        .expect("bash runs");
+    assert!(out.status.success(), "the version: {}", text(&out));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -647,6 +657,44 @@ fn deployed(ws: &Workspace) -> (Vec<String>, Vec<String>) {
     (packages, code_uris(&live))
 }
 
+/// Issue 40, review: `make package` of a tree with uncommitted edits labelled its release
+/// with the commit, so deploying that commit (or rolling back to it) could run code that was
+/// never committed. Its version is now the commit and a digest of the edits.
+#[test]
+fn a_package_of_uncommitted_edits_is_never_the_commits_release() {
+    let ws = Workspace::new();
+    let (git, commit) = ws.checkout_of("edited", &[("code.rs", "fn main() {}\n")]);
+    let tree = ws.path("edited");
+    let env = [("GIT_DIR", git.as_str()), ("GIT_WORK_TREE", tree.as_str())];
+    let package = || {
+        let out = ws.run(
+            "scripts/package.sh",
+            &env,
+            &["--no-build", "--zips", &ws.path("zips"), &ws.path("dist")],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        let folder = String::from_utf8(out.stdout).unwrap();
+        folder.trim().rsplit('/').next().unwrap().to_string()
+    };
+    assert_eq!(package(), commit);
+    std::fs::write(ws.dir.join("edited/code.rs"), "fn main() { edited() }\n").unwrap();
+    let edited = package();
+    assert!(
+        edited.starts_with(&format!("{commit}-dirty-")) && edited.len() == commit.len() + 19,
+        "{edited}"
+    );
+    std::fs::write(ws.dir.join("edited/code.rs"), "fn main() { other() }\n").unwrap();
+    let other = package();
+    assert_ne!(other, edited);
+    // a deploy of the edited tree takes its own release, never the commit's
+    let out = ws.deploy(&[("STAGE", "prod"), env[0], env[1]]);
+    assert!(
+        text(&out).contains(&format!("release {other} (the checked-out version)")),
+        "{}",
+        text(&out)
+    );
+}
+
 /// Issue 40, 2: a rollback deploys the previous release, not whatever dist/ holds. Every
 /// release `make package` makes is kept under DIST/releases/<version>; `make deploy`
 /// deploys the checked-out version's and refuses when it has none, unless RELEASE names the
@@ -979,7 +1027,23 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
         shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 241 of its Lambda concurrency available (241 unreserved of 1000), catalog-prod needs 242 (130 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
+    // An update: the deployed stack (the release before, which reserves nothing) holds
+    // none of the 130, so they must be unreserved too (before, the release's own 130 were
+    // counted as held, and this update went ahead into a failing deploy).
     status(Some("UPDATE_COMPLETE"));
+    account(1000, 112);
+    let out = ws.deploy(&[("STAGE", "prod")]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 112 of its Lambda concurrency available (112 unreserved of 1000), catalog-prod needs 242 (130 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        "{shown}"
+    );
+    assert_eq!(changed(&ws.calls()), Vec::<String>::new());
+    account(1000, 242);
+    let out = ws.deploy(&[("STAGE", "prod")]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Deployed, its functions hold the 130: the next update needs only the rest.
     account(1000, 112);
     let out = ws.deploy(&[("STAGE", "prod")]);
     let shown = text(&out);
@@ -1953,6 +2017,10 @@ fn the_deployer_policy_allows_what_make_deploy_does_on_the_stages_resources_only
             ("lambda", "get-account-settings") => ("lambda:GetAccountSettings", "*".to_string()),
             ("cloudformation", "describe-stacks" | "wait") => (
                 "cloudformation:DescribeStacks",
+                format!("arn:aws:cloudformation:{r}:{a}:stack/catalog-prod/0a1b2c3d"),
+            ),
+            ("cloudformation", "get-template") => (
+                "cloudformation:GetTemplate",
                 format!("arn:aws:cloudformation:{r}:{a}:stack/catalog-prod/0a1b2c3d"),
             ),
             ("cloudformation", "delete-stack") => (
