@@ -149,7 +149,7 @@ async fn subscriptions_are_managed_with_the_settings_scope() {
         (json!({"url": "http://127.0.0.1:9/", "topics": [1]}), "field 'topics' must be an array of strings"),
         (json!({"url": "not a url", "topics": ["*"]}), "url is not a valid absolute URL (relative URL without a base)"),
         (json!({"url": "http://127.0.0.1:9/", "topics": ["*"], "secret": "x"}),
-         "unknown field 'secret' (allowed: url, topics, description, enabled)"),
+         "unknown field 'secret' (allowed: url, topics, changedFields, description, enabled)"),
     ] {
         let r = org.post("/v1/webhooks", body.clone()).await;
         assert_eq!((r.status, r.body.clone()), (400, json!({"error": error})), "{body}");
@@ -1494,4 +1494,79 @@ async fn the_delivery_log_filters_by_status_and_event() {
         bad.body["error"],
         json!("query parameter 'event': 'product.exploded' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted or webhook.test")
     );
+}
+
+/// Issue 41, item 4: a subscription's `changedFields` (`name` and attribute selectors) makes
+/// an `*.updated` delivery only when one of them changed; creates are not affected, and
+/// `changedFields: null` delivers every update again.
+#[tokio::test]
+async fn changed_fields_deliver_only_the_updates_that_touch_them() {
+    webhooks().await;
+    let org = Org::new().await;
+    for key in ["color", "size"] {
+        org.define(
+            json!({"key": key, "displayName": key, "targetEntity": "product", "type": "text"}),
+        )
+        .await;
+    }
+    let filtered = Receiver::start(0).await;
+    let every = Receiver::start(0).await;
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": filtered.url(), "topics": ["product.*"], "changedFields": ["product.color", "name", "product.color"]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(
+        r.body["result"]["changedFields"],
+        json!(["product.color", "name"])
+    );
+    let id = r.body["result"]["id"].as_str().unwrap().to_string();
+    subscribe(&org, &every.url(), &["product.*"]).await;
+    for (body, error) in [
+        (json!({"changedFields": []}), "field 'changedFields' must be null or an array of 1 to 50 fields: 'name' or attribute selectors like 'product.color' or 'sku.price_*'"),
+        (json!({"changedFields": ["color"]}), "field 'changedFields': invalid selector 'color': expected <entity>.<key>, e.g. product.color or sku.price_*"),
+    ] {
+        let r = org.patch(&format!("/v1/webhooks/{id}"), body).await;
+        assert_eq!((r.status, &r.body), (400, &json!({ "error": error })));
+    }
+
+    // a create is delivered whatever the fields
+    put_product(
+        &org,
+        "lamp",
+        json!({"name": "Lamp", "values": {"color": "red"}}),
+    )
+    .await;
+    filtered.wait_for(1, DELIVERY).await;
+    every.wait_for(1, DELIVERY).await;
+    // only the size: the unfiltered subscription hears of it, the filtered one does not
+    put_product(&org, "lamp", json!({"values": {"size": "L"}})).await;
+    every.wait_for(2, DELIVERY).await;
+    filtered.wait_for_exactly(1, DELIVERY).await;
+    // the color: both
+    put_product(&org, "lamp", json!({"values": {"color": "blue"}})).await;
+    let got = filtered.wait_for(2, DELIVERY).await;
+    assert_eq!(
+        (
+            got[1].json["event"].as_str(),
+            got[1].json["identifier"].as_str()
+        ),
+        (Some("product.updated"), Some("lamp"))
+    );
+    every.wait_for(3, DELIVERY).await;
+    // null: every update again
+    let r = org
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            json!({"changedFields": null}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, &r.body["result"]["changedFields"]),
+        (200, &json!(null))
+    );
+    put_product(&org, "lamp", json!({"values": {"size": "M"}})).await;
+    filtered.wait_for(3, DELIVERY).await;
 }

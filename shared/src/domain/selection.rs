@@ -67,6 +67,18 @@ impl Selection {
         })
     }
 
+    /// The selectors of a body field (`param` names it in errors): what they select.
+    pub fn of_field(param: &str, list: &[String]) -> Result<Self, Invalid> {
+        let include = list
+            .iter()
+            .map(|s| Selector::parse(param, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            include: Some(include),
+            exclude: Vec::new(),
+        })
+    }
+
     pub fn keeps(&self, qualified: &str) -> bool {
         let selected = self
             .include

@@ -208,6 +208,12 @@ pub fn one_of(entities: &[TargetEntity]) -> String {
     format!("(?:{})", names.join("|"))
 }
 
+/// The regular expression of one attribute selector (`domain/selection.rs`):
+/// `<entity>.<key>` or `<entity>.<prefix>*`.
+pub fn selector() -> String {
+    format!("{}\\.(?:{KEY}|[a-z0-9_]*\\*)", one_of(&TargetEntity::ALL))
+}
+
 /// An array of distinct attribute keys with their entity, `<entity>.<key>` (`product.color`),
 /// the entity one of `entities`.
 pub fn qualified_keys(entities: &[TargetEntity]) -> Schema {

@@ -2,6 +2,7 @@
 //! delivery queue. The change feed and the delivery worker that run on them are in
 //! `workers/`. See docs/webhooks.md.
 
+pub mod changed_fields;
 pub mod config;
 pub(crate) mod event_types;
 pub mod queue;

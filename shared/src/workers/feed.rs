@@ -24,6 +24,9 @@ pub struct Change {
     pub identifier: String,
     pub action: Action,
     pub occurred_at: Timestamp,
+    /// What an update changed: `name` and `<entity>.<key>` of each attribute value that
+    /// differs between the stream's old and new image (empty for creates and deletes).
+    pub changed: Vec<String>,
 }
 
 /// The fields of an item image that tell whether it is an entity, and which.
@@ -75,6 +78,7 @@ fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
 /// and MODIFY `updated` only when the entity itself changed (`su` moved); a MODIFY that
 /// only moved the tree timestamp `tu` (a child changed) is not an event of the parent.
 pub fn change_of(record: &EventRecord) -> Option<Change> {
+    let mut changed = Vec::new();
     let (action, entity) = match record.event_name.as_str() {
         "INSERT" => (Action::Created, image(&record.change.new_image)?),
         "MODIFY" => {
@@ -83,6 +87,11 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
             if old.is_some_and(|o| o.self_updated_at == new.self_updated_at) {
                 return None;
             }
+            changed = changed_fields(
+                &new.kind,
+                &record.change.old_image,
+                &record.change.new_image,
+            );
             (Action::Updated, new)
         }
         "REMOVE" => (Action::Deleted, image(&record.change.old_image)?),
@@ -112,7 +121,50 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
         identifier,
         action,
         occurred_at,
+        changed,
     })
+}
+
+/// The fields an update changed (`webhooks/changed_fields.rs`): `name` when the stored
+/// name differs, and `<kind>.<key>` for each key of the stored values (`vals`) whose value
+/// differs, was added or was removed.
+fn changed_fields(kind: &str, old: &serde_dynamo::Item, new: &serde_dynamo::Item) -> Vec<String> {
+    use serde_dynamo::AttributeValue;
+    let mut changed = Vec::new();
+    if old.get("name") != new.get("name") {
+        changed.push(crate::webhooks::changed_fields::NAME.to_string());
+    }
+    fn values(item: &serde_dynamo::Item) -> Option<&HashMap<String, AttributeValue>> {
+        match item.get("vals") {
+            Some(AttributeValue::M(m)) => Some(m),
+            _ => None,
+        }
+    }
+    let (old, new) = (values(old), values(new));
+    let mut keys: Vec<&String> = old
+        .iter()
+        .chain(new.iter())
+        .flat_map(|m| m.keys())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        if old.and_then(|m| m.get(key)) != new.and_then(|m| m.get(key)) {
+            changed.push(format!("{kind}.{key}"));
+        }
+    }
+    changed
+}
+
+/// Whether `sub` asks for `change`: an update only when it changed one of the
+/// subscription's `changedFields` (when it names any).
+fn asks_for(sub: &Subscription, change: &Change) -> bool {
+    match (&sub.changed_fields, change.action) {
+        (Some(fields), Action::Updated) => {
+            crate::webhooks::changed_fields::any_changed(fields, &change.changed)
+        }
+        _ => true,
+    }
 }
 
 /// One (subscription, entity, event) window touched by a batch.
@@ -248,7 +300,9 @@ impl ChangeFeed {
                 }
             };
             for sub in subs.iter().filter(|s| {
-                s.enabled && topics::any_matches(&s.topics, &change.entity_type, change.action)
+                s.enabled
+                    && topics::any_matches(&s.topics, &change.entity_type, change.action)
+                    && asks_for(s, change)
             }) {
                 let key = (
                     change.org.as_str(),
@@ -411,6 +465,28 @@ mod tests {
     const T2: &str = "2026-11-21T10:00:05.000Z";
 
     #[test]
+    fn an_update_names_what_it_changed() {
+        let with = |su: &str, name: &str, vals: serde_json::Value| {
+            let mut p = product(su, su);
+            p["name"] = json!({"S": name});
+            p["vals"] = vals;
+            p
+        };
+        let color = |c: &str| json!({"M": {"color": {"M": {"v": {"S": c}}}, "size": {"S": "L"}}});
+        let old = with(T1, "Chair", color("red"));
+        let new = with(T2, "Chair", color("blue"));
+        let change = change_of(&record("MODIFY", old.clone(), new)).unwrap();
+        assert_eq!(change.changed, vec!["product.color"]);
+        let renamed = with(
+            T2,
+            "Seat",
+            json!({"M": {"color": {"M": {"v": {"S": "red"}}}}}),
+        );
+        let change = change_of(&record("MODIFY", old, renamed)).unwrap();
+        assert_eq!(change.changed, vec!["name", "product.size"]);
+    }
+
+    #[test]
     fn inserts_modifies_and_removes_become_events() {
         let created = change_of(&record("INSERT", json!(null), product(T1, T1))).unwrap();
         assert_eq!(
@@ -421,6 +497,7 @@ mod tests {
                 identifier: "chair".into(),
                 action: Action::Created,
                 occurred_at: Timestamp::parse(T1).unwrap(),
+                changed: vec![],
             }
         );
         let updated = change_of(&record("MODIFY", product(T1, T1), product(T2, T2))).unwrap();

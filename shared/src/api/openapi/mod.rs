@@ -65,11 +65,7 @@ fn product_include() -> Value {
 /// `attributes` / `exclude_attributes` (`domain/selection.rs`): comma-separated
 /// `<entity>.<key>` or `<entity>.<prefix>*`.
 fn selectors() -> Value {
-    let entity = crate::http::schema::one_of(&TargetEntity::ALL);
-    comma_list(&format!(
-        "{entity}\\.(?:{}|[a-z0-9_]*\\*)",
-        crate::http::schema::KEY
-    ))
+    comma_list(&crate::http::schema::selector())
 }
 
 fn parameters() -> Value {

@@ -18,6 +18,7 @@ use crate::store::warm_sources::Followed;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription};
 use crate::usecases::etags;
 use crate::usecases::retry::{with_retries, Retry};
+use crate::webhooks::changed_fields;
 use crate::webhooks::event_types;
 use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, MAX_TOPICS};
@@ -223,6 +224,11 @@ struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
     #[schemars(schema_with = "topic_list")]
     topics: Option<Vec<Value>>,
+    /// Deliver an `*.updated` event only when one of these changed: `name` or attribute
+    /// selectors (`product.color`, `sku.price_*`); null: every update
+    #[serde(default, rename = "changedFields", deserialize_with = "present")]
+    #[schemars(schema_with = "changed_fields::schema")]
+    changed_fields: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<String>")]
     description: Option<Value>,
@@ -374,6 +380,9 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let topics = topics_field(body.topics.as_deref())?
         .ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
     reads_catalog(call, "subscribing to catalog topics")?;
+    let changed_fields = changed_fields::parse(body.changed_fields.as_ref())
+        .map_err(ApiError::bad_request)?
+        .flatten();
     let description = description_field(body.description.as_ref())?.flatten();
     let enabled = body.enabled.unwrap_or(true);
     let url = checked_url(app, raw_url).await?;
@@ -382,6 +391,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         id: prefixed_ulid("wh_"),
         url,
         topics,
+        changed_fields,
         description,
         enabled,
         disabled_reason: (!enabled).then(|| DISABLED_BY_REQUEST.to_string()),
@@ -473,6 +483,8 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body: WebhookFields = call.body(app)?;
     let topics = topics_field(body.topics.as_deref())?;
     reads_catalog(call, "changing a subscription to catalog topics")?;
+    let changed_fields =
+        changed_fields::parse(body.changed_fields.as_ref()).map_err(ApiError::bad_request)?;
     let description = description_field(body.description.as_ref())?;
     let enabled = body.enabled;
     let url = match body.url.as_deref() {
@@ -485,6 +497,9 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
         if let Some(t) = &topics {
             sub.topics = t.clone();
+        }
+        if let Some(f) = &changed_fields {
+            sub.changed_fields = f.clone();
         }
         if let Some(d) = &description {
             sub.description = d.clone();

@@ -10,6 +10,8 @@ pub(super) struct WebhookView<'a> {
     id: &'a str,
     url: &'a str,
     topics: &'a [String],
+    /// An `*.updated` event is delivered only when one of these changed (null: every update)
+    changed_fields: Option<&'a [String]>,
     description: Option<&'a str>,
     enabled: bool,
     #[schemars(schema_with = "status")]
@@ -78,6 +80,7 @@ pub(super) fn view<'a>(
         id: &sub.id,
         url: &sub.url,
         topics: &sub.topics,
+        changed_fields: sub.changed_fields.as_deref(),
         description: sub.description.as_deref(),
         enabled: sub.enabled,
         status: if sub.enabled { "enabled" } else { "disabled" },

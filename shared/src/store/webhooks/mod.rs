@@ -33,6 +33,10 @@ pub struct Subscription {
     pub id: String,
     pub url: String,
     pub topics: Vec<String>,
+    /// `changedFields`: an update is delivered only when one of these changed (absent:
+    /// every update; `webhooks/changed_fields.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_fields: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub enabled: bool,

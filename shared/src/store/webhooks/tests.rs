@@ -11,6 +11,7 @@ fn subscription() -> Subscription {
         id: "wh_1".into(),
         url: "https://example.com/hook".into(),
         topics: vec!["product/updated".into()],
+        changed_fields: None,
         description: None,
         enabled: true,
         disabled_reason: None,
