@@ -211,6 +211,7 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await form.waitFor();
   await form.getByLabel('Endpoint URL').fill(RECEIVER_URL);
   await form.getByLabel('product.updated', { exact: true }).check();
+  await form.getByLabel('Changed fields (optional)').fill('name, product.color');
   await form.getByRole('button', { name: 'Create subscription' }).click();
   await page.locator('#new-webhook-link').waitFor();
   const secret = page.getByTestId('webhook-secret');
@@ -221,6 +222,8 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await page.locator('#new-webhook-link').click();
   await page.getByRole('heading', { level: 1, name: 'Webhook subscription' }).waitFor();
   await settled(page);
+  const fields = await page.locator('#webhook-summary').textContent();
+  check(fields.includes('product.color') && fields.includes('name'), `the changed fields are not shown: ${fields}`);
   await page.getByRole('button', { name: 'Send test event' }).click();
   const testId = (await page.locator('#test-delivery-id').textContent()).trim();
   check(testId.length > 0, 'no delivery id was shown for the test event');

@@ -8,7 +8,9 @@ import {
   h, replace, announce, errorArea, table, field, busy, secretBox, time, badge, code,
   dl, confirmDialog, option, dash,
 } from '../ui.js';
-import { loadEventTypes, topicPicker, statusCell, healthPairs } from './webhooks.js';
+import {
+  loadEventTypes, topicPicker, statusCell, healthPairs, changedFieldsInput, changedFieldsCell,
+} from './webhooks.js';
 
 const LOG_PAGE = 25;
 const DELIVERY_STATUSES = [
@@ -55,6 +57,7 @@ export default async function webhookPage(ctx) {
       ['URL', h('span', { class: 'wrap' }, hook.url)],
       ['Description', hook.description || dash()],
       ['Topics', h('span', { class: 'tags' }, (hook.topics || []).map((t) => badge(t)))],
+      ['Changed fields', changedFieldsCell(hook)],
       ['Status', statusCell(hook)],
       ['Created', time(hook.createdAt)],
       ['Updated', time(hook.updatedAt)],
@@ -157,10 +160,11 @@ export default async function webhookPage(ctx) {
     const url = field('Endpoint URL', { type: 'url', name: 'url', required: true, value: hook.url, autocomplete: 'off' });
     const description = field('Description (optional)', { name: 'description', value: hook.description || '', maxlength: '500' });
     const picker = topicPicker(eventTypes, hook.topics || []);
+    const changed = changedFieldsInput(hook.changedFields);
     const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
     const formErrors = errorArea();
     const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
-      formErrors.el, url.wrap, description.wrap, picker.el, h('div', { class: 'actions' }, save));
+      formErrors.el, url.wrap, description.wrap, picker.el, changed.wrap, h('div', { class: 'actions' }, save));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formErrors.clear();
@@ -170,7 +174,7 @@ export default async function webhookPage(ctx) {
         picker.focus();
         return;
       }
-      const body = { url: url.input.value.trim(), topics, description: description.input.value.trim() || null };
+      const body = { url: url.input.value.trim(), topics, description: description.input.value.trim() || null, changedFields: changed.values() };
       await busy(save, async () => {
         try {
           const res = await api.patch(path, body, { signal });

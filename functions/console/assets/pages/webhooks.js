@@ -1,6 +1,7 @@
 // Webhooks: GET /webhooks (paged), GET /event-types (the topics, with descriptions and
 // example payloads), POST /webhooks (the secret shown once), PATCH /webhooks/{id}
-// {enabled}. The topic picker and the status cells are shared with the detail page.
+// {enabled}. The topic picker, the changed-fields input and the status cells are shared
+// with the detail page.
 
 import * as api from '../api.js';
 import {
@@ -57,6 +58,27 @@ export function topicPicker(eventTypes, selected = [], legend = 'Topics') {
     values: () => inputs.filter((i) => i.checked).map((i) => i.value),
     focus: () => inputs[0]?.focus(),
   };
+}
+
+/**
+ * The `changedFields` input: a comma-separated list of `name` and attribute selectors.
+ * Returns {wrap, input, values()}: values() is the list, or null when empty (every update).
+ */
+export function changedFieldsInput(current = null) {
+  const f = field('Changed fields (optional)', { name: 'changedFields', value: (current || []).join(', '), autocomplete: 'off', placeholder: 'name, product.color, sku.price_*' },
+    { hint: 'Deliver an update only when one of these changed: name, or attribute selectors such as product.color or sku.price_*, comma-separated. Empty: every update. Creates and deletes are always delivered.' });
+  const values = () => {
+    const list = f.input.value.split(',').map((s) => s.trim()).filter(Boolean);
+    return list.length ? list : null;
+  };
+  return { wrap: f.wrap, input: f.input, values };
+}
+
+/** The subscription's `changedFields`, or "every update". */
+export function changedFieldsCell(w) {
+  return w.changedFields && w.changedFields.length
+    ? h('span', { class: 'tags' }, w.changedFields.map((f) => badge(f)))
+    : 'Every update';
 }
 
 /** "Enabled", or "Disabled" with the reason the API gives. */
@@ -136,11 +158,12 @@ export default async function webhooksPage(ctx) {
       { hint: 'Deliveries are signed HTTP POSTs with a JSON body. Only public https addresses are allowed in production.' });
     const description = field('Description (optional)', { name: 'description', maxlength: '500' });
     const picker = topicPicker(eventTypes, []);
+    const changed = changedFieldsInput();
     const submit = h('button', { type: 'submit', class: 'btn' }, 'Create subscription');
     const formErrors = errorArea();
     const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
       h('h2', { id: 'create-webhook-h' }, 'Create a subscription'),
-      formErrors.el, url.wrap, description.wrap, picker.el,
+      formErrors.el, url.wrap, description.wrap, picker.el, changed.wrap,
       ctx.can('catalog:read') ? null : h('p', { class: 'note' }, 'Catalog topics also need the catalog:read scope, which this session does not hold.'),
       h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (e) => {
@@ -159,6 +182,7 @@ export default async function webhooksPage(ctx) {
       }
       const body = { url: url.input.value.trim(), topics };
       if (description.input.value.trim()) body.description = description.input.value.trim();
+      if (changed.values()) body.changedFields = changed.values();
       await busy(submit, async () => {
         try {
           const res = await api.post('webhooks', body, { signal });
