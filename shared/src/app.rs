@@ -337,7 +337,8 @@ impl App {
         }
     }
 
-    /// A failed authentication with a key id of a real organization takes a token of that
+    /// A failed authentication with a key id of a real organization (and a secret that
+    /// carries its tag, or was issued before tags) takes a token of that
     /// organization's failed-authentication bucket, so guessing a key's secret is rate
     /// limited too (429 once that bucket is empty), while its valid callers, who take from
     /// the other bucket, never pay for it; unknown key ids cost no write (their answers are
@@ -348,10 +349,17 @@ impl App {
         request: &ApiRequest,
         counted_to: &mut Option<String>,
     ) -> ApiError {
+        // A secret without its id's tag was never issued, and no guess of that kind can
+        // succeed: it costs no storage request, not even the bucket's.
+        let tags = self.store.credential_tags();
         let known = request
             .authorization
             .as_deref()
             .and_then(crate::auth::apikey::from_authorization)
+            .filter(|k| {
+                tags.check(crate::auth::apikey::TAG_KIND, &k.key_id, &k.secret)
+                    != crate::domain::credential_tags::Presented::Forged
+            })
             .and_then(|k| self.auth.known(&k.key_id).map(|limit| (k.org, limit)));
         let Some((org, limit)) = known.filter(|_| e.status == 401) else {
             return e;

@@ -496,6 +496,17 @@ async fn credentials_never_issued_are_refused_without_a_read() {
     let s = sign_in(&org.key).await;
     assert_eq!(s.get("/v1/api-keys").await.status, 200);
     let made_up = "A".repeat(46);
+    // A process that knows the key (rate limits on): a wrong secret of it takes from the
+    // failed-authentication bucket, but one without its tag cannot be a guess that works.
+    let limited = |key: &str| {
+        catalog_e2e::send_to(
+            "products@limited",
+            Request::new("GET", "/v1/products").bearer(key),
+        )
+    };
+    assert_eq!(limited(&org.key).await.status, 200);
+    let r = limited(&format!("cat_{key_id}_{made_up}")).await;
+    assert_eq!((r.status, r.ddb_requests()), (401, 0));
     for key in [
         format!("cat_{}zzzzzz_{made_up}", org.id),
         format!("cat_{key_id}_{made_up}"),
