@@ -144,7 +144,9 @@ say "stage $STAGE: account $ACCOUNT, region $REGION, stack $STACK"
 
 # 6. The stack's state: none yet, left by a failed first create, or deployed.
 ERR="$(mktemp)"
-trap 'rm -f "$ERR"' EXIT
+# Temporary files, removed however the script ends.
+TEMPS=("$ERR")
+trap 'rm -rf "${TEMPS[@]}"' EXIT
 if STATUS="$("$AWS" cloudformation describe-stacks --stack-name "$STACK" --region "$REGION" \
       --query 'Stacks[0].StackStatus' --output text 2>"$ERR")"; then
   :
@@ -169,17 +171,18 @@ path, overrides = sys.argv[1], sys.argv[2]
 given = dict(re.findall(r'(\w+)="([^"]*)"', overrides))
 KEYS = ("ReservedConcurrentExecutions", "ProvisionedConcurrentExecutions", "MaximumConcurrency")
 defaults, functions, found = {}, {}, []  # found: (section, resource, key, raw value, line)
-section = resource = param = None
+section = resource = param = pending = None
 for number, line in enumerate(open(path).read().split("\n"), 1):
     if not line.strip() or line.lstrip().startswith("#"):
         continue
     top = re.match(r"^(\w+):", line)
     if top:
-        section, resource, param = top.group(1), None, None
+        section, resource, param, pending = top.group(1), None, None, None
         continue
     entry = re.match(r"^  (\w+):\s*$", line)
     if entry:
         resource = param = entry.group(1)
+        pending = None
         continue
     if section == "Parameters" and param:
         default = re.match(r"^    Default:\s*(.*?)\s*$", line)
@@ -192,6 +195,16 @@ for number, line in enumerate(open(path).read().split("\n"), 1):
     # A key of a block mapping (the line starts with it) or of a flow one ({Key: value}).
     for key, raw in re.findall(r"(?:^\s*(?:-\s+)?|[{,]\s*)(%s)\s*:\s*(!Ref\s+\w+|\"[^\"]*\"|'[^']*'|[^\s,}#]+)" % "|".join(KEYS), line):
         found.append((section, resource, key, raw, number))
+    # The long form `sam package` writes a deployed template in: "Key:", then "  Ref: P".
+    bare = re.match(r"^\s*(?:-\s+)?(%s)\s*:\s*$" % "|".join(KEYS), line)
+    if bare:
+        pending = (section, resource, bare.group(1), number)
+        continue
+    ref = re.match(r"^\s*Ref\s*:\s*(\w+)\s*$", line)
+    if ref and pending:
+        s, r, key, at = pending
+        found.append((s, r, key, "!Ref " + ref.group(1), at))
+    pending = None
 values = {**defaults, **given}
 
 def number(raw, at):
@@ -234,7 +247,7 @@ AVAILABLE="$UNRESERVED"
 HELD=""
 if [ "$STATUS" != NONE ] && [ "$STATUS" != ROLLBACK_COMPLETE ] && [ "$STATUS" != REVIEW_IN_PROGRESS ]; then
   DEPLOYED="$(mktemp)"
-  trap 'rm -f "$ERR" "$DEPLOYED"' EXIT
+  TEMPS+=("$DEPLOYED")
   "$AWS" cloudformation get-template --stack-name "$STACK" --region "$REGION" \
     --template-stage Original --query TemplateBody --output text > "$DEPLOYED" ||
     die "cannot read the template $STACK runs (cloudformation:GetTemplate)"
@@ -331,7 +344,7 @@ if [ -z "${ORG:-}" ]; then
 fi
 WORK="$(mktemp -d)"
 chmod 700 "$WORK"
-trap 'rm -rf "$WORK" "$ERR"' EXIT
+TEMPS+=("$WORK")
 json() { python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@"; }
 # The marker first: it exists from now on, so no later run creates a second organization.
 json Name "$PARAM" Type SecureString Value pending \

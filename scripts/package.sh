@@ -30,13 +30,19 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$BUILD" = 0 ] || scripts/build.sh
-
 # The version scripts/deploy.sh compares with the checked-out tree's (scripts/version.sh):
 # the commit; with uncommitted edits, the commit and a digest of them, so a build of edits
 # never passes for the commit; "unknown" outside a git checkout (which make deploy deploys
-# only when RELEASE names it).
+# only when RELEASE names it). Read before the build and again after: a build that changed
+# a tracked file (Cargo.lock) would otherwise label its release with another version.
 VERSION="$(scripts/version.sh)"
+[ "$BUILD" = 0 ] || scripts/build.sh
+AFTER="$(scripts/version.sh)"
+[ "$AFTER" = "$VERSION" ] || {
+  say "the build changed tracked files (version $VERSION before it, $AFTER after): commit or revert them, then package again"
+  git --no-optional-locks status --short --untracked-files=no >&2 || true
+  exit 1
+}
 RELEASE_DIR="$DIST_DIR/releases/$VERSION"
 # Written aside, then moved into place: a package that fails leaves no half release.
 OUT="$DIST_DIR/releases/.$VERSION.partial"

@@ -7,7 +7,7 @@
 # track are not counted (`git add` a new file before packaging).
 set -euo pipefail
 commit="$(git rev-parse --verify -q HEAD 2>/dev/null)" || { echo unknown; exit 0; }
-difference="$(git --no-optional-locks diff --binary HEAD --)"
+difference="$(git --no-optional-locks diff --no-ext-diff --no-textconv --no-color --binary HEAD --)"
 if [ -z "$difference" ]; then
   echo "$commit"
 else

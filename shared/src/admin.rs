@@ -67,6 +67,7 @@ pub async fn create_key_within(
             revoked: false,
             created_at: Timestamp::now(),
             last_used_at: None,
+            tagged: true,
         };
         match store.put_key(&item, None, claim).await {
             // a taken key id (one in 36^6): another; under a claim, the caller reads again

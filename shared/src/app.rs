@@ -349,18 +349,18 @@ impl App {
         request: &ApiRequest,
         counted_to: &mut Option<String>,
     ) -> ApiError {
-        // A secret without its id's tag was never issued, and no guess of that kind can
-        // succeed: it costs no storage request, not even the bucket's.
+        // A secret without its id's tag (or untagged, for a key issued with one) cannot be a
+        // guess that works: it costs no storage request, not even the bucket's.
         let tags = self.store.credential_tags();
         let known = request
             .authorization
             .as_deref()
             .and_then(crate::auth::apikey::from_authorization)
-            .filter(|k| {
-                tags.check(crate::auth::apikey::TAG_KIND, &k.key_id, &k.secret)
-                    != crate::domain::credential_tags::Presented::Forged
-            })
-            .and_then(|k| self.auth.known(&k.key_id).map(|limit| (k.org, limit)));
+            .and_then(|k| {
+                let presented = tags.check(crate::auth::apikey::TAG_KIND, &k.key_id, &k.secret);
+                let limit = self.auth.known(&k.key_id, presented)?;
+                Some((k.org, limit))
+            });
         let Some((org, limit)) = known.filter(|_| e.status == 401) else {
             return e;
         };

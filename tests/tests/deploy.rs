@@ -1009,26 +1009,27 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
     ws.calls();
 
     // A release that reserves concurrency: 5 for every function (Globals) but products,
-    // which reserves 50: 16 × 5 + 50 = 130. A create needs it all unreserved; on an update
+    // which reserves WebhookDeliveryConcurrency (10; deployed, `sam package` writes it in
+    // the long form, "Ref: ..." on a line of its own): 16 × 5 + 10 = 90. A create needs it all unreserved; on an update
     // the functions hold it already.
     edit_release(&ws, |t| {
         t.replacen("    Tracing: Active\n", "    Tracing: Active\n    ReservedConcurrentExecutions: 5\n", 1)
             .replacen(
                 "      FunctionName: !Sub catalog-${Stage}-products\n",
-                "      FunctionName: !Sub catalog-${Stage}-products\n      ReservedConcurrentExecutions: 50\n",
+                "      FunctionName: !Sub catalog-${Stage}-products\n      ReservedConcurrentExecutions: !Ref WebhookDeliveryConcurrency\n",
                 1,
             )
     });
-    account(1000, 241);
+    account(1000, 201);
     let out = ws.deploy(&[("STAGE", "prod")]);
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 241 of its Lambda concurrency available (241 unreserved of 1000), catalog-prod needs 242 (130 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 201 of its Lambda concurrency available (201 unreserved of 1000), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
     // An update: the deployed stack (the release before, which reserves nothing) holds
-    // none of the 130, so they must be unreserved too (before, the release's own 130 were
+    // none of the 90, so they must be unreserved too (before, the release's own 90 were
     // counted as held, and this update went ahead into a failing deploy).
     status(Some("UPDATE_COMPLETE"));
     account(1000, 112);
@@ -1036,20 +1037,20 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 112 of its Lambda concurrency available (112 unreserved of 1000), catalog-prod needs 242 (130 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 112 of its Lambda concurrency available (112 unreserved of 1000), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
     assert_eq!(changed(&ws.calls()), Vec::<String>::new());
-    account(1000, 242);
+    account(1000, 202);
     let out = ws.deploy(&[("STAGE", "prod")]);
     assert!(out.status.success(), "{}", text(&out));
-    // Deployed, its functions hold the 130: the next update needs only the rest.
+    // Deployed, its functions hold the 90: the next update needs only the rest.
     account(1000, 112);
     let out = ws.deploy(&[("STAGE", "prod")]);
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] Lambda concurrency: account {ACCOUNT} (eu-west-1) has 242 of its Lambda concurrency available (112 unreserved of 1000 + 130 its functions already reserve), catalog-prod needs 242 (130 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] Lambda concurrency: account {ACCOUNT} (eu-west-1) has 202 of its Lambda concurrency available (112 unreserved of 1000 + 90 its functions already reserve), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
 }

@@ -97,7 +97,8 @@ fn scope_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": ["string", "null"], "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{32,128}$"})
+    // issued keys have 46-character secrets; keys issued before tags, 40
+    schemars::json_schema!({"type": ["string", "null"], "pattern": "^cat_[a-z0-9]{12}_[A-Za-z0-9]{40}(?:[A-Za-z0-9]{6})?$"})
 }
 
 /// The body of POST /api-keys.

@@ -47,6 +47,8 @@ enum Resolved {
         revoked: bool,
         api_enabled: bool,
         limit: Option<crate::domain::rate::Policy>,
+        /// Issued with a tag: an untagged secret never matches it.
+        tagged: bool,
     },
 }
 
@@ -112,7 +114,11 @@ impl Authenticator {
                 revoked,
                 api_enabled,
                 limit,
-            } if !revoked && apikey::verify(&parsed.secret, &secret_hash) => {
+                tagged,
+            } if !revoked
+                && (!tagged || presented != Presented::Untagged)
+                && apikey::verify(&parsed.secret, &secret_hash) =>
+            {
                 if !api_enabled {
                     return Err(ApiError::forbidden(
                         "API access is disabled for this organization",
@@ -130,13 +136,23 @@ impl Authenticator {
         }
     }
 
-    /// Whether this process knows `key_id` to exist (from its cache, no request), and its
-    /// organization's own rate limit: a failed authentication with it counts against that
-    /// organization's rate limit.
-    pub fn known(&self, key_id: &str) -> Option<Option<crate::domain::rate::Policy>> {
+    /// Whether this process knows `key_id` to exist (from its cache, no request) and a
+    /// secret presented as `presented` could be its own (one with its tag, or an untagged
+    /// one for a key issued before tags), and its organization's own rate limit: such a
+    /// failed authentication counts against that organization's lockout bucket.
+    pub fn known(
+        &self,
+        key_id: &str,
+        presented: Presented,
+    ) -> Option<Option<crate::domain::rate::Policy>> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         match cache.0.get(key_id) {
-            Some((_, Resolved::Key { limit, .. })) => Some(*limit),
+            Some((_, Resolved::Key { limit, tagged, .. }))
+                if presented != Presented::Forged
+                    && (!*tagged || presented != Presented::Untagged) =>
+            {
+                Some(*limit)
+            }
             _ => None,
         }
     }
@@ -226,6 +242,7 @@ fn resolved(
         revoked: key.revoked,
         api_enabled,
         limit,
+        tagged: key.tagged,
     }
 }
 
@@ -240,7 +257,18 @@ mod tests {
             revoked: false,
             api_enabled: true,
             limit: None,
+            tagged: true,
         }
+    }
+
+    #[test]
+    fn a_known_key_counts_only_secrets_that_could_be_its_own() {
+        let auth = Authenticator::new(Duration::from_secs(60));
+        auth.remember("abc123key001", key());
+        assert_eq!(auth.known("abc123key001", Presented::Tagged), Some(None));
+        assert_eq!(auth.known("abc123key001", Presented::Untagged), None);
+        assert_eq!(auth.known("abc123key001", Presented::Forged), None);
+        assert_eq!(auth.known("abc123key002", Presented::Tagged), None);
     }
 
     #[test]

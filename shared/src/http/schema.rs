@@ -116,11 +116,12 @@ pub fn answer<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
 }
 
-/// A string schema matching the whole of `body`. The `(?!\n)` keeps Python's `$` (schemathesis
+/// A string schema matching the whole of `body` (grouped, so that an alternation in it
+/// is anchored as a whole). The `(?!\n)` keeps Python's `$` (schemathesis
 /// generates with Python's `re`) from also matching before a final newline, which ECMA's never
 /// does and the API refuses.
 pub fn matching(body: &str) -> Schema {
-    json_schema!({"type": "string", "pattern": format!("^{body}(?!\\n)$")})
+    json_schema!({"type": "string", "pattern": format!("^(?:{body})(?!\\n)$")})
 }
 
 /// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.

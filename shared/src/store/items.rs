@@ -137,6 +137,10 @@ pub struct KeyItem {
         skip_serializing_if = "Option::is_none"
     )]
     pub last_used_at: Option<Timestamp>,
+    /// Whether its secret carries its id's tag (`domain/credential_tags.rs`): every key
+    /// issued since tags. Such a key is never matched by an untagged secret.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tagged: bool,
 }
 
 /// An attribute definition item.

@@ -128,7 +128,11 @@ struct SignIn {
 }
 
 fn link_token(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schema::matching("csl_[a-z0-9]{20}_[A-Za-z0-9]{40}")
+    use crate::domain::credential_tags::{RANDOM_LEN, TAG_LEN};
+    schema::matching(&format!(
+        "csl_[a-z0-9]{{20}}_[A-Za-z0-9]{{{}}}",
+        RANDOM_LEN + TAG_LEN
+    ))
 }
 
 schema::requiring!(
