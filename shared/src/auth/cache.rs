@@ -116,7 +116,7 @@ impl Authenticator {
                 limit,
                 tagged,
             } if !revoked
-                && (!tagged || presented != Presented::Untagged)
+                && presented.may_be_of(tagged)
                 && apikey::verify(&parsed.secret, &secret_hash) =>
             {
                 if !api_enabled {
@@ -147,10 +147,7 @@ impl Authenticator {
     ) -> Option<Option<crate::domain::rate::Policy>> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         match cache.0.get(key_id) {
-            Some((_, Resolved::Key { limit, tagged, .. }))
-                if presented != Presented::Forged
-                    && (!*tagged || presented != Presented::Untagged) =>
-            {
+            Some((_, Resolved::Key { limit, tagged, .. })) if presented.may_be_of(*tagged) => {
                 Some(*limit)
             }
             _ => None,

@@ -37,6 +37,18 @@ pub enum Presented {
     Forged,
 }
 
+impl Presented {
+    /// Whether a secret presented so could be the secret of a key issued with a tag
+    /// (`tagged`) or before tags: a forged one never is, nor an untagged one of a tagged key.
+    pub fn may_be_of(self, tagged: bool) -> bool {
+        match self {
+            Self::Tagged => true,
+            Self::Untagged => !tagged,
+            Self::Forged => false,
+        }
+    }
+}
+
 impl CredentialTags {
     pub fn new(key: [u8; 32]) -> Self {
         Self(key)

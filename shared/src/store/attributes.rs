@@ -25,14 +25,7 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_expecting(
-            &item,
-            crate::store::ops::Expect::Absent,
-            "attribute",
-            guard,
-            claim.map(|c| c.action(&self.table)),
-        )
-        .await
+        self.put_new_counted(&item, "attribute", guard, claim).await
     }
 
     /// Reads the definitions of `keys` (unprefixed) for one entity; missing keys are absent

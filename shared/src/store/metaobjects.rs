@@ -71,14 +71,8 @@ impl Store {
             def: def.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_expecting(
-            &item,
-            crate::store::ops::Expect::Absent,
-            "metaobject definition",
-            guard,
-            claim.map(|c| c.action(&self.table)),
-        )
-        .await
+        self.put_new_counted(&item, "metaobject definition", guard, claim)
+            .await
     }
 
     pub async fn get_metaobject_definition(

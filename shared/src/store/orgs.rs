@@ -85,14 +85,7 @@ impl Store {
         guard: Option<&Guard>,
         claim: Option<&super::quotas::QuotaClaim>,
     ) -> Result<(), StoreError> {
-        self.put_expecting(
-            key,
-            crate::store::ops::Expect::Absent,
-            "key",
-            guard,
-            claim.map(|c| c.action(&self.table)),
-        )
-        .await
+        self.put_new_counted(key, "key", guard, claim).await
     }
 
     pub async fn list_keys(&self, org: &str) -> Result<Vec<KeyItem>, StoreError> {

@@ -66,6 +66,20 @@ impl Counted {
 }
 
 impl Store {
+    /// Puts `item` (a `what`) only if no item has its key, and, under a quota, moves the
+    /// version `claim` read in the same transaction: `ConditionFailed` when either changed.
+    pub(crate) async fn put_new_counted<T: serde::Serialize>(
+        &self,
+        item: &T,
+        what: &str,
+        guard: Option<&super::idempotency::Guard>,
+        claim: Option<&QuotaClaim>,
+    ) -> Result<(), StoreError> {
+        let also = claim.map(|c| c.action(&self.table));
+        self.put_expecting(item, super::ops::Expect::Absent, what, guard, also)
+            .await
+    }
+
     /// The version of `org`'s creations of `kind`, read before they are counted (one
     /// strongly consistent GetItem; 0 before the first).
     pub async fn quota_claim(

@@ -280,14 +280,7 @@ impl Store {
             family: family.clone(),
             created_at: Timestamp::now(),
         };
-        self.put_expecting(
-            &item,
-            crate::store::ops::Expect::Absent,
-            "family",
-            guard,
-            claim.map(|c| c.action(&self.table)),
-        )
-        .await?;
+        self.put_new_counted(&item, "family", guard, claim).await?;
         Ok(family)
     }
 
@@ -320,16 +313,7 @@ impl Store {
             profile: profile.clone(),
             created_at: Timestamp::now(),
         };
-        match self
-            .put_expecting(
-                &item,
-                crate::store::ops::Expect::Absent,
-                "profile",
-                guard,
-                claim.map(|c| c.action(&self.table)),
-            )
-            .await
-        {
+        match self.put_new_counted(&item, "profile", guard, claim).await {
             Err(StoreError::ConditionFailed) => Err(StoreError::Taken(format!(
                 "completeness profile '{}' already exists",
                 profile.identifier

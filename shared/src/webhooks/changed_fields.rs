@@ -54,10 +54,13 @@ fn selection(fields: &[String]) -> Result<Selection, crate::domain::Invalid> {
 /// Whether an update that changed `changed` (`name` and `<entity>.<key>`, as the change
 /// feed reads them off the stream's images) is one that `fields` asks for.
 pub fn any_changed(fields: &[String], changed: &[String]) -> bool {
-    let name = fields.iter().any(|f| f == NAME) && changed.iter().any(|c| c == NAME);
-    let selectors: Vec<String> = fields.iter().filter(|f| *f != NAME).cloned().collect();
-    name || (!selectors.is_empty()
-        && selection(&selectors).is_ok_and(|s| changed.iter().any(|c| c != NAME && s.keeps(c))))
+    fields.iter().any(|field| {
+        if field == NAME {
+            return changed.iter().any(|c| c == NAME);
+        }
+        selection(std::slice::from_ref(field))
+            .is_ok_and(|s| changed.iter().any(|c| c != NAME && s.keeps(c)))
+    })
 }
 
 #[cfg(test)]

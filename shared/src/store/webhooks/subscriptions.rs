@@ -17,14 +17,7 @@ impl Store {
             sk: sub.id.clone(),
             sub: sub.clone(),
         };
-        self.put_expecting(
-            &item,
-            crate::store::ops::Expect::Absent,
-            "webhook",
-            guard,
-            claim.map(|c| c.action(&self.table)),
-        )
-        .await
+        self.put_new_counted(&item, "webhook", guard, claim).await
     }
 
     pub async fn get_subscription(
