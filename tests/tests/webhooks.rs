@@ -1531,6 +1531,26 @@ async fn changed_fields_deliver_only_the_updates_that_touch_them() {
         let r = org.patch(&format!("/v1/webhooks/{id}"), body).await;
         assert_eq!((r.status, &r.body), (400, &json!({ "error": error })));
     }
+    // a field is at most a selector long; a refused change leaves the subscription as it was
+    let long = format!("product.{}*", "a".repeat(65));
+    let r = org
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            json!({"changedFields": [long]}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, &r.body),
+        (
+            400,
+            &json!({"error": format!("field 'changedFields': invalid selector '{long}': a key holds at most 64 characters")})
+        )
+    );
+    let r = org.get(&format!("/v1/webhooks/{id}")).await;
+    assert_eq!(
+        r.body["result"]["changedFields"],
+        json!(["product.color", "name"])
+    );
 
     // a create is delivered whatever the fields
     put_product(

@@ -21,6 +21,9 @@ impl Selector {
         }
         match rest.strip_suffix('*') {
             Some(prefix) if !prefix.contains('*') => {
+                if prefix.len() > 64 {
+                    return Err(bad("a key holds at most 64 characters"));
+                }
                 let ok = prefix
                     .chars()
                     .all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'));
@@ -127,5 +130,15 @@ mod tests {
         );
         assert!(sel(Some(&["color"]), None).is_err());
         assert!(sel(Some(&["product.Color"]), None).is_err());
+    }
+
+    #[test]
+    fn a_prefix_is_at_most_a_key_long() {
+        let long = format!("sku.{}*", "a".repeat(65));
+        assert_eq!(
+            sel(Some(&[long.as_str()]), None).unwrap_err().message,
+            format!("attributes: invalid selector '{long}': a key holds at most 64 characters")
+        );
+        assert!(sel(Some(&[format!("sku.{}*", "a".repeat(64)).as_str()]), None).is_ok());
     }
 }

@@ -212,7 +212,10 @@ pub fn one_of(entities: &[TargetEntity]) -> String {
 /// The regular expression of one attribute selector (`domain/selection.rs`):
 /// `<entity>.<key>` or `<entity>.<prefix>*`.
 pub fn selector() -> String {
-    format!("{}\\.(?:{KEY}|[a-z0-9_]*\\*)", one_of(&TargetEntity::ALL))
+    format!(
+        "{}\\.(?:{KEY}|[a-z0-9_]{{0,64}}\\*)",
+        one_of(&TargetEntity::ALL)
+    )
 }
 
 /// An array of distinct attribute keys with their entity, `<entity>.<key>` (`product.color`),
