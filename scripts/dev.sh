@@ -82,6 +82,8 @@ CATALOG_LOCAL_MODE=1
 CATALOG_DEBUG_HEADERS=1
 CATALOG_USAGE_FLUSH_SECONDS=${CATALOG_USAGE_FLUSH_SECONDS:-5}
 AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS
+AWS_ENDPOINT_URL_EVENTBRIDGE=$AWS_ENDPOINT_URL_SQS
+CATALOG_EVENT_DESTINATIONS=arn:aws:sqs:us-east-1:123456789012:*,arn:aws:events:us-east-1:123456789012:event-bus/*
 CATALOG_DELIVERY_QUEUE_URL=$CATALOG_DELIVERY_QUEUE_URL
 CATALOG_DEAD_LETTER_QUEUE_URL=$CATALOG_DEAD_LETTER_QUEUE_URL
 CATALOG_WEBHOOK_COALESCE_SECONDS=${CATALOG_WEBHOOK_COALESCE_SECONDS:-2}
@@ -147,6 +149,15 @@ Try:
 Webhooks (deliveries are real POSTs; loopback http is allowed in local mode):
   curl -s -X POST "$CATALOG_BASE_URL/webhooks" -H "Authorization: Bearer $CATALOG_API_KEY" \
        -H "Content-Type: application/json" -d '{"url":"http://127.0.0.1:8080/hook","topics":["*"]}'
+
+  Or an SQS queue of the local AWS emulator (EventBridge buses likewise: docs/webhooks.md,
+  "AWS destinations"): create it, subscribe, read the verification message, then POST its
+  token to /webhooks/{id}/verify:
+  AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS .tools/venv/bin/python scripts/local-sqs.py create events
+  curl -s -X POST "$CATALOG_BASE_URL/webhooks" -H "Authorization: Bearer $CATALOG_API_KEY" \
+       -H "Content-Type: application/json" \
+       -d '{"destination":{"type":"sqs","queueUrl":"$AWS_ENDPOINT_URL_SQS/123456789012/events"},"topics":["*"]}'
+  AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS .tools/venv/bin/python scripts/local-sqs.py read events
 
 Bulk writes and imports (S3 is moto's, on the same port as SQS):
   curl -s -X PATCH "$CATALOG_BASE_URL/products" -H "Authorization: Bearer $CATALOG_API_KEY" \

@@ -56,7 +56,12 @@ def walk(name, doc):
                 # X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level
                 # permissions: `*` is the only resource they take (infra/README.md).
                 xray = key == "Resource" and v == "*" and set(actions(st)) <= XRAY_WRITE
-                if "*" in text and not (log_group or import_files or xray):
+                # EventDestinationRole's allow-list: the queues and buses of the stack's
+                # account and region by default, or the deployment's own ARN patterns (its
+                # Deny keeps the stack's queues out; infra/README.md, "Event destinations")
+                destinations = (name == "EventDestinationRole" and key == "Resource"
+                    and set(actions(st)) == {"sqs:SendMessage", "events:PutEvents"})
+                if "*" in text and not (log_group or import_files or xray or destinations):
                     bad.append(f"{name}: {key} {text}")
 for name, r in t["Resources"].items():
     p = r.get("Properties", {})

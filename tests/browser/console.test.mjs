@@ -5,6 +5,7 @@
 // Environment:
 //   CONSOLE_LINK    a fresh sign-in link (https://host/console#token=…)
 //   RECEIVER_URL    a webhook receiver that answers 200
+//   SQS_QUEUE_URL   an empty queue of the local AWS emulator, for an SQS destination
 //   IMPORT_FILE     an NDJSON file of a few products
 //   PRODUCT_ID      a seeded product with variants, SKUs and product attribute color = "red"
 //   SCREENSHOT_DIR  where the PNGs go (default: a new temporary folder)
@@ -30,6 +31,7 @@ const env = (name, fallback) => {
 const LINK = env('CONSOLE_LINK');
 const RECEIVER_URL = env('RECEIVER_URL');
 const IMPORT_FILE = env('IMPORT_FILE');
+const SQS_QUEUE_URL = env('SQS_QUEUE_URL');
 const PRODUCT_ID = env('PRODUCT_ID');
 const SHOTS = env('SCREENSHOT_DIR', '') || fs.mkdtempSync(path.join(os.tmpdir(), 'console-shots-'));
 const CHROMIUM = env('CHROMIUM', '/usr/bin/chromium');
@@ -237,6 +239,56 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await settled(page);
   await audit(page, watcher, 'webhook-log');
   process.stdout.write(`${JSON.stringify({ testDelivery: testId, replayDelivery: replayId })}\n`);
+});
+
+/** The first message on the emulator's queue (SQS's JSON protocol, polled): its body. */
+async function firstMessage(queueUrl) {
+  const endpoint = new URL(queueUrl).origin;
+  const deadline = Date.now() + LOG_DEADLINE;
+  while (Date.now() < deadline) {
+    const res = await fetch(`${endpoint}/`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': 'AmazonSQS.ReceiveMessage',
+        authorization: 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0',
+      },
+      body: JSON.stringify({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }),
+    });
+    const out = await res.json();
+    if (out.Messages && out.Messages.length) return JSON.parse(out.Messages[0].Body);
+  }
+  throw new Failure(`nothing arrived on ${queueUrl}`);
+}
+
+step('webhooks: an SQS queue, verified with its token', async ({ page, watcher }) => {
+  await gotoNav(page, 'Webhooks', 'Webhooks');
+  const form = page.locator('#create-webhook');
+  await form.waitFor();
+  await form.getByLabel('Destination', { exact: true }).selectOption('sqs');
+  await form.getByLabel('Queue URL').fill(SQS_QUEUE_URL);
+  await form.getByLabel('product.created', { exact: true }).check();
+  await form.getByRole('button', { name: 'Create subscription' }).click();
+  await page.locator('#awaits-verification').waitFor();
+  check(await page.getByTestId('webhook-secret').count() === 0, 'an SQS destination was shown a signing secret');
+  await page.locator('#webhooks-list a', { hasText: SQS_QUEUE_URL }).first().waitFor();
+  await page.locator('#new-webhook-link').click();
+  await page.getByRole('heading', { level: 1, name: 'Webhook subscription' }).waitFor();
+  await settled(page);
+  const before = await page.locator('#webhook-summary').textContent();
+  check(before.includes('Awaiting verification') && before.includes('SQS queue'), `the summary does not show the pending SQS destination: ${before}`);
+  check(await page.locator('#rotate-form').isHidden(), 'an SQS destination offers to rotate a secret');
+  const message = await firstMessage(SQS_QUEUE_URL);
+  check(message.event === 'webhook.verification' && message.token, `the queue got ${JSON.stringify(message)}`);
+  await audit(page, watcher, 'webhook-verify');
+  await page.getByLabel('Verification token').fill(message.token);
+  await page.getByRole('button', { name: 'Verify destination' }).click();
+  await page.locator('#verified').waitFor();
+  const after = await page.locator('#webhook-summary').textContent();
+  check(after.includes('Enabled') && !after.includes('Awaiting'), `the summary does not show it enabled: ${after}`);
+  check(await page.locator('#verify-form').isHidden(), 'the verification form stays after verifying');
+  watcher.assertClean();
+  say('SQS destination created and verified');
 });
 
 step('imports: upload, progress, succeeded, history', async ({ page, watcher }) => {

@@ -30,6 +30,10 @@ pub const RECEIVER_TIMEOUT_SECONDS: u64 = 5;
 /// well past a whole retry schedule of the tests, so only the test of it reaches it.
 pub const DISABLE_AFTER_SECONDS: u64 = 30;
 
+/// What the local stack may deliver to: the emulator's account and region (as `make dev`).
+pub const LOCAL_DESTINATIONS: &str =
+    "arn:aws:sqs:us-east-1:123456789012:*,arn:aws:events:us-east-1:123456789012:event-bus/*";
+
 pub struct Hooks {
     pub sqs_endpoint: String,
     pub queue_url: String,
@@ -126,6 +130,9 @@ async fn start() -> Hooks {
         .expect("a queue url");
     stack.runtime.extend_env(vec![
         ("AWS_ENDPOINT_URL_SQS", endpoint.clone()),
+        // AWS destinations: the emulator's EventBridge, and its account's queues and buses
+        ("AWS_ENDPOINT_URL_EVENTBRIDGE", endpoint.clone()),
+        ("CATALOG_EVENT_DESTINATIONS", LOCAL_DESTINATIONS.into()),
         ("CATALOG_FEED_FAILURE_QUEUE_URL", feed_failures_url.clone()),
         ("CATALOG_DELIVERY_QUEUE_URL", queue_url.clone()),
         ("CATALOG_DEAD_LETTER_QUEUE_URL", dead_letter_url.clone()),

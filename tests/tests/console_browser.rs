@@ -8,7 +8,7 @@
 use catalog_e2e::ddb::die_with_parent;
 use catalog_e2e::gateway;
 use catalog_e2e::imports::imports;
-use catalog_e2e::webhooks::{eventually, webhooks, Receiver};
+use catalog_e2e::webhooks::{eventually, sqs_client, webhooks, Receiver};
 use catalog_e2e::{repo_root, Org, Request};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -43,6 +43,14 @@ async fn the_console_works_in_a_real_browser() {
     let org = Org::new().await;
     seed(&org).await;
     let receiver = Receiver::start(0).await;
+    let queue_url = sqs_client(&webhooks().await.sqs_endpoint)
+        .create_queue()
+        .queue_name(format!("console-{}", org.id))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
     let port = gateway::start().await;
     let made = Request::new("POST", "/v1/console-sessions")
         .bearer(&org.key)
@@ -67,6 +75,7 @@ async fn the_console_works_in_a_real_browser() {
             .arg(&script)
             .env("CONSOLE_LINK", &link)
             .env("RECEIVER_URL", receiver.url())
+            .env("SQS_QUEUE_URL", &queue_url)
             .env("IMPORT_FILE", &import)
             .env("PRODUCT_ID", "chair")
             .env("SCREENSHOT_DIR", out.join("screenshots"))

@@ -5,6 +5,7 @@
 //! template (scripts/expand-template.sh) shows what the stack deploys: every function through
 //! its `live` alias, gradually; infra/deployer.json what deploying it may do.
 
+use catalog::domain::destinations::glob;
 use catalog_e2e::repo_root;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1378,29 +1379,6 @@ fn list(v: &Value) -> Vec<String> {
         Value::Array(a) => a.iter().map(|x| x.as_str().unwrap().to_string()).collect(),
         _ => vec![],
     }
-}
-
-/// IAM's wildcard match (`*` any run of characters, `?` one).
-fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// The Sids of the statements that allow `action` on `resource` (conditions aside).

@@ -139,7 +139,7 @@ async fn subscriptions_are_managed_with_the_settings_scope() {
 
     // bad input names the problem
     for (body, error) in [
-        (json!({"topics": ["*"]}), "field 'url' is required"),
+        (json!({"topics": ["*"]}), "field 'url' (or 'destination') is required"),
         (json!({"url": "http://127.0.0.1:9/"}), "field 'topics' is required"),
         (json!({"url": "http://127.0.0.1:9/", "topics": []}), "field 'topics' must list 1 to 50 topics"),
         (
@@ -149,7 +149,7 @@ async fn subscriptions_are_managed_with_the_settings_scope() {
         (json!({"url": "http://127.0.0.1:9/", "topics": [1]}), "field 'topics' must be an array of strings"),
         (json!({"url": "not a url", "topics": ["*"]}), "url is not a valid absolute URL (relative URL without a base)"),
         (json!({"url": "http://127.0.0.1:9/", "topics": ["*"], "secret": "x"}),
-         "unknown field 'secret' (allowed: url, topics, changedFields, description, enabled)"),
+         "unknown field 'secret' (allowed: url, destination, topics, changedFields, description, enabled)"),
     ] {
         let r = org.post("/v1/webhooks", body.clone()).await;
         assert_eq!((r.status, r.body.clone()), (400, json!({"error": error})), "{body}");
@@ -1492,7 +1492,7 @@ async fn the_delivery_log_filters_by_status_and_event() {
     assert_eq!(bad.status, 400);
     assert_eq!(
         bad.body["error"],
-        json!("query parameter 'event': 'product.exploded' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted or webhook.test")
+        json!("query parameter 'event': 'product.exploded' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted, webhook.test or webhook.verification")
     );
 }
 

@@ -2,6 +2,7 @@
 
 pub mod attributes;
 pub mod credential_tags;
+pub mod destinations;
 pub mod identifier;
 pub(crate) mod invalid;
 pub mod limits;

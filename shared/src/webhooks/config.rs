@@ -4,6 +4,7 @@
 //! schedule in seconds while production spreads it over more than a day.
 
 use super::url_guard::UrlPolicy;
+use crate::domain::destinations::Allowed;
 use std::time::Duration;
 
 /// SQS caps a message's delay at 15 minutes.
@@ -49,6 +50,12 @@ pub struct WebhookConfig {
     pub log_retention: Duration,
     /// Which addresses deliveries may reach: loopback over http only in local mode.
     pub policy: UrlPolicy,
+    /// Which AWS queues and buses subscriptions may deliver to (`destinations.rs`).
+    pub allowed: Allowed,
+    /// The role deliveries to AWS destinations assume (`CATALOG_DESTINATION_ROLE_ARN`):
+    /// it may write only the allow-list, never the stack's own queues. Unset (local mode),
+    /// the function's own credentials send.
+    pub destination_role: Option<String>,
 }
 
 impl Default for WebhookConfig {
@@ -64,6 +71,8 @@ impl Default for WebhookConfig {
             disable_after: Duration::from_secs(DEFAULT_DISABLE_AFTER_SECS),
             log_retention: Duration::from_secs(30 * 86_400),
             policy: UrlPolicy::default(),
+            allowed: Allowed::default(),
+            destination_role: None,
         }
     }
 }
@@ -93,10 +102,23 @@ impl WebhookConfig {
             .filter(|n| (1..=900).contains(n))
             .map(Duration::from_secs)
             .unwrap_or(d.timeout);
+        let (queue_url, dead_letter_queue_url, feed_failure_queue_url) = (
+            text("CATALOG_DELIVERY_QUEUE_URL"),
+            text("CATALOG_DEAD_LETTER_QUEUE_URL"),
+            text("CATALOG_FEED_FAILURE_QUEUE_URL"),
+        );
+        let own_queues = [
+            queue_url.clone(),
+            dead_letter_queue_url.clone(),
+            feed_failure_queue_url.clone(),
+            text("CATALOG_IMPORT_QUEUE_URL"),
+        ];
         Self {
-            queue_url: text("CATALOG_DELIVERY_QUEUE_URL"),
-            dead_letter_queue_url: text("CATALOG_DEAD_LETTER_QUEUE_URL"),
-            feed_failure_queue_url: text("CATALOG_FEED_FAILURE_QUEUE_URL"),
+            allowed: Allowed::from_lookup(&text, local_mode, &own_queues),
+            destination_role: text("CATALOG_DESTINATION_ROLE_ARN"),
+            queue_url,
+            dead_letter_queue_url,
+            feed_failure_queue_url,
             coalesce_window: number("CATALOG_WEBHOOK_COALESCE_SECONDS")
                 .filter(|n| *n <= MAX_COALESCE_SECS)
                 .map(Duration::from_secs)

@@ -48,6 +48,7 @@ fn happened(entity_type: &str, action: Action) -> String {
             "{what} was deleted (fetching it now answers 404; `GET /deletions` lists it)."
         ),
         Action::Test => "Sent only by `POST /webhooks/{id}/test`.".into(),
+        Action::Verification => "Sent only to an AWS destination awaiting verification; its `token` goes to `POST /webhooks/{id}/verify`.".into(),
     }
 }
 

@@ -26,6 +26,9 @@ pub enum Action {
     Deleted,
     /// A test event (`POST /webhooks/{id}/test`): never a topic, sent only on request.
     Test,
+    /// An AWS destination's proof of ownership (`webhook.verification`, with its token):
+    /// never a topic, sent when the subscription is made and on request.
+    Verification,
 }
 
 impl Action {
@@ -38,6 +41,7 @@ impl Action {
             Self::Updated => "updated",
             Self::Deleted => "deleted",
             Self::Test => "test",
+            Self::Verification => "verification",
         }
     }
 
@@ -49,6 +53,7 @@ impl Action {
     pub fn of_event(event: &str) -> Option<Self> {
         match event.rsplit_once('.')? {
             (TEST_ENTITY_TYPE, "test") => Some(Self::Test),
+            (TEST_ENTITY_TYPE, "verification") => Some(Self::Verification),
             (_, action) => Self::parse(action),
         }
     }

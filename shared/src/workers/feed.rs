@@ -300,7 +300,7 @@ impl ChangeFeed {
                 }
             };
             for sub in subs.iter().filter(|s| {
-                s.enabled
+                s.delivers()
                     && topics::any_matches(&s.topics, &change.entity_type, change.action)
                     && asks_for(s, change)
             }) {

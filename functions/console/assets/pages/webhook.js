@@ -1,5 +1,6 @@
 // One webhook subscription: GET /webhooks/{id}; PATCH /webhooks/{id} (edit, enable,
-// disable); POST /webhooks/{id}/rotate-secret; POST /webhooks/{id}/test; DELETE
+// disable); POST /webhooks/{id}/rotate-secret (HTTPS only); POST /webhooks/{id}/verify and
+// …/verification (an AWS destination awaiting verification); POST /webhooks/{id}/test; DELETE
 // /webhooks/{id}; and its delivery log, GET /webhooks/{id}/deliveries (status and event
 // filters, paged with "Load more"), with POST …/deliveries/{deliveryId}/replay per entry.
 
@@ -10,6 +11,7 @@ import {
 } from '../ui.js';
 import {
   loadEventTypes, topicPicker, statusCell, healthPairs, changedFieldsInput, changedFieldsCell,
+  destinationInput, destinationCell, destinationType, addressOf,
 } from './webhooks.js';
 
 const LOG_PAGE = 25;
@@ -19,7 +21,8 @@ const DELIVERY_STATUSES = [
 ];
 const STATUS_KIND = { succeeded: 'ok', failed: 'bad', retrying: 'warn', cancelled: 'muted', pending: '' };
 
-const isEnabled = (w) => (w.status ? w.status === 'enabled' : w.enabled !== false);
+const isEnabled = (w) => (w.status ? w.status !== 'disabled' : w.enabled !== false);
+const isPending = (w) => w.status === 'pending_verification';
 
 /** The changes coalesced into a delivery (0: a replay or a test event). */
 function coalescedOf(d) {
@@ -34,7 +37,7 @@ function attemptsCell(d) {
     h('summary', {}, `${count} attempt${count === 1 ? '' : 's'}`),
     h('ol', { class: 'attempt-list' }, log.map((a) => h('li', {},
       time(a.at), ' — ',
-      a.statusCode !== undefined && a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no answer',
+      a.statusCode !== undefined && a.statusCode !== null ? `HTTP ${a.statusCode}` : (a.error ? 'no answer' : 'accepted'),
       typeof a.durationMs === 'number' ? ` in ${a.durationMs} ms` : '',
       a.error ? h('span', { class: 'reason' }, ` (${a.error})`) : null))));
 }
@@ -54,7 +57,7 @@ export default async function webhookPage(ctx) {
   // --- summary and actions
   function drawSummary() {
     const pairs = [
-      ['URL', h('span', { class: 'wrap' }, hook.url)],
+      ['Destination', destinationCell(hook)],
       ['Description', hook.description || dash()],
       ['Topics', h('span', { class: 'tags' }, (hook.topics || []).map((t) => badge(t)))],
       ['Changed fields', changedFieldsCell(hook)],
@@ -67,6 +70,10 @@ export default async function webhookPage(ctx) {
     ];
     replace(summary, dl(pairs));
     toggleButton.textContent = isEnabled(hook) ? 'Disable' : 'Enable';
+    // AWS destinations have no signing secret; a pending one takes its token, not tests
+    rotateForm.hidden = destinationType(hook) !== 'https';
+    verifyForm.hidden = !isPending(hook);
+    testButton.hidden = isPending(hook);
   }
 
   const testButton = h('button', { type: 'button', class: 'btn', id: 'send-test' }, 'Send test event');
@@ -85,6 +92,36 @@ export default async function webhookPage(ctx) {
   const rotateButton = h('button', { type: 'submit', class: 'btn btn-secondary' }, 'Rotate secret');
   const rotateForm = h('form', { class: 'inline-form', id: 'rotate-form', 'aria-labelledby': 'rotate-h' },
     h('h3', { id: 'rotate-h' }, 'Rotate the signing secret'), overlap.wrap, rotateButton);
+
+  const token = field('Verification token', { name: 'token', autocomplete: 'off', required: true },
+    { hint: 'The token of the latest webhook.verification message your queue or bus received. Nothing else is delivered until it is confirmed.' });
+  const verifyButton = h('button', { type: 'submit', class: 'btn' }, 'Verify destination');
+  const resendButton = h('button', { type: 'button', class: 'btn btn-secondary', id: 'resend-verification' }, 'Send a new verification message');
+  const verifyForm = h('form', { class: 'inline-form', id: 'verify-form', 'aria-labelledby': 'verify-h' },
+    h('h3', { id: 'verify-h' }, 'Verify the destination'), token.wrap, h('div', { class: 'row wrap-row' }, verifyButton, resendButton));
+
+  verifyForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    await busy(verifyButton, async () => {
+      errors.clear();
+      try {
+        const res = await api.post(`${path}/verify`, { token: token.input.value.trim() }, { signal });
+        hook = res.result;
+        drawSummary();
+        replace(output, h('p', { id: 'verified' }, 'Destination verified: catalog events are delivered to it from now on.'));
+        announce('Destination verified.');
+      } catch (err) { errors.show(err); }
+    });
+  });
+
+  resendButton.addEventListener('click', () => busy(resendButton, async () => {
+    errors.clear();
+    try {
+      const res = await api.post(`${path}/verification`, undefined, { signal });
+      replace(output, h('p', {}, 'A new verification message was queued as delivery ', code(res.result.deliveryId), '; earlier tokens no longer work.'));
+      announce('A new verification message was queued.');
+    } catch (err) { errors.show(err); }
+  }));
 
   testButton.addEventListener('click', () => busy(testButton, async () => {
     errors.clear();
@@ -109,7 +146,7 @@ export default async function webhookPage(ctx) {
   deleteButton.addEventListener('click', async () => {
     const ok = await confirmDialog({
       title: 'Delete this subscription?',
-      message: `No more deliveries will go to ${hook.url}, and its delivery log goes with it.`,
+      message: `No more deliveries will go to ${addressOf(hook)}, and its delivery log goes with it.`,
       confirmLabel: 'Delete subscription',
     });
     if (!ok) return;
@@ -157,14 +194,14 @@ export default async function webhookPage(ctx) {
 
   // --- edit form
   function drawEdit() {
-    const url = field('Endpoint URL', { type: 'url', name: 'url', required: true, value: hook.url, autocomplete: 'off' });
+    const url = destinationInput(hook);
     const description = field('Description (optional)', { name: 'description', value: hook.description || '', maxlength: '500' });
     const picker = topicPicker(eventTypes, hook.topics || []);
     const changed = changedFieldsInput(hook.changedFields);
     const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
     const formErrors = errorArea();
     const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
-      formErrors.el, url.wrap, description.wrap, picker.el, changed.wrap, h('div', { class: 'actions' }, save));
+      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, h('div', { class: 'actions' }, save));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formErrors.clear();
@@ -174,7 +211,7 @@ export default async function webhookPage(ctx) {
         picker.focus();
         return;
       }
-      const body = { url: url.input.value.trim(), topics, description: description.input.value.trim() || null, changedFields: changed.values() };
+      const body = { ...url.body(), topics, description: description.input.value.trim() || null, changedFields: changed.values() };
       await busy(save, async () => {
         try {
           const res = await api.patch(path, body, { signal });
@@ -285,13 +322,14 @@ export default async function webhookPage(ctx) {
     h('section', { class: 'panel', 'aria-labelledby': 'actions-h' },
       h('h2', { id: 'actions-h' }, 'Actions'),
       h('div', { class: 'row wrap-row' }, testButton, toggleButton, deleteButton),
+      verifyForm,
       rotateForm,
       output),
     editBox,
     h('section', { 'aria-labelledby': 'log-h' }, h('h2', { id: 'log-h' }, 'Delivery log'), filters, logBox));
   const typesLoaded = loadEventTypes(signal).then((types) => {
     eventTypes = types;
-    const names = [...new Set([...types.map((t) => t.name), 'webhook.test'])].sort();
+    const names = [...new Set([...types.map((t) => t.name), 'webhook.test', 'webhook.verification'])].sort();
     for (const n of names) eventSel.input.append(option(n));
     drawEdit();
   }).catch((err) => errors.show(err));

@@ -1,7 +1,7 @@
 // Webhooks: GET /webhooks (paged), GET /event-types (the topics, with descriptions and
-// example payloads), POST /webhooks (the secret shown once), PATCH /webhooks/{id}
-// {enabled}. The topic picker, the changed-fields input and the status cells are shared
-// with the detail page.
+// example payloads), POST /webhooks (an HTTPS URL, an SQS queue or an EventBridge bus; the
+// secret shown once), PATCH /webhooks/{id} {enabled}. The destination, topic and
+// changed-fields inputs and the status cells are shared with the detail page.
 
 import * as api from '../api.js';
 import {
@@ -81,8 +81,63 @@ export function changedFieldsCell(w) {
     : 'Every update';
 }
 
-/** "Enabled", or "Disabled" with the reason the API gives. */
+const DESTINATIONS = {
+  https: { label: 'HTTPS endpoint', field: 'url', address: 'Endpoint URL', placeholder: 'https://example.com/hooks/catalog', hint: 'Deliveries are signed HTTP POSTs with a JSON body. Only public https addresses are allowed in production.' },
+  sqs: { label: 'SQS queue', field: 'queueUrl', address: 'Queue URL', placeholder: 'https://sqs.eu-west-1.amazonaws.com/111122223333/catalog-events', hint: 'One message per delivery (FIFO queues: a message group per entity). The queue must be one this deployment may write to; it first gets a verification message with a token.' },
+  eventbridge: { label: 'EventBridge bus', field: 'eventBusArn', address: 'Event bus ARN', placeholder: 'arn:aws:events:eu-west-1:111122223333:event-bus/catalog', hint: 'One event per delivery: source catalog.<organization>, detail-type the event. The bus must be one this deployment may write to; it first gets a verification event with a token.' },
+};
+
+/** The subscription's destination type (`https` for subscriptions that only have `url`). */
+export function destinationType(w) {
+  return (w.destination && w.destination.type) || 'https';
+}
+
+/** Where it delivers: the URL, queue URL or bus ARN. */
+export function addressOf(w) {
+  const d = w.destination || {};
+  return w.url || d.url || d.queueUrl || d.eventBusArn || '';
+}
+
+/** The destination type's label and its address. */
+export function destinationCell(w) {
+  const t = destinationType(w);
+  return h('span', {}, t === 'https' ? null : badge(DESTINATIONS[t]?.label || t), t === 'https' ? null : ' ', h('span', { class: 'wrap' }, addressOf(w)));
+}
+
+/**
+ * The destination inputs: its type (fixed when `current` is given: a PATCH keeps it) and
+ * its address. Returns {el, input, body()}: body() is `{url}` or `{destination}`.
+ */
+export function destinationInput(current = null) {
+  const type = field('Destination', { name: 'destinationType', disabled: current ? true : undefined }, {
+    tag: 'select',
+    hint: current ? 'A subscription keeps its destination type.' : 'Where deliveries go: an HTTPS endpoint, an SQS queue or an EventBridge event bus.',
+    options: Object.entries(DESTINATIONS).map(([value, d]) => ({ value, label: d.label })),
+  });
+  if (current) type.input.value = destinationType(current);
+  const address = field(DESTINATIONS[type.input.value].address, { name: 'address', required: true, value: current ? addressOf(current) : '', autocomplete: 'off' }, { hint: ' ' });
+  const label = address.wrap.querySelector('label');
+  const hint = address.wrap.querySelector('.hint');
+  const sync = () => {
+    const d = DESTINATIONS[type.input.value];
+    if (label) label.textContent = d.address;
+    if (hint) hint.textContent = d.hint;
+    address.input.placeholder = d.placeholder;
+    address.input.type = d.field === 'eventBusArn' ? 'text' : 'url';
+  };
+  type.input.addEventListener('change', sync);
+  sync();
+  const body = () => {
+    const t = type.input.value;
+    const value = address.input.value.trim();
+    return t === 'https' ? { url: value } : { destination: { type: t, [DESTINATIONS[t].field]: value } };
+  };
+  return { el: h('div', {}, type.wrap, address.wrap), input: address.input, body, type: () => type.input.value };
+}
+
+/** "Enabled", "Awaiting verification", or "Disabled" with the reason the API gives. */
 export function statusCell(w) {
+  if (w.status === 'pending_verification') return badge('Awaiting verification', 'warn');
   const enabled = w.status ? w.status === 'enabled' : w.enabled !== false;
   if (enabled) return badge('Enabled', 'ok');
   return h('span', {}, badge('Disabled', 'warn'), w.disabledReason ? h('span', { class: 'reason' }, ` ${w.disabledReason}`) : null);
@@ -111,7 +166,7 @@ export default async function webhooksPage(ctx) {
       try {
         const enabled = !(w.status ? w.status === 'enabled' : w.enabled);
         await api.patch(`webhooks/${api.seg(w.id)}`, { enabled }, { signal });
-        announce(`${w.url} ${enabled ? 'enabled' : 'disabled'}.`);
+        announce(`${addressOf(w)} ${enabled ? 'enabled' : 'disabled'}.`);
         await load();
       } catch (err) {
         errors.show(err);
@@ -130,17 +185,17 @@ export default async function webhooksPage(ctx) {
           empty: 'No subscriptions yet.',
           rows: hooks,
           columns: [
-            { label: 'URL', class: 'wrap', cell: (w) => h('a', { href: hrefOf(['webhooks', w.id]) }, w.url) },
+            { label: 'Destination', class: 'wrap', cell: (w) => h('a', { href: hrefOf(['webhooks', w.id]) }, destinationCell(w)) },
             { label: 'Topics', cell: (w) => h('span', { class: 'tags' }, (w.topics || []).map((t) => badge(t))) },
             { label: 'Status', cell: statusCell },
             { label: 'Created', cell: (w) => time(w.createdAt) },
             {
               label: 'Actions',
               cell: (w) => {
-                const on = w.status ? w.status === 'enabled' : w.enabled;
-                const b = h('button', { type: 'button', class: 'btn btn-secondary btn-small', 'aria-label': `${on ? 'Disable' : 'Enable'} ${w.url}` }, on ? 'Disable' : 'Enable');
+                const on = w.status ? w.status !== 'disabled' : w.enabled;
+                const b = h('button', { type: 'button', class: 'btn btn-secondary btn-small', 'aria-label': `${on ? 'Disable' : 'Enable'} ${addressOf(w)}` }, on ? 'Disable' : 'Enable');
                 b.addEventListener('click', () => toggle(w, b));
-                return h('div', { class: 'row' }, h('a', { class: 'btn btn-secondary btn-small', href: hrefOf(['webhooks', w.id]), 'aria-label': `Open ${w.url}` }, 'Open'), b);
+                return h('div', { class: 'row' }, h('a', { class: 'btn btn-secondary btn-small', href: hrefOf(['webhooks', w.id]), 'aria-label': `Open ${addressOf(w)}` }, 'Open'), b);
               },
             },
           ],
@@ -154,8 +209,7 @@ export default async function webhooksPage(ctx) {
   }
 
   function drawForm(eventTypes) {
-    const url = field('Endpoint URL', { type: 'url', name: 'url', required: true, placeholder: 'https://example.com/hooks/catalog', autocomplete: 'off' },
-      { hint: 'Deliveries are signed HTTP POSTs with a JSON body. Only public https addresses are allowed in production.' });
+    const url = destinationInput();
     const description = field('Description (optional)', { name: 'description', maxlength: '500' });
     const picker = topicPicker(eventTypes, []);
     const changed = changedFieldsInput();
@@ -163,7 +217,7 @@ export default async function webhooksPage(ctx) {
     const formErrors = errorArea();
     const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
       h('h2', { id: 'create-webhook-h' }, 'Create a subscription'),
-      formErrors.el, url.wrap, description.wrap, picker.el, changed.wrap,
+      formErrors.el, url.el, description.wrap, picker.el, changed.wrap,
       ctx.can('catalog:read') ? null : h('p', { class: 'note' }, 'Catalog topics also need the catalog:read scope, which this session does not hold.'),
       h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (e) => {
@@ -171,7 +225,7 @@ export default async function webhooksPage(ctx) {
       formErrors.clear();
       const topics = picker.values();
       if (!url.input.value.trim()) {
-        formErrors.show(new Error('Enter the endpoint URL.'));
+        formErrors.show(new Error('Enter where deliveries go.'));
         url.input.focus();
         return;
       }
@@ -180,7 +234,7 @@ export default async function webhooksPage(ctx) {
         picker.focus();
         return;
       }
-      const body = { url: url.input.value.trim(), topics };
+      const body = { ...url.body(), topics };
       if (description.input.value.trim()) body.description = description.input.value.trim();
       if (changed.values()) body.changedFields = changed.values();
       await busy(submit, async () => {
@@ -195,8 +249,11 @@ export default async function webhooksPage(ctx) {
               testId: 'webhook-secret',
               note: 'Copy the secret now: it will not be shown again. Verify each delivery’s signature with it (Standard Webhooks).',
             }) : null,
-            h('p', {}, 'Subscription created. ', h('a', { href: hrefOf(['webhooks', w.id]), id: 'new-webhook-link' }, `Open ${w.url}`)));
-          announce(`Subscription to ${w.url} created.`);
+            w.status === 'pending_verification'
+              ? h('p', { class: 'note', id: 'awaits-verification' }, 'It awaits verification: the destination got a webhook.verification message with a token. Enter the token on the subscription’s page; nothing else is delivered until then.')
+              : null,
+            h('p', {}, 'Subscription created. ', h('a', { href: hrefOf(['webhooks', w.id]), id: 'new-webhook-link' }, `Open ${addressOf(w)}`)));
+          announce(`Subscription to ${addressOf(w)} created.`);
           form.reset();
           (created.querySelector('input') || created.querySelector('a')).focus();
           page = 1;
@@ -210,7 +267,7 @@ export default async function webhooksPage(ctx) {
   }
 
   replace(root,
-    h('p', { class: 'lead' }, 'Subscriptions send signed HTTP POSTs to your endpoint when catalog data changes. Open one for its delivery log, test events and replays.'),
+    h('p', { class: 'lead' }, 'Subscriptions send signed HTTP POSTs to your endpoint, or messages to your SQS queue or EventBridge bus, when catalog data changes. Open one for its delivery log, test events and replays.'),
     errors.el,
     created,
     h('section', { 'aria-labelledby': 'hooks-h' }, h('h2', { id: 'hooks-h' }, 'Subscriptions'), listBox),

@@ -133,7 +133,7 @@ fn status_filter(value: &str) -> Result<DeliveryStatus, ApiError> {
 /// The `event` filter of the delivery log: a catalog event or `webhook.test`.
 fn event_filter(value: &str) -> Result<&str, ApiError> {
     let known = match Action::of_event(value) {
-        Some(Action::Test) => true,
+        Some(Action::Test | Action::Verification) => true,
         Some(_) => value
             .split_once('.')
             .is_some_and(|(entity, _)| topics::ENTITY_TYPES.contains(&entity)),
@@ -141,7 +141,7 @@ fn event_filter(value: &str) -> Result<&str, ApiError> {
     };
     known.then_some(value).ok_or_else(|| {
         ApiError::bad_request(format!(
-            "query parameter 'event': '{value}' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted or webhook.test"
+            "query parameter 'event': '{value}' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted, webhook.test or webhook.verification"
         ))
     })
 }
@@ -160,12 +160,7 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         .get_delivery(call.org(), &sub.id, original_id)
         .await?
         .ok_or_else(|| ApiError::entity_not_found("delivery", original_id))?;
-    if !sub.enabled {
-        return Err(ApiError::conflict(format!(
-            "webhook '{}' is disabled; enable it before replaying",
-            sub.id
-        )));
-    }
+    ready(&sub, "replaying")?;
     count_by_hand(app, call).await?;
     let action = Action::of_event(&original.event).ok_or_else(ApiError::internal)?;
     let message = QueueMessage {
@@ -187,28 +182,54 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
 /// logged and retried like every other, whatever its topics.
 pub(super) async fn send_test(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let sub = load(app, call).await?;
-    if !sub.enabled {
-        return Err(ApiError::conflict(format!(
-            "webhook '{}' is disabled; enable it before sending a test event",
-            sub.id
-        )));
-    }
+    ready(&sub, "sending a test event")?;
     count_by_hand(app, call).await?;
+    let delivery_id = send_about(app, call, &sub, Action::Test).await?;
+    Ok(answer_sent(&delivery_id))
+}
+
+/// 202 with the id of a delivery sent by hand (a test event, a verification message).
+pub(super) fn answer_sent(delivery_id: &str) -> ApiResponse {
+    ApiResponse::single(202, to_json(TestEventView { delivery_id }))
+}
+
+/// Logs and queues a delivery about the subscription itself (entity type `webhook`, its id
+/// as identifier): a test event or a verification message. Its delivery id.
+pub(super) async fn send_about(
+    app: &App,
+    call: &Call,
+    sub: &Subscription,
+    action: Action,
+) -> Result<String, ApiError> {
     let message = QueueMessage {
         org: call.org().to_string(),
         webhook_id: sub.id.clone(),
         delivery_id: new_delivery_id(),
         entity_type: topics::TEST_ENTITY_TYPE.to_string(),
-        action: Action::Test,
+        action,
         identifier: sub.id.clone(),
     };
     let retention = app.config.webhooks.log_retention;
     let delivery = new_delivery(&message, Timestamp::now(), retention);
     queue_by_hand(app, call, &delivery, &message).await?;
-    let answer = TestEventView {
-        delivery_id: &delivery.id,
-    };
-    Ok(ApiResponse::single(202, to_json(answer)))
+    Ok(delivery.id)
+}
+
+/// 409 unless `sub` delivers: its destination is verified and it is enabled.
+fn ready(sub: &Subscription, doing: &str) -> Result<(), ApiError> {
+    if sub.verification.is_some() {
+        return Err(ApiError::conflict(format!(
+            "webhook '{}' awaits verification of its destination; POST /webhooks/{}/verify with the token of its verification message before {doing}",
+            sub.id, sub.id
+        )));
+    }
+    if !sub.enabled {
+        return Err(ApiError::conflict(format!(
+            "webhook '{}' is disabled; enable it before {doing}",
+            sub.id
+        )));
+    }
+    Ok(())
 }
 
 /// Counts a delivery sent by hand (a replay or a test event) in the organization's hourly

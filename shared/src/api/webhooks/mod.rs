@@ -15,7 +15,7 @@ use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
-use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription};
+use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription, Verification};
 use crate::usecases::etags;
 use crate::usecases::retry::{with_retries, Retry};
 use crate::webhooks::changed_fields;
@@ -29,6 +29,8 @@ use serde_json::Value;
 use std::time::Duration;
 
 mod deliveries;
+mod destination;
+mod fields;
 mod view;
 
 pub use view::render;
@@ -36,6 +38,8 @@ use view::{view, WebhookView};
 
 pub(crate) use deliveries::DELIVERY_ANSWERS;
 use deliveries::*;
+use destination::*;
+use fields::*;
 
 const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -167,6 +171,8 @@ const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(send_test),
     ),
+    destination::VERIFY,
+    destination::RESEND,
     Endpoint::new(
         Route::new(
             "GET",
@@ -207,13 +213,9 @@ struct Rotation {
     expire_current_in_seconds: Option<Value>,
 }
 
-schema::requiring!(
-    /// The body of POST /webhooks: `url` and `topics` required.
-    WebhookCreate = WebhookFields, ["url", "topics"]
-);
-
-/// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires `url`
-/// and `topics`, `enabled: false` creates it disabled); `description: null` clears it.
+/// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
+/// `topics` and `url` or `destination`, `enabled: false` creates it disabled);
+/// `description: null` clears it.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "WebhookPatch")]
@@ -221,6 +223,9 @@ struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
     #[schemars(schema_with = "schema::http_url")]
     url: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "destination_schema")]
+    destination: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(schema_with = "topic_list")]
     topics: Option<Vec<Value>>,
@@ -235,16 +240,6 @@ struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "bool")]
     enabled: Option<bool>,
-}
-
-/// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
-fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let actions = Action::ALL.map(Action::as_str).join("|");
-    let topic = schema::matching(&format!(
-        "\\*|(?:{})\\.(?:{actions}|\\*)",
-        topics::ENTITY_TYPES.join("|")
-    ));
-    schemars::json_schema!({"type": "array", "items": topic, "minItems": 1, "maxItems": MAX_TOPICS})
 }
 
 /// Why a subscription is disabled when a request disabled it (or created it disabled).
@@ -315,41 +310,6 @@ fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
     )))
 }
 
-/// The `topics` field: a non-empty array of distinct valid topics, order kept.
-fn topics_field(items: Option<&[Value]>) -> Result<Option<Vec<String>>, ApiError> {
-    let Some(items) = items else {
-        return Ok(None);
-    };
-    if items.is_empty() || items.len() > MAX_TOPICS {
-        return Err(ApiError::bad_request(format!(
-            "field 'topics' must list 1 to {MAX_TOPICS} topics"
-        )));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for item in items {
-        let topic = item
-            .as_str()
-            .ok_or_else(|| ApiError::bad_request("field 'topics' must be an array of strings"))?;
-        topics::validate(topic).map_err(ApiError::bad_request)?;
-        if !out.iter().any(|t| t == topic) {
-            out.push(topic.to_string());
-        }
-    }
-    Ok(Some(out))
-}
-
-/// The `description` field: `Some(None)` when it is `null` (cleared).
-fn description_field(value: Option<&Value>) -> Result<Option<Option<String>>, ApiError> {
-    match value {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(None)),
-        Some(Value::String(s)) if s.chars().count() <= MAX_DESCRIPTION => Ok(Some(Some(s.clone()))),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "field 'description' must be a string of at most {MAX_DESCRIPTION} characters, or null"
-        ))),
-    }
-}
-
 fn not_found(id: &str) -> ApiError {
     ApiError::entity_not_found("webhook", id)
 }
@@ -373,10 +333,11 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// POST /webhooks: 201 with the signing secret, shown this once.
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body: WebhookFields = call.body(app)?;
-    let raw_url = body
-        .url
-        .as_deref()
-        .ok_or_else(|| ApiError::bad_request("field 'url' is required"))?;
+    if body.url.is_none() && body.destination.is_none() {
+        return Err(ApiError::bad_request(
+            "field 'url' (or 'destination') is required",
+        ));
+    }
     let topics = topics_field(body.topics.as_deref())?
         .ok_or_else(|| ApiError::bad_request("field 'topics' is required"))?;
     reads_catalog(call, "subscribing to catalog topics")?;
@@ -385,17 +346,23 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .flatten();
     let description = description_field(body.description.as_ref())?.flatten();
     let enabled = body.enabled.unwrap_or(true);
-    let url = checked_url(app, raw_url).await?;
+    let destination = destination_field(app, body.url.as_deref(), body.destination.as_ref())
+        .await?
+        .ok_or_else(ApiError::internal)?;
+    let aws = destination.kind().is_aws();
     let now = Timestamp::now();
     let sub = Subscription {
         id: prefixed_ulid("wh_"),
-        url,
+        url: destination.address().to_string(),
+        kind: destination.kind(),
+        verification: aws.then(new_verification),
         topics,
         changed_fields,
         description,
         enabled,
         disabled_reason: (!enabled).then(|| DISABLED_BY_REQUEST.to_string()),
-        secret: new_secret(),
+        // IAM authenticates AWS destinations: nothing is signed
+        secret: if aws { String::new() } else { new_secret() },
         previous_secret: None,
         previous_secret_expires_at: None,
         created_at: now,
@@ -424,6 +391,9 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         ApiError::from,
     )
     .await?;
+    if aws {
+        ask_for_token(app, call, &sub).await;
+    }
     Ok(ApiResponse::shown(201, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))
 }
 
@@ -447,7 +417,7 @@ async fn modify(
     app: &App,
     call: &Call,
     url: Option<&str>,
-    change: impl Fn(&mut Subscription),
+    change: impl Fn(&mut Subscription) -> Result<(), ApiError>,
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
     with_retries(&format!("webhook '{id}'"), || async {
@@ -467,7 +437,7 @@ async fn modify(
             etags::subscription,
             "webhook",
         )?;
-        change(&mut sub);
+        change(&mut sub).map_err(Retry::Fail)?;
         sub.ver += 1;
         sub.updated_at = Timestamp::next_after([sub.updated_at]);
         app.store
@@ -487,13 +457,21 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         changed_fields::parse(body.changed_fields.as_ref()).map_err(ApiError::bad_request)?;
     let description = description_field(body.description.as_ref())?;
     let enabled = body.enabled;
-    let url = match body.url.as_deref() {
-        Some(raw) => Some(checked_url(app, raw).await?),
-        None => None,
-    };
-    let sub = modify(app, call, url.as_deref(), |sub| {
-        if let Some(u) = &url {
-            sub.url = u.clone();
+    let by_url = body.url.is_some();
+    let destination =
+        destination_field(app, body.url.as_deref(), body.destination.as_ref()).await?;
+    let address = destination.as_ref().map(|d| d.address());
+    let repointed = std::sync::atomic::AtomicBool::new(false);
+    let sub = modify(app, call, address, |sub| {
+        if let Some(d) = &destination {
+            keeps_kind(sub.kind, d, by_url)?;
+            let other = sub.url != d.address() && d.kind().is_aws();
+            repointed.store(other, std::sync::atomic::Ordering::Relaxed);
+            if other {
+                // another queue or bus proves it is the subscriber's again
+                sub.verification = Some(new_verification());
+            }
+            sub.url = d.address().to_string();
         }
         if let Some(t) = &topics {
             sub.topics = t.clone();
@@ -515,8 +493,12 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             }
             _ => {}
         }
+        Ok(())
     })
     .await?;
+    if repointed.load(std::sync::atomic::Ordering::Relaxed) {
+        ask_for_token(app, call, &sub).await;
+    }
     if enabled == Some(true) {
         // Enabled again: its endpoint gets its next delivery at once, not at the probe
         // time of the streak that disabled it.
@@ -543,6 +525,13 @@ async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     };
     let secret = new_secret();
     let sub = modify(app, call, None, |sub| {
+        if sub.kind.is_aws() {
+            return Err(ApiError::conflict(format!(
+                "webhook '{}' delivers to {}: IAM authenticates it, and it has no signing secret to rotate",
+                sub.id,
+                sub.kind.as_str()
+            )));
+        }
         let until = Timestamp::now().millis() + overlap as i64 * 1000;
         let old = std::mem::replace(&mut sub.secret, secret.clone());
         (sub.previous_secret, sub.previous_secret_expires_at) = if overlap > 0 {
@@ -550,6 +539,7 @@ async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         } else {
             (None, None)
         };
+        Ok(())
     })
     .await?;
     Ok(ApiResponse::shown(200, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))

@@ -8,12 +8,19 @@ use super::*;
 #[schemars(rename = "Webhook")]
 pub(super) struct WebhookView<'a> {
     id: &'a str,
-    url: &'a str,
+    /// Only for HTTPS destinations (the same as `destination.url`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    url: Option<&'a str>,
+    #[schemars(schema_with = "destination_answer")]
+    destination: Value,
     topics: &'a [String],
     /// An `*.updated` event is delivered only when one of these changed (null: every update)
     changed_fields: Option<&'a [String]>,
     description: Option<&'a str>,
     enabled: bool,
+    /// `pending_verification` while an AWS destination has not confirmed its token
+    /// (nothing but the verification message is sent to it)
     #[schemars(schema_with = "status")]
     status: &'static str,
     /// Only while disabled: by a request (PATCH enabled: false), or automatically after every
@@ -56,7 +63,7 @@ fn health_status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 fn status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"enum": ["enabled", "disabled"]})
+    schemars::json_schema!({"enum": ["enabled", "disabled", "pending_verification"]})
 }
 
 fn secret(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -78,12 +85,17 @@ pub(super) fn view<'a>(
     let now = Timestamp::now().millis();
     WebhookView {
         id: &sub.id,
-        url: &sub.url,
+        url: (!sub.kind.is_aws()).then_some(sub.url.as_str()),
+        destination: serde_json::json!({"type": sub.kind.as_str(), sub.kind.field(): sub.url}),
         topics: &sub.topics,
         changed_fields: sub.changed_fields.as_deref(),
         description: sub.description.as_deref(),
         enabled: sub.enabled,
-        status: if sub.enabled { "enabled" } else { "disabled" },
+        status: match (sub.verification.is_some(), sub.enabled) {
+            (true, _) => "pending_verification",
+            (false, true) => "enabled",
+            (false, false) => "disabled",
+        },
         disabled_reason: (!sub.enabled).then(|| {
             sub.disabled_reason
                 .as_deref()
@@ -94,7 +106,7 @@ pub(super) fn view<'a>(
             .filter(|until| until.millis() > now),
         created_at: sub.created_at,
         updated_at: sub.updated_at,
-        secret: with_secret.then_some(Credential(&sub.secret)),
+        secret: (with_secret && !sub.kind.is_aws()).then_some(Credential(&sub.secret)),
         health: health.map(|h| HealthView {
             status: if h.failing() { "failing" } else { "healthy" },
             failing_since: h.failing_since,

@@ -13,6 +13,7 @@ use super::keys::{
 };
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
+use crate::domain::destinations::{Destination, Kind};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, ReturnValue, TransactWriteItem};
@@ -31,7 +32,15 @@ mod tests;
 #[serde(rename_all = "camelCase")]
 pub struct Subscription {
     pub id: String,
+    /// Where it delivers: an HTTPS URL, an event bus ARN or a queue URL, by `kind`.
     pub url: String,
+    /// The destination's type (absent in subscriptions made before AWS destinations: HTTPS).
+    #[serde(default, rename = "destinationType")]
+    pub kind: Kind,
+    /// While an AWS destination has not proved it is the subscriber's: the token of the
+    /// latest verification message (never rendered) and when it expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
     pub topics: Vec<String>,
     /// `changedFields`: an update is delivered only when one of these changed (absent:
     /// every update; `webhooks/changed_fields.rs`).
@@ -56,7 +65,25 @@ pub struct Subscription {
     pub ver: u64,
 }
 
+/// An AWS destination's pending proof of ownership.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub token: String,
+    pub expires_at: Timestamp,
+}
+
 impl Subscription {
+    /// Whether catalog events go to it: enabled, and its destination verified.
+    pub fn delivers(&self) -> bool {
+        self.enabled && self.verification.is_none()
+    }
+
+    /// Its destination, from the stored type and address.
+    pub fn destination(&self) -> Destination {
+        Destination::stored(self.kind, &self.url)
+    }
+
     /// The secrets deliveries are signed with at `now`: the current one, then the previous
     /// one while its overlap lasts.
     pub fn signing_secrets(&self, now: Timestamp) -> Vec<&str> {

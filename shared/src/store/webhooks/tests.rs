@@ -10,6 +10,8 @@ fn subscription() -> Subscription {
     Subscription {
         id: "wh_1".into(),
         url: "https://example.com/hook".into(),
+        kind: Kind::Https,
+        verification: None,
         topics: vec!["product/updated".into()],
         changed_fields: None,
         description: None,

@@ -29,6 +29,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod aws;
 mod gating;
 mod parking;
 
@@ -73,6 +74,9 @@ pub struct Payload<'a> {
     pub entity_type: &'a str,
     #[schemars(with = "Timestamp")]
     pub occurred_at: String,
+    /// Only in `webhook.verification`: what `POST /webhooks/{id}/verify` takes
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<&'a str>,
 }
 
 fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -93,6 +97,7 @@ impl<'a> Payload<'a> {
             identifier: &d.identifier,
             entity_type: &d.entity_type,
             occurred_at: d.occurred_at.to_string(),
+            token: None,
         }
     }
 }
@@ -129,12 +134,14 @@ pub fn client(cfg: &crate::webhooks::WebhookConfig) -> reqwest::Client {
 pub struct Deliverer {
     cx: &'static Context,
     http: reqwest::Client,
+    aws: aws::AwsSenders,
 }
 
 impl Deliverer {
     pub fn new(cx: &'static Context) -> Self {
         let http = client(&cx.config.webhooks);
-        Self { cx, http }
+        let aws = aws::AwsSenders::new(&cx.config.webhooks);
+        Self { cx, http, aws }
     }
 
     /// Handles one batch of queue messages; the ones to retry are reported as failures.
@@ -257,16 +264,9 @@ impl Deliverer {
             }
         }
         let previous = delivery.attempts;
-        // A test event is sent whatever the topics (decisions.md).
-        let covered = m.action == topics::Action::Test
-            || topics::any_matches(&sub.topics, &delivery.entity_type, m.action);
-        if !sub.enabled || !covered {
+        if let Some(why) = not_sent(&sub, m.action, &delivery) {
             delivery.status = DeliveryStatus::Cancelled;
-            delivery.last_error = Some(if sub.enabled {
-                format!("the subscription no longer covers {}", delivery.event)
-            } else {
-                "the subscription is disabled".into()
-            });
+            delivery.last_error = Some(why);
             delivery.updated_at = Timestamp::now();
             return self
                 .record(m, &delivery, previous)
@@ -294,7 +294,7 @@ impl Deliverer {
             return Ok(Outcome::Again);
         }
 
-        let attempt = self.send(&sub, &delivery).await;
+        let attempt = self.send(&m.org, &sub, &delivery).await;
         let ok = attempt.error.is_none();
         self.cx
             .meter
@@ -412,11 +412,36 @@ impl Deliverer {
         Err(StoreError::Unavailable("the window kept moving".into()))
     }
 
-    /// One POST of the signed payload; success is a 2xx within the timeout.
-    async fn send(&self, sub: &Subscription, d: &Delivery) -> Attempt {
+    /// One attempt: the payload to the subscription's destination.
+    async fn send(&self, org: &str, sub: &Subscription, d: &Delivery) -> Attempt {
+        let mut payload = Payload::of(d);
+        payload.token = sub.verification.as_ref().map(|v| v.token.as_str());
+        let body = serde_json::to_string(&payload).unwrap_or_default();
+        let destination = sub.destination();
+        if !destination.kind().is_aws() {
+            return self.post(sub, d, body).await;
+        }
         let at = Timestamp::now();
         let started = Instant::now();
-        let body = serde_json::to_string(&Payload::of(d)).unwrap_or_default();
+        let envelope = aws::Envelope {
+            org,
+            event: &d.event,
+            delivery_id: &d.id,
+            group: format!("{}:{}", d.entity_type, d.identifier),
+        };
+        let error = self.aws.send(&destination, &body, &envelope).await.err();
+        Attempt {
+            at,
+            status_code: None,
+            duration_ms: started.elapsed().as_millis() as u64,
+            error,
+        }
+    }
+
+    /// One POST of the signed payload; success is a 2xx within the timeout.
+    async fn post(&self, sub: &Subscription, d: &Delivery, body: String) -> Attempt {
+        let at = Timestamp::now();
+        let started = Instant::now();
         let result = match url_guard::parse(&sub.url, self.cx.config.webhooks.policy) {
             Err(e) => Err(e),
             Ok(url) => {
@@ -474,6 +499,25 @@ impl Deliverer {
             os_error |= cause.is::<std::io::Error>();
         }
         describe_failure(e.is_connect(), os_error, &cause.to_string())
+    }
+}
+
+/// Why a delivery is cancelled rather than sent, if it is: an AWS destination gets only its
+/// verification message until it is verified; a test event goes whatever the topics
+/// (decisions.md); any other event only while the subscription is enabled and covers it.
+fn not_sent(sub: &Subscription, action: topics::Action, d: &Delivery) -> Option<String> {
+    use topics::Action;
+    let pending = sub.verification.is_some();
+    match action {
+        Action::Verification if !pending => Some("the destination is verified already".into()),
+        Action::Verification => None,
+        _ if pending => Some("the destination is not verified yet".into()),
+        _ if !sub.enabled => Some("the subscription is disabled".into()),
+        Action::Test => None,
+        _ if !topics::any_matches(&sub.topics, &d.entity_type, action) => {
+            Some(format!("the subscription no longer covers {}", d.event))
+        }
+        _ => None,
     }
 }
 

@@ -1,0 +1,179 @@
+//! Deliveries to AWS destinations: one PutEvents entry to an EventBridge bus, or one
+//! SendMessage to an SQS queue (FIFO: a message group per entity, the delivery id as
+//! deduplication id). Success is AWS accepting it; a refusal is logged with its AWS error
+//! code. Clients are built once per region, with the role of `CATALOG_DESTINATION_ROLE_ARN`
+//! when set (it may write only the template's allow-list), one attempt each (the delivery
+//! schedule retries) and the delivery timeout.
+
+use crate::domain::destinations::{Allowed, Destination};
+use crate::webhooks::WebhookConfig;
+use aws_sdk_eventbridge::types::PutEventsRequestEntry;
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use aws_sdk_sqs::types::MessageAttributeValue;
+use std::collections::HashMap;
+use tokio::sync::{Mutex, OnceCell};
+
+/// What one message carries besides its body.
+pub(super) struct Envelope<'a> {
+    pub org: &'a str,
+    /// The event name: EventBridge's `DetailType`, SQS's `catalog-event` attribute.
+    pub event: &'a str,
+    pub delivery_id: &'a str,
+    /// `<entity_type>:<identifier>`: a FIFO queue's message group.
+    pub group: String,
+}
+
+#[derive(Clone)]
+struct Clients {
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
+}
+
+/// The AWS clients of the delivery worker, built on first use.
+pub(super) struct AwsSenders {
+    shared: OnceCell<aws_config::SdkConfig>,
+    by_region: Mutex<HashMap<String, Clients>>,
+    role: Option<String>,
+    allowed: Allowed,
+    timeout: std::time::Duration,
+    connect_timeout: std::time::Duration,
+}
+
+impl AwsSenders {
+    pub fn new(config: &WebhookConfig) -> Self {
+        Self {
+            shared: OnceCell::new(),
+            by_region: Mutex::new(HashMap::new()),
+            role: config.destination_role.clone(),
+            allowed: config.allowed.clone(),
+            timeout: config.timeout,
+            connect_timeout: config.connect_timeout,
+        }
+    }
+
+    async fn clients(&self, region: String) -> Clients {
+        let shared = self.shared.get_or_init(aws_config::load_from_env).await;
+        let mut by_region = self.by_region.lock().await;
+        if let Some(c) = by_region.get(&region) {
+            return c.clone();
+        }
+        let mut builder = shared.to_builder();
+        builder.set_region(Some(aws_config::Region::new(region.clone())));
+        builder.set_retry_config(Some(
+            aws_config::retry::RetryConfig::standard().with_max_attempts(1),
+        ));
+        builder.set_timeout_config(Some(
+            aws_config::timeout::TimeoutConfig::builder()
+                .operation_timeout(self.timeout)
+                .connect_timeout(self.connect_timeout)
+                .build(),
+        ));
+        if let Some(role) = &self.role {
+            let provider = aws_config::sts::AssumeRoleProvider::builder(role)
+                .session_name("catalog-deliveries")
+                .configure(shared)
+                .build()
+                .await;
+            builder.set_credentials_provider(Some(
+                aws_sdk_sqs::config::SharedCredentialsProvider::new(provider),
+            ));
+        }
+        let config = builder.build();
+        let clients = Clients {
+            sqs: aws_sdk_sqs::Client::new(&config),
+            events: aws_sdk_eventbridge::Client::new(&config),
+        };
+        by_region.insert(region, clients.clone());
+        clients
+    }
+
+    /// Sends `body` to `destination`: `Ok` when AWS accepted it, else why not (with the
+    /// AWS error code when AWS gave one).
+    pub async fn send(
+        &self,
+        destination: &Destination,
+        body: &str,
+        e: &Envelope<'_>,
+    ) -> Result<(), String> {
+        let Some(region) = destination.region(&self.allowed) else {
+            return Err("not an AWS destination".into());
+        };
+        let clients = self.clients(region).await;
+        match destination {
+            Destination::EventBridge { bus_arn } => {
+                let entry = PutEventsRequestEntry::builder()
+                    .event_bus_name(bus_arn)
+                    .source(format!("catalog.{}", e.org))
+                    .detail_type(e.event)
+                    .detail(body)
+                    .build();
+                let out = clients
+                    .events
+                    .put_events()
+                    .entries(entry)
+                    .send()
+                    .await
+                    .map_err(|err| {
+                        refused("PutEvents", err.code(), err.as_service_error().is_some())
+                    })?;
+                if out.failed_entry_count() > 0 {
+                    let code = out.entries().first().and_then(|x| x.error_code());
+                    return Err(refused("PutEvents", code.or(Some("FailedEntry")), true));
+                }
+                Ok(())
+            }
+            Destination::Sqs { queue_url, fifo } => {
+                let attribute = |v: &str| {
+                    MessageAttributeValue::builder()
+                        .data_type("String")
+                        .string_value(v)
+                        .build()
+                        .map_err(|_| "a message attribute could not be built".to_string())
+                };
+                let mut send = clients
+                    .sqs
+                    .send_message()
+                    .queue_url(queue_url)
+                    .message_body(body)
+                    .message_attributes("catalog-event", attribute(e.event)?)
+                    .message_attributes("catalog-delivery-id", attribute(e.delivery_id)?);
+                if *fifo {
+                    send = send
+                        .message_group_id(&e.group)
+                        .message_deduplication_id(e.delivery_id);
+                }
+                send.send().await.map(|_| ()).map_err(|err| {
+                    refused("SendMessage", err.code(), err.as_service_error().is_some())
+                })
+            }
+            Destination::Https { .. } => Err("not an AWS destination".into()),
+        }
+    }
+}
+
+/// A refusal for the delivery log: the operation and AWS's error code, never its message
+/// (which may name our role or account).
+fn refused(op: &str, code: Option<&str>, answered: bool) -> String {
+    match (code, answered) {
+        (Some(code), _) => format!("{op} refused: {code}"),
+        (None, true) => format!("{op} refused"),
+        (None, false) => format!("{op} failed: AWS could not be reached in time"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused;
+
+    #[test]
+    fn refusals_name_the_aws_error_code() {
+        assert_eq!(
+            refused("SendMessage", Some("AccessDenied"), true),
+            "SendMessage refused: AccessDenied"
+        );
+        assert_eq!(
+            refused("PutEvents", None, false),
+            "PutEvents failed: AWS could not be reached in time"
+        );
+    }
+}
