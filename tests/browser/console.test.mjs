@@ -214,6 +214,7 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await form.getByLabel('Endpoint URL').fill(RECEIVER_URL);
   await form.getByLabel('product.updated', { exact: true }).check();
   await form.getByLabel('Changed fields (optional)').fill('name, product.color');
+  await form.getByLabel('Payload').selectOption('changes');
   await form.getByRole('button', { name: 'Create subscription' }).click();
   await page.locator('#new-webhook-link').waitFor();
   const secret = page.getByTestId('webhook-secret');
@@ -226,6 +227,7 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await settled(page);
   const fields = await page.locator('#webhook-summary').textContent();
   check(fields.includes('product.color') && fields.includes('name'), `the changed fields are not shown: ${fields}`);
+  check(fields.includes('The notice and what changed'), `the payload is not shown: ${fields}`);
   await page.getByRole('button', { name: 'Send test event' }).click();
   const testId = (await page.locator('#test-delivery-id').textContent()).trim();
   check(testId.length > 0, 'no delivery id was shown for the test event');

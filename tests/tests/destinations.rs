@@ -370,11 +370,11 @@ async fn destinations_outside_the_allow_list_or_of_the_stack_are_refused() {
         ),
         (
             json!({"type": "sqs", "queueUrl": "https://sqs.us-east-1.amazonaws.com/999999999999/theirs"}),
-            "field 'destination.queueUrl': arn:aws:sqs:us-east-1:999999999999:theirs is outside what this deployment may deliver to (allowed: arn:aws:sqs:us-east-1:123456789012:*, arn:aws:events:us-east-1:123456789012:event-bus/*)".to_string(),
+            "field 'destination.queueUrl': arn:aws:sqs:us-east-1:999999999999:theirs is outside what this deployment may deliver to; ask its operator which queues and buses it allows".to_string(),
         ),
         (
             json!({"type": "eventbridge", "eventBusArn": "arn:aws:events:eu-west-1:123456789012:event-bus/x"}),
-            "field 'destination.eventBusArn': arn:aws:events:eu-west-1:123456789012:event-bus/x is outside what this deployment may deliver to (allowed: arn:aws:sqs:us-east-1:123456789012:*, arn:aws:events:us-east-1:123456789012:event-bus/*)".to_string(),
+            "field 'destination.eventBusArn': arn:aws:events:eu-west-1:123456789012:event-bus/x is outside what this deployment may deliver to; ask its operator which queues and buses it allows".to_string(),
         ),
         (
             json!({"type": "sns", "topicArn": "x"}),

@@ -94,6 +94,11 @@ impl Allowed {
     /// The ARN of an SQS queue URL: `https://sqs.<region>.amazonaws.com/<account>/<name>`
     /// (or, in local mode, a loopback URL `http://127.0.0.1:<port>/<account>/<name>`).
     pub fn queue_arn(&self, raw: &str) -> Result<String, String> {
+        self.queue(raw).map(|(arn, _)| arn)
+    }
+
+    /// A queue URL's ARN and the URL in its one written form (what is stored and sent).
+    fn queue(&self, raw: &str) -> Result<(String, String), String> {
         let bad = || {
             format!(
                 "field 'destination.queueUrl' must be an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>; got '{raw}'"
@@ -110,7 +115,14 @@ impl Allowed {
             ("http" | "https", _) if self.local && is_loopback(host) => self.region.clone(),
             _ => return Err(bad()),
         };
-        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        let local = !host.starts_with("sqs.");
+        if url.query().is_some()
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || (url.port().is_some() && !local)
+            || raw.trim() != raw
+        {
             return Err(bad());
         }
         let path: Vec<&str> = url.path().trim_start_matches('/').split('/').collect();
@@ -120,7 +132,15 @@ impl Allowed {
         if !is_account(account) || !is_queue_name(name) {
             return Err(bad());
         }
-        Ok(format!("arn:aws:sqs:{region}:{account}:{name}"))
+        let written = match local {
+            true => format!(
+                "{}://{}/{account}/{name}",
+                url.scheme(),
+                &url[url::Position::BeforeHost..url::Position::AfterPort]
+            ),
+            false => format!("https://sqs.{region}.amazonaws.com/{account}/{name}"),
+        };
+        Ok((format!("arn:aws:sqs:{region}:{account}:{name}"), written))
     }
 
     /// Checks an ARN (a bus's, or a queue's from its URL) against the stack's own resources
@@ -132,13 +152,9 @@ impl Allowed {
             ));
         }
         if !self.patterns.iter().any(|p| glob(p, arn)) {
-            let allowed = if self.patterns.is_empty() {
-                "none".to_string()
-            } else {
-                self.patterns.join(", ")
-            };
+            // the allow-list itself (accounts, naming schemes) is the operator's, not shown
             return Err(format!(
-                "field 'destination.{field}': {arn} is outside what this deployment may deliver to (allowed: {allowed})"
+                "field 'destination.{field}': {arn} is outside what this deployment may deliver to; ask its operator which queues and buses it allows"
             ));
         }
         Ok(())
@@ -231,11 +247,11 @@ impl Destination {
                 })
             }
             Kind::Sqs => {
-                let arn = allowed.queue_arn(address)?;
+                let (arn, queue_url) = allowed.queue(address)?;
                 allowed.check(field, &arn)?;
                 Ok(Destination::Sqs {
-                    queue_url: address.into(),
-                    fifo: address.ends_with(".fifo"),
+                    fifo: queue_url.ends_with(".fifo"),
+                    queue_url,
                 })
             }
         }
@@ -381,6 +397,20 @@ mod tests {
         let other_region = json!({"type": "eventbridge", "eventBusArn": "arn:aws:events:us-east-1:111122223333:event-bus/pim"});
         assert!(Destination::parse(&other_region, &a).is_err());
         // a loopback queue only in local mode
+        // one written form: the host lowercased, no port, userinfo or space
+        let upper = json!({"type": "sqs", "queueUrl": "https://SQS.eu-west-1.amazonaws.com/111122223333/q"});
+        assert_eq!(
+            Destination::parse(&upper, &a).unwrap().address(),
+            "https://sqs.eu-west-1.amazonaws.com/111122223333/q"
+        );
+        for bad in [
+            "https://sqs.eu-west-1.amazonaws.com:8443/111122223333/q",
+            "https://:pw@sqs.eu-west-1.amazonaws.com/111122223333/q",
+            "https://sqs.eu-west-1.amazonaws.com/111122223333/q.fifo ",
+        ] {
+            let v = json!({"type": "sqs", "queueUrl": bad});
+            assert!(Destination::parse(&v, &a).is_err(), "{bad}");
+        }
         let local = json!({"type": "sqs", "queueUrl": "http://127.0.0.1:4566/111122223333/q"});
         assert!(Destination::parse(&local, &a).is_err());
         let local_mode = Allowed { local: true, ..a };

@@ -1,6 +1,7 @@
 //! Pure domain rules: no I/O, unit-tested here.
 
 pub mod attributes;
+pub mod changes;
 pub mod credential_tags;
 pub mod destinations;
 pub mod identifier;

@@ -36,6 +36,8 @@ pub fn new_delivery(m: &QueueMessage, occurred_at: Timestamp, retention: Duratio
         replay_of: None,
         attempt_log: Vec::new(),
         changes: 0,
+        delta: None,
+        changes_omitted: false,
         expires: now.millis() / 1000 + retention.as_secs() as i64,
     }
 }

@@ -4,9 +4,10 @@
 //! window; later changes only move the window's `occurredAt`.
 
 use crate::context::Context;
+use crate::domain::changes::{self, PayloadKind};
 use crate::domain::time::Timestamp;
 use crate::store::keys::{is_change_pk, pending_sk};
-use crate::store::webhooks::{PendingKey, Subscription};
+use crate::store::webhooks::{PendingKey, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action, ENTITY_TYPES};
@@ -174,6 +175,10 @@ struct Window<'a> {
     webhook_id: &'a str,
     /// The first record of the batch that touched it (for partial-failure reporting).
     first: usize,
+    /// The last record of the batch that touched it.
+    last: usize,
+    /// The subscription asks for `changes`: the window keeps the states around it.
+    states: bool,
     occurred_at: Timestamp,
     /// How many of the batch's changes it holds.
     changes: u32,
@@ -234,7 +239,7 @@ impl ChangeFeed {
             .enumerate()
             .filter_map(|(i, r)| change_of(r).map(|c| (i, c)))
             .collect();
-        let (mut failed, dropped) = self.process(&changes).await;
+        let (mut failed, dropped) = self.process(&event.records, &changes).await;
         for d in &dropped {
             tracing::error!(
                 org = %d.change.org, entity_type = %d.change.entity_type,
@@ -270,7 +275,11 @@ impl ChangeFeed {
 
     /// Coalesces the batch's changes and opens their windows: the index of the first record
     /// whose work failed and may succeed on a retry, if any, and the records set aside.
-    async fn process(&self, changes: &[(usize, Change)]) -> (Option<usize>, Vec<SetAside>) {
+    async fn process(
+        &self,
+        records: &[EventRecord],
+        changes: &[(usize, Change)],
+    ) -> (Option<usize>, Vec<SetAside>) {
         let mut dropped: Vec<SetAside> = Vec::new();
         let mut orgs: Vec<&str> = changes.iter().map(|(_, c)| c.org.as_str()).collect();
         orgs.sort_unstable();
@@ -315,14 +324,17 @@ impl ChangeFeed {
                     change,
                     webhook_id: &sub.id,
                     first: *i,
+                    last: *i,
+                    states: sub.payload == PayloadKind::Changes,
                     occurred_at: change.occurred_at,
                     changes: 0,
                 });
                 w.occurred_at = w.occurred_at.max(change.occurred_at);
                 w.changes += 1;
+                w.last = *i;
             }
         }
-        let results = join_all(windows.values().map(|w| self.open(w))).await;
+        let results = join_all(windows.values().map(|w| self.open(w, records))).await;
         let mut to_queue: Vec<(usize, QueueMessage)> = Vec::new();
         for (w, result) in windows.values().zip(results) {
             match result {
@@ -404,8 +416,28 @@ impl ChangeFeed {
 
     /// Records the change in its window: the delivery to queue when the window is new (or an
     /// earlier try opened it but could not queue it).
-    async fn open(&self, w: &Window<'_>) -> Result<Option<QueueMessage>, StoreError> {
+    async fn open(
+        &self,
+        w: &Window<'_>,
+        records: &[EventRecord],
+    ) -> Result<Option<QueueMessage>, StoreError> {
         let c = w.change;
+        // the state before the batch's first change of the window and after its last
+        let side = |record: &EventRecord, old: bool| {
+            let (name, image) = match old {
+                true => ("INSERT", &record.change.old_image),
+                false => ("REMOVE", &record.change.new_image),
+            };
+            let state = (record.event_name != name).then(|| changes::state_of(image));
+            changes::kept(state.as_ref())
+        };
+        let kept = w
+            .states
+            .then(|| (side(&records[w.first], true), side(&records[w.last], false)));
+        let sides = kept.as_ref().map(|(old, new)| Sides {
+            first_old: old.as_deref(),
+            last_new: new.as_deref(),
+        });
         let sk = pending_sk(&c.entity_type, c.action.as_str(), &c.identifier);
         let key = PendingKey {
             org: &c.org,
@@ -415,7 +447,7 @@ impl ChangeFeed {
         let pending = self
             .cx
             .store
-            .open_pending(&key, w.occurred_at, w.changes, &new_delivery_id())
+            .open_pending(&key, w.occurred_at, w.changes, &new_delivery_id(), sides)
             .await?;
         if pending.queued {
             return Ok(None);

@@ -11,7 +11,7 @@ import {
 } from '../ui.js';
 import {
   loadEventTypes, topicPicker, statusCell, healthPairs, changedFieldsInput, changedFieldsCell,
-  destinationInput, destinationCell, destinationType, addressOf,
+  destinationInput, destinationCell, destinationType, addressOf, payloadInput,
 } from './webhooks.js';
 
 const LOG_PAGE = 25;
@@ -21,7 +21,7 @@ const DELIVERY_STATUSES = [
 ];
 const STATUS_KIND = { succeeded: 'ok', failed: 'bad', retrying: 'warn', cancelled: 'muted', pending: '' };
 
-const isEnabled = (w) => (w.status ? w.status !== 'disabled' : w.enabled !== false);
+const isEnabled = (w) => w.enabled !== false;
 const isPending = (w) => w.status === 'pending_verification';
 
 /** The changes coalesced into a delivery (0: a replay or a test event). */
@@ -61,6 +61,7 @@ export default async function webhookPage(ctx) {
       ['Description', hook.description || dash()],
       ['Topics', h('span', { class: 'tags' }, (hook.topics || []).map((t) => badge(t)))],
       ['Changed fields', changedFieldsCell(hook)],
+      ['Payload', hook.payload === 'changes' ? 'The notice and what changed' : 'The notice'],
       ['Status', statusCell(hook)],
       ['Created', time(hook.createdAt)],
       ['Updated', time(hook.updatedAt)],
@@ -198,10 +199,11 @@ export default async function webhookPage(ctx) {
     const description = field('Description (optional)', { name: 'description', value: hook.description || '', maxlength: '500' });
     const picker = topicPicker(eventTypes, hook.topics || []);
     const changed = changedFieldsInput(hook.changedFields);
+    const payload = payloadInput(hook.payload);
     const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
     const formErrors = errorArea();
     const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
-      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, h('div', { class: 'actions' }, save));
+      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, payload.wrap, h('div', { class: 'actions' }, save));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formErrors.clear();
@@ -211,7 +213,7 @@ export default async function webhookPage(ctx) {
         picker.focus();
         return;
       }
-      const body = { ...url.body(), topics, description: description.input.value.trim() || null, changedFields: changed.values() };
+      const body = { ...url.body(), topics, description: description.input.value.trim() || null, changedFields: changed.values(), payload: payload.input.value };
       await busy(save, async () => {
         try {
           const res = await api.patch(path, body, { signal });

@@ -74,6 +74,20 @@ export function changedFieldsInput(current = null) {
   return { wrap: f.wrap, input: f.input, values };
 }
 
+/** The `payload` select: the notice alone, or with the changes. Returns {wrap, input}. */
+export function payloadInput(current = 'thin') {
+  const f = field('Payload', { name: 'payload' }, {
+    tag: 'select',
+    hint: 'With changes, each delivery also carries the old and new values of the name and attributes that changed (omitted past 200 KB).',
+    options: [
+      { value: 'thin', label: 'The notice (event and identifier)' },
+      { value: 'changes', label: 'The notice and what changed' },
+    ],
+  });
+  f.input.value = current || 'thin';
+  return f;
+}
+
 /** The subscription's `changedFields`, or "every update". */
 export function changedFieldsCell(w) {
   return w.changedFields && w.changedFields.length
@@ -137,8 +151,10 @@ export function destinationInput(current = null) {
 
 /** "Enabled", "Awaiting verification", or "Disabled" with the reason the API gives. */
 export function statusCell(w) {
-  if (w.status === 'pending_verification') return badge('Awaiting verification', 'warn');
-  const enabled = w.status ? w.status === 'enabled' : w.enabled !== false;
+  const enabled = w.enabled !== false;
+  if (w.status === 'pending_verification') {
+    return h('span', {}, badge('Awaiting verification', 'warn'), enabled ? null : [' ', badge('Disabled', 'warn')]);
+  }
   if (enabled) return badge('Enabled', 'ok');
   return h('span', {}, badge('Disabled', 'warn'), w.disabledReason ? h('span', { class: 'reason' }, ` ${w.disabledReason}`) : null);
 }
@@ -164,7 +180,7 @@ export default async function webhooksPage(ctx) {
   async function toggle(w, button) {
     await busy(button, async () => {
       try {
-        const enabled = !(w.status ? w.status === 'enabled' : w.enabled);
+        const enabled = w.enabled === false;
         await api.patch(`webhooks/${api.seg(w.id)}`, { enabled }, { signal });
         announce(`${addressOf(w)} ${enabled ? 'enabled' : 'disabled'}.`);
         await load();
@@ -192,7 +208,7 @@ export default async function webhooksPage(ctx) {
             {
               label: 'Actions',
               cell: (w) => {
-                const on = w.status ? w.status !== 'disabled' : w.enabled;
+                const on = w.enabled !== false;
                 const b = h('button', { type: 'button', class: 'btn btn-secondary btn-small', 'aria-label': `${on ? 'Disable' : 'Enable'} ${addressOf(w)}` }, on ? 'Disable' : 'Enable');
                 b.addEventListener('click', () => toggle(w, b));
                 return h('div', { class: 'row' }, h('a', { class: 'btn btn-secondary btn-small', href: hrefOf(['webhooks', w.id]), 'aria-label': `Open ${addressOf(w)}` }, 'Open'), b);
@@ -213,11 +229,12 @@ export default async function webhooksPage(ctx) {
     const description = field('Description (optional)', { name: 'description', maxlength: '500' });
     const picker = topicPicker(eventTypes, []);
     const changed = changedFieldsInput();
+    const payload = payloadInput();
     const submit = h('button', { type: 'submit', class: 'btn' }, 'Create subscription');
     const formErrors = errorArea();
     const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
       h('h2', { id: 'create-webhook-h' }, 'Create a subscription'),
-      formErrors.el, url.el, description.wrap, picker.el, changed.wrap,
+      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, payload.wrap,
       ctx.can('catalog:read') ? null : h('p', { class: 'note' }, 'Catalog topics also need the catalog:read scope, which this session does not hold.'),
       h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (e) => {
@@ -237,6 +254,7 @@ export default async function webhooksPage(ctx) {
       const body = { ...url.body(), topics };
       if (description.input.value.trim()) body.description = description.input.value.trim();
       if (changed.values()) body.changedFields = changed.values();
+      if (payload.input.value !== 'thin') body.payload = payload.input.value;
       await busy(submit, async () => {
         try {
           const res = await api.post('webhooks', body, { signal });

@@ -161,8 +161,14 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         .await?
         .ok_or_else(|| ApiError::entity_not_found("delivery", original_id))?;
     ready(&sub, "replaying")?;
-    count_by_hand(app, call).await?;
     let action = Action::of_event(&original.event).ok_or_else(ApiError::internal)?;
+    if action == Action::Verification {
+        return Err(ApiError::conflict(format!(
+            "delivery '{}' is a verification message: POST /webhooks/{}/verification sends a new one",
+            original.id, sub.id
+        )));
+    }
+    count_by_hand(app, call).await?;
     let message = QueueMessage {
         org: call.org().to_string(),
         webhook_id: sub.id.clone(),
@@ -174,6 +180,8 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     let retention = app.config.webhooks.log_retention;
     let mut replay = new_delivery(&message, original.occurred_at, retention);
     replay.replay_of = Some(original.id.clone());
+    // the same body: a replay of a change payload carries its changes
+    (replay.delta, replay.changes_omitted) = (original.delta.clone(), original.changes_omitted);
     queue_by_hand(app, call, &replay, &message).await?;
     Ok(ApiResponse::single(202, render_delivery(&replay)))
 }

@@ -19,7 +19,7 @@ pub(super) const VERIFY: Endpoint = Endpoint::new(
         Doc::new(
             "Confirm an AWS destination with the token of its latest `webhook.verification` message; it gets events from then on",
             &[],
-            Some(request::<VerifyBody>),
+            Some(request::<WebhookVerify>),
             200,
             Body::Single("Webhook"),
         ),
@@ -53,6 +53,11 @@ struct VerifyBody {
     #[schemars(with = "String")]
     token: Option<Value>,
 }
+
+schema::requiring!(
+    /// The body of POST /webhooks/{id}/verify: `token` required.
+    WebhookVerify = VerifyBody, ["token"]
+);
 
 /// The body of POST /webhooks: `topics`, and `url` or `destination` (not both).
 pub(super) struct WebhookCreate;

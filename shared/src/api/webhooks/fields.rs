@@ -1,7 +1,8 @@
 //! The fields of a subscription's body that need more than their type: its topics (distinct,
-//! valid, 1 to 50) and its description (a bounded string, or null to clear it).
+//! valid, 1 to 50), its description (a bounded string, or null to clear it) and its payload.
 
 use super::*;
+use crate::domain::changes::PayloadKind;
 
 /// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
 pub(super) fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -46,4 +47,15 @@ pub(super) fn description_field(value: Option<&Value>) -> Result<Option<Option<S
             "field 'description' must be a string of at most {MAX_DESCRIPTION} characters, or null"
         ))),
     }
+}
+
+/// The `payload` field: `thin` or `changes`.
+pub(super) fn payload_field(value: Option<&Value>) -> Result<Option<PayloadKind>, ApiError> {
+    value
+        .map(|v| PayloadKind::parse(v).map_err(ApiError::bad_request))
+        .transpose()
+}
+
+pub(super) fn payload_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["thin", "changes"]})
 }

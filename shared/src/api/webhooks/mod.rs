@@ -234,6 +234,11 @@ struct WebhookFields {
     #[serde(default, rename = "changedFields", deserialize_with = "present")]
     #[schemars(schema_with = "changed_fields::schema")]
     changed_fields: Option<Value>,
+    /// `thin` (default): the notice alone; `changes`: with the old and new values of what
+    /// changed
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "payload_kinds")]
+    payload: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<String>")]
     description: Option<Value>,
@@ -358,6 +363,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         verification: aws.then(new_verification),
         topics,
         changed_fields,
+        payload: payload_field(body.payload.as_ref())?.unwrap_or_default(),
         description,
         enabled,
         disabled_reason: (!enabled).then(|| DISABLED_BY_REQUEST.to_string()),
@@ -456,6 +462,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let changed_fields =
         changed_fields::parse(body.changed_fields.as_ref()).map_err(ApiError::bad_request)?;
     let description = description_field(body.description.as_ref())?;
+    let payload = payload_field(body.payload.as_ref())?;
     let enabled = body.enabled;
     let by_url = body.url.is_some();
     let destination =
@@ -482,6 +489,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         if let Some(d) = &description {
             sub.description = d.clone();
         }
+        sub.payload = payload.unwrap_or(sub.payload);
         match enabled {
             Some(true) => {
                 sub.enabled = true;
@@ -496,12 +504,13 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Ok(())
     })
     .await?;
-    if repointed.load(std::sync::atomic::Ordering::Relaxed) {
+    let repointed = repointed.load(std::sync::atomic::Ordering::Relaxed);
+    if repointed {
         ask_for_token(app, call, &sub).await;
     }
-    if enabled == Some(true) {
-        // Enabled again: its endpoint gets its next delivery at once, not at the probe
-        // time of the streak that disabled it.
+    // Another destination, or enabled again: its next delivery goes at once, not at the
+    // probe time of a streak that was another's, or disabled it.
+    if enabled == Some(true) || repointed {
         app.store.clear_endpoint_health(call.org(), &sub.id).await?;
     }
     Ok(ApiResponse::single(200, render(&sub)).with_etag(etags::subscription(&sub)))

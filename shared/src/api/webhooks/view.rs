@@ -17,6 +17,9 @@ pub(super) struct WebhookView<'a> {
     topics: &'a [String],
     /// An `*.updated` event is delivered only when one of these changed (null: every update)
     changed_fields: Option<&'a [String]>,
+    /// `thin`: the notice alone; `changes`: with the old and new values of what changed
+    #[schemars(schema_with = "super::fields::payload_kinds")]
+    payload: &'static str,
     description: Option<&'a str>,
     enabled: bool,
     /// `pending_verification` while an AWS destination has not confirmed its token
@@ -89,6 +92,7 @@ pub(super) fn view<'a>(
         destination: serde_json::json!({"type": sub.kind.as_str(), sub.kind.field(): sub.url}),
         topics: &sub.topics,
         changed_fields: sub.changed_fields.as_deref(),
+        payload: sub.payload.as_str(),
         description: sub.description.as_deref(),
         enabled: sub.enabled,
         status: match (sub.verification.is_some(), sub.enabled) {

@@ -14,18 +14,38 @@ impl Store {
         occurred_at: Timestamp,
         changes: u32,
         new_delivery_id: &str,
+        sides: Option<Sides<'_>>,
     ) -> Result<Pending, StoreError> {
         let ttl = Timestamp::now().millis() / 1000 + PENDING_TTL_SECS;
+        // the state before the window's first change stays; the one after its last moves
+        let (states, values) = match sides {
+            None => ("", vec![]),
+            Some(Sides {
+                first_old: Some(old),
+                last_new: Some(new),
+            }) => (
+                ", firstOld = if_not_exists(firstOld, :fo), lastNew = :ln",
+                vec![(":fo", s(old)), (":ln", s(new))],
+            ),
+            Some(_) => (
+                ", changesOmitted = :omit",
+                vec![(":omit", AttributeValue::Bool(true))],
+            ),
+        };
         for _ in 0..3 {
-            let out = self
+            let mut update = self
                 .client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(key.key()))
-                .update_expression(
+                .update_expression(format!(
                     "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
-                     #ttl = if_not_exists(#ttl, :ttl) ADD changes :n",
-                )
+                     #ttl = if_not_exists(#ttl, :ttl){states} ADD changes :n"
+                ));
+            for (name, value) in &values {
+                update = update.expression_attribute_values(*name, value.clone());
+            }
+            let out = update
                 .condition_expression("attribute_not_exists(occurredAt) OR occurredAt <= :t")
                 .expression_attribute_names("#ttl", TTL)
                 .expression_attribute_values(":id", s(new_delivery_id))

@@ -13,6 +13,7 @@ use super::keys::{
 };
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
+use crate::domain::changes::PayloadKind;
 use crate::domain::destinations::{Destination, Kind};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
@@ -46,6 +47,9 @@ pub struct Subscription {
     /// every update; `webhooks/changed_fields.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_fields: Option<Vec<String>>,
+    /// What its deliveries carry: the notice alone, or with `changes` (`domain/changes.rs`).
+    #[serde(default)]
+    pub payload: PayloadKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub enabled: bool,
@@ -226,6 +230,13 @@ pub struct Delivery {
     /// The changes to the entity coalesced into this delivery (0: a replay or a test event).
     #[serde(default)]
     pub changes: u32,
+    /// For `payload: "changes"`: the body's `changes` (JSON), from the window's first old
+    /// and last new state; kept so that a replay carries it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+    /// The states were too large to keep or send: the body says `changesOmitted`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changes_omitted: bool,
     /// Epoch seconds after which DynamoDB deletes the entry.
     #[serde(rename = "ttl")]
     pub expires: i64,
@@ -278,6 +289,22 @@ pub struct Pending {
     /// retried batch, counts twice).
     #[serde(default)]
     pub changes: u32,
+    /// For `payload: "changes"`: the entity's state before the window's first change and
+    /// after its last (`domain/changes.rs` kept sides), or `changes_omitted` when a side was
+    /// too large to keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_old: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_new: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changes_omitted: bool,
+}
+
+/// The sides of a window's states a change records (`None`: too large to keep).
+#[derive(Debug, Clone, Copy)]
+pub struct Sides<'a> {
+    pub first_old: Option<&'a str>,
+    pub last_new: Option<&'a str>,
 }
 
 /// Where one pending window lives.

@@ -14,6 +14,7 @@ fn subscription() -> Subscription {
         verification: None,
         topics: vec!["product/updated".into()],
         changed_fields: None,
+        payload: Default::default(),
         description: None,
         enabled: true,
         disabled_reason: None,
@@ -49,6 +50,8 @@ fn delivery() -> Delivery {
             error: None,
         }],
         changes: 2,
+        delta: None,
+        changes_omitted: false,
         expires: 9_999,
     }
 }

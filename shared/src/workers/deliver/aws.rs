@@ -98,6 +98,10 @@ impl AwsSenders {
         let Some(region) = destination.region(&self.allowed) else {
             return Err("not an AWS destination".into());
         };
+        if self.role.is_none() && !self.allowed.local {
+            // never under the function's own role, which may write the stack's queues
+            return Err("no destination role is configured (CATALOG_DESTINATION_ROLE_ARN)".into());
+        }
         let clients = self.clients(region).await;
         match destination {
             Destination::EventBridge { bus_arn } => {
@@ -151,13 +155,29 @@ impl AwsSenders {
     }
 }
 
+/// A FIFO queue's message group of an entity: `<entity_type>:<identifier>`, or, when that
+/// is not what SQS takes (at most 128 printable ASCII characters), `<entity_type>:` and the
+/// identifier's SHA-256 in hex (the same entity, the same group).
+pub(super) fn message_group(entity_type: &str, identifier: &str) -> String {
+    let group = format!("{entity_type}:{identifier}");
+    if group.len() <= 128 && group.bytes().all(|b| b.is_ascii_graphic()) {
+        return group;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(identifier.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{entity_type}:{hex}")
+}
+
 /// A refusal for the delivery log: the operation and AWS's error code, never its message
 /// (which may name our role or account).
 fn refused(op: &str, code: Option<&str>, answered: bool) -> String {
     match (code, answered) {
         (Some(code), _) => format!("{op} refused: {code}"),
         (None, true) => format!("{op} refused"),
-        (None, false) => format!("{op} failed: AWS could not be reached in time"),
+        (None, false) => format!(
+            "{op} failed: AWS could not be reached in time, or the destination role could not be assumed"
+        ),
     }
 }
 
@@ -173,7 +193,19 @@ mod tests {
         );
         assert_eq!(
             refused("PutEvents", None, false),
-            "PutEvents failed: AWS could not be reached in time"
+            "PutEvents failed: AWS could not be reached in time, or the destination role could not be assumed"
         );
+    }
+
+    #[test]
+    fn a_message_group_is_what_sqs_takes() {
+        assert_eq!(
+            super::message_group("sku", "chair-oak-m"),
+            "sku:chair-oak-m"
+        );
+        let odd = super::message_group("product", "stuhl grün");
+        assert_eq!(odd.len(), "product:".len() + 64);
+        assert_eq!(odd, super::message_group("product", "stuhl grün"));
+        assert!(super::message_group("product", &"x".repeat(200)).len() <= 128);
     }
 }

@@ -14,6 +14,7 @@
 //! (5 days) disables the subscription.
 
 use crate::context::Context;
+use crate::domain::changes;
 use crate::domain::time::Timestamp;
 use crate::store::webhooks::{
     Attempt, Delivery, DeliveryStatus, Health, Pending, PendingKey, Subscription,
@@ -25,16 +26,18 @@ use crate::webhooks::topics;
 use crate::webhooks::url_guard::{self, GuardedResolver};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
-use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod aws;
 mod gating;
 mod parking;
+mod payload;
 
 use gating::*;
 pub use gating::{disabled_reason, gate, Gate};
+pub use payload::Payload;
+pub(crate) use payload::ANSWERS;
 
 #[cfg(test)]
 mod tests;
@@ -58,49 +61,6 @@ const GOOD_FOR_MS: i64 = 60_000;
 /// A probe younger than this may still answer at once: deliveries waiting for it look again
 /// in a second rather than at the end of its lease.
 const YOUNG_PROBE_MS: i64 = 1_000;
-
-/// The body of every delivery, exactly as the spec lists it.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-#[schemars(rename = "WebhookPayload")]
-pub struct Payload<'a> {
-    /// Delivery id: the idempotency key, the same on every retry.
-    pub id: &'a str,
-    #[schemars(example = "product.updated")]
-    pub event: &'a str,
-    /// The entity's REST identifier (`<definition>/<identifier>` for metaobjects).
-    pub identifier: &'a str,
-    /// `webhook` only in a test event (`webhook.test`, the subscription's id as identifier)
-    #[schemars(schema_with = "entity_types")]
-    pub entity_type: &'a str,
-    #[schemars(with = "Timestamp")]
-    pub occurred_at: String,
-    /// Only in `webhook.verification`: what `POST /webhooks/{id}/verify` takes
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<&'a str>,
-}
-
-fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut all = topics::ENTITY_TYPES.to_vec();
-    all.push(topics::TEST_ENTITY_TYPE);
-    schemars::json_schema!({"enum": all})
-}
-
-/// The answer types of this module (the payload), for the OpenAPI document.
-pub(crate) const ANSWERS: &[fn(&mut schemars::SchemaGenerator) -> schemars::Schema] =
-    &[|g| g.subschema_for::<Payload>()];
-
-impl<'a> Payload<'a> {
-    pub fn of(d: &'a Delivery) -> Self {
-        Self {
-            id: &d.id,
-            event: &d.event,
-            identifier: &d.identifier,
-            entity_type: &d.entity_type,
-            occurred_at: d.occurred_at.to_string(),
-            token: None,
-        }
-    }
-}
 
 /// A subscription's endpoint: (organization, webhook id).
 type Endpoint = (String, String);
@@ -276,7 +236,13 @@ impl Deliverer {
         // An endpoint not known to answer gets one attempt at a time (the probe).
         let now = Timestamp::now();
         let health = state.health.as_ref();
-        let wait = match gate(health, now.millis()) {
+        // A verification message is never held behind its destination's streak: it is the
+        // one delivery a pending destination gets (and a re-pointed one may inherit a streak).
+        let gated = match m.action {
+            topics::Action::Verification => Gate::Send,
+            _ => gate(health, now.millis()),
+        };
+        let wait = match gated {
             Gate::Send => None,
             Gate::Wait(wait) => Some(wait),
             Gate::Claim => self.claim(m).await?,
@@ -395,6 +361,7 @@ impl Deliverer {
             let mut delivery =
                 new_delivery(m, p.occurred_at, self.cx.config.webhooks.log_retention);
             delivery.changes = p.changes.max(1);
+            (delivery.delta, delivery.changes_omitted) = delta_of(&p, &m.entity_type);
             match store.seal_delivery(key, &p, &delivery).await {
                 Ok(()) => return Ok(Some(delivery)),
                 // A change moved the window (read it again), or another copy of this
@@ -416,7 +383,11 @@ impl Deliverer {
     async fn send(&self, org: &str, sub: &Subscription, d: &Delivery) -> Attempt {
         let mut payload = Payload::of(d);
         payload.token = sub.verification.as_ref().map(|v| v.token.as_str());
-        let body = serde_json::to_string(&payload).unwrap_or_default();
+        let mut body = serde_json::to_string(&payload).unwrap_or_default();
+        if body.len() > changes::MAX_BODY_BYTES && payload.changes.is_some() {
+            (payload.changes, payload.changes_omitted) = (None, Some(true));
+            body = serde_json::to_string(&payload).unwrap_or_default();
+        }
         let destination = sub.destination();
         if !destination.kind().is_aws() {
             return self.post(sub, d, body).await;
@@ -427,7 +398,7 @@ impl Deliverer {
             org,
             event: &d.event,
             delivery_id: &d.id,
-            group: format!("{}:{}", d.entity_type, d.identifier),
+            group: aws::message_group(&d.entity_type, &d.identifier),
         };
         let error = self.aws.send(&destination, &body, &envelope).await.err();
         Attempt {
@@ -502,14 +473,44 @@ impl Deliverer {
     }
 }
 
+/// The `changes` a window's states make (`payload: "changes"`), as the log entry keeps them,
+/// or that they are omitted (a side too large to keep, or a delta past the body's bound).
+fn delta_of(p: &Pending, entity_type: &str) -> (Option<String>, bool) {
+    let (Some(old), Some(new)) = (&p.first_old, &p.last_new) else {
+        return (None, p.changes_omitted);
+    };
+    match (
+        changes::unkept(old),
+        changes::unkept(new),
+        p.changes_omitted,
+    ) {
+        (Some(old), Some(new), false) => {
+            let delta = changes::delta(entity_type, old.as_ref(), new.as_ref()).to_string();
+            match delta.len() <= changes::MAX_BODY_BYTES {
+                true => (Some(delta), false),
+                false => (None, true),
+            }
+        }
+        _ => (None, true),
+    }
+}
+
 /// Why a delivery is cancelled rather than sent, if it is: an AWS destination gets only its
 /// verification message until it is verified; a test event goes whatever the topics
 /// (decisions.md); any other event only while the subscription is enabled and covers it.
 fn not_sent(sub: &Subscription, action: topics::Action, d: &Delivery) -> Option<String> {
     use topics::Action;
     let pending = sub.verification.is_some();
+    let expired = sub
+        .verification
+        .as_ref()
+        .is_some_and(|v| v.expires_at.millis() <= Timestamp::now().millis());
     match action {
         Action::Verification if !pending => Some("the destination is verified already".into()),
+        Action::Verification if expired => Some(format!(
+            "the verification token expired; POST /webhooks/{}/verification sends a new one",
+            sub.id
+        )),
         Action::Verification => None,
         _ if pending => Some("the destination is not verified yet".into()),
         _ if !sub.enabled => Some("the subscription is disabled".into()),
