@@ -108,8 +108,9 @@ impl Allowed {
         let host = url.host_str().unwrap_or_default();
         let region = match (url.scheme(), host.strip_prefix("sqs.")) {
             ("https", Some(rest)) => rest
-                .strip_suffix(".amazonaws.com")
-                .filter(|r| is_region(r))
+                .strip_suffix(".amazonaws.com.cn")
+                .or_else(|| rest.strip_suffix(".amazonaws.com"))
+                .filter(|r| is_region(r) && (r.starts_with("cn-") == rest.ends_with(".cn")))
                 .ok_or_else(bad)?
                 .to_string(),
             ("http" | "https", _) if self.local && is_loopback(host) => self.region.clone(),
@@ -138,9 +139,16 @@ impl Allowed {
                 url.scheme(),
                 &url[url::Position::BeforeHost..url::Position::AfterPort]
             ),
-            false => format!("https://sqs.{region}.amazonaws.com/{account}/{name}"),
+            false => format!(
+                "https://sqs.{region}.{}/{account}/{name}",
+                domain_of(&region)
+            ),
         };
-        Ok((format!("arn:aws:sqs:{region}:{account}:{name}"), written))
+        let partition = partition_of(&region);
+        Ok((
+            format!("arn:{partition}:sqs:{region}:{account}:{name}"),
+            written,
+        ))
     }
 
     /// Checks an ARN (a bus's, or a queue's from its URL) against the stack's own resources
@@ -268,6 +276,23 @@ impl Destination {
                 .ok()
                 .and_then(|arn| arn.split(':').nth(3).map(String::from)),
         }
+    }
+}
+
+/// The partition of a region: `aws-cn` (China), `aws-us-gov` (GovCloud), else `aws`.
+fn partition_of(region: &str) -> &'static str {
+    match region {
+        r if r.starts_with("cn-") => "aws-cn",
+        r if r.starts_with("us-gov-") => "aws-us-gov",
+        _ => "aws",
+    }
+}
+
+/// The domain of a region's endpoints.
+fn domain_of(region: &str) -> &'static str {
+    match partition_of(region) {
+        "aws-cn" => "amazonaws.com.cn",
+        _ => "amazonaws.com",
     }
 }
 
@@ -448,6 +473,30 @@ mod tests {
             let e = Destination::parse(&value, &a).unwrap_err();
             assert!(e.contains(want), "{value}: {e}");
         }
+    }
+
+    #[test]
+    fn queues_of_other_partitions_have_their_arns() {
+        let a = Allowed {
+            patterns: vec!["arn:*:sqs:*:111122223333:*".into()],
+            ..allowed()
+        };
+        let gov = json!({"type": "sqs", "queueUrl": "https://sqs.us-gov-west-1.amazonaws.com/111122223333/q"});
+        assert!(Destination::parse(&gov, &a).is_ok());
+        assert_eq!(
+            a.queue_arn("https://sqs.cn-north-1.amazonaws.com.cn/111122223333/q")
+                .as_deref(),
+            Ok("arn:aws-cn:sqs:cn-north-1:111122223333:q")
+        );
+        assert_eq!(
+            a.queue_arn("https://sqs.us-gov-west-1.amazonaws.com/111122223333/q")
+                .as_deref(),
+            Ok("arn:aws-us-gov:sqs:us-gov-west-1:111122223333:q")
+        );
+        // a China region only under its own domain
+        assert!(a
+            .queue_arn("https://sqs.cn-north-1.amazonaws.com/111122223333/q")
+            .is_err());
     }
 
     #[test]

@@ -242,7 +242,13 @@ async fn verify(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// POST /webhooks/{id}/verification: a new token, sent in a new verification message.
 async fn resend(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     reads_catalog(call, "changing a subscription to catalog topics")?;
-    let current = load(app, call).await?;
+    // what would refuse it is checked before the hour's quota counts it
+    let current = etags::checked(
+        call.request.if_match.as_deref(),
+        load(app, call).await,
+        etags::subscription,
+        "webhook",
+    )?;
     if current.verification.is_none() {
         return Err(not_pending(&current));
     }

@@ -23,6 +23,10 @@ pub(super) struct Envelope<'a> {
     pub group: String,
 }
 
+/// Most regions a process keeps clients for (an allow-list with a wildcard region admits
+/// any name that looks like one).
+const MAX_REGIONS: usize = 16;
+
 #[derive(Clone)]
 struct Clients {
     sqs: aws_sdk_sqs::Client,
@@ -51,11 +55,16 @@ impl AwsSenders {
         }
     }
 
-    async fn clients(&self, region: String) -> Clients {
+    async fn clients(&self, region: String) -> Result<Clients, String> {
         let shared = self.shared.get_or_init(aws_config::load_from_env).await;
         let mut by_region = self.by_region.lock().await;
         if let Some(c) = by_region.get(&region) {
-            return c.clone();
+            return Ok(c.clone());
+        }
+        if by_region.len() >= MAX_REGIONS {
+            return Err(format!(
+                "no more than {MAX_REGIONS} regions are delivered to"
+            ));
         }
         let mut builder = shared.to_builder();
         builder.set_region(Some(aws_config::Region::new(region.clone())));
@@ -84,7 +93,7 @@ impl AwsSenders {
             events: aws_sdk_eventbridge::Client::new(&config),
         };
         by_region.insert(region, clients.clone());
-        clients
+        Ok(clients)
     }
 
     /// Sends `body` to `destination`: `Ok` when AWS accepted it, else why not (with the
@@ -102,7 +111,7 @@ impl AwsSenders {
             // never under the function's own role, which may write the stack's queues
             return Err("no destination role is configured (CATALOG_DESTINATION_ROLE_ARN)".into());
         }
-        let clients = self.clients(region).await;
+        let clients = self.clients(region).await?;
         match destination {
             Destination::EventBridge { bus_arn } => {
                 let entry = PutEventsRequestEntry::builder()
