@@ -476,22 +476,20 @@ impl Deliverer {
 /// The `changes` a window's states make (`payload: "changes"`), as the log entry keeps them,
 /// or that they are omitted (a side too large to keep, or a delta past the body's bound).
 fn delta_of(p: &Pending, entity_type: &str) -> (Option<String>, bool) {
-    let (Some(old), Some(new)) = (&p.first_old, &p.last_new) else {
-        return (None, p.changes_omitted);
+    let (old, new) = match (&p.first_old, &p.last_new, p.changes_omitted) {
+        // a thin subscription's window
+        (None, None, omitted) => return (None, omitted),
+        (Some(old), Some(new), false) => (changes::unkept(old), changes::unkept(new)),
+        // omitted, or one side only (the subscription asked for changes mid-window)
+        _ => return (None, true),
     };
-    match (
-        changes::unkept(old),
-        changes::unkept(new),
-        p.changes_omitted,
-    ) {
-        (Some(old), Some(new), false) => {
-            let delta = changes::delta(entity_type, old.as_ref(), new.as_ref()).to_string();
-            match delta.len() <= changes::MAX_BODY_BYTES {
-                true => (Some(delta), false),
-                false => (None, true),
-            }
-        }
-        _ => (None, true),
+    let (Some(old), Some(new)) = (old, new) else {
+        return (None, true);
+    };
+    let delta = changes::delta(entity_type, old.as_ref(), new.as_ref()).to_string();
+    match delta.len() <= changes::MAX_BODY_BYTES {
+        true => (Some(delta), false),
+        false => (None, true),
     }
 }
 
