@@ -149,7 +149,7 @@ async fn subscriptions_are_managed_with_the_settings_scope() {
         (json!({"url": "http://127.0.0.1:9/", "topics": [1]}), "field 'topics' must be an array of strings"),
         (json!({"url": "not a url", "topics": ["*"]}), "url is not a valid absolute URL (relative URL without a base)"),
         (json!({"url": "http://127.0.0.1:9/", "topics": ["*"], "secret": "x"}),
-         "unknown field 'secret' (allowed: url, destination, topics, changedFields, payload, description, enabled)"),
+         "unknown field 'secret' (allowed: url, destination, topics, changedFields, payload, filter, description, enabled)"),
     ] {
         let r = org.post("/v1/webhooks", body.clone()).await;
         assert_eq!((r.status, r.body.clone()), (400, json!({"error": error})), "{body}");

@@ -58,25 +58,20 @@ pub struct State {
 /// The state in a stream image: its `name` and `vals` (an image that has neither, or whose
 /// values do not decode, is an entity with no name and no values).
 pub fn state_of(image: &serde_dynamo::Item) -> State {
-    #[derive(Deserialize)]
-    struct Own {
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default)]
-        vals: StoredValues,
-    }
-    // only the two fields are decoded (an item has many more)
-    let own: std::collections::HashMap<String, serde_dynamo::AttributeValue> = ["name", "vals"]
-        .into_iter()
-        .filter_map(|k| image.get(k).map(|v| (k.to_string(), v.clone())))
+    decode_fields(image, &["name", "vals"]).unwrap_or_default()
+}
+
+/// Only `fields` of an item image decoded as `T` (an item has many more; `None`: they do
+/// not decode).
+pub fn decode_fields<T: serde::de::DeserializeOwned>(
+    image: &serde_dynamo::Item,
+    fields: &[&str],
+) -> Option<T> {
+    let own: std::collections::HashMap<String, serde_dynamo::AttributeValue> = fields
+        .iter()
+        .filter_map(|k| image.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
-    let own = serde_dynamo::Item::from(own);
-    serde_dynamo::from_item::<_, Own>(own)
-        .map(|o| State {
-            name: o.name,
-            vals: o.vals,
-        })
-        .unwrap_or_default()
+    serde_dynamo::from_item(serde_dynamo::Item::from(own)).ok()
 }
 
 /// A side of a window as the table keeps it: the state's JSON (`null`: the entity did not
@@ -160,20 +155,11 @@ pub fn apply(held: &mut Map<String, Value>, delta: &Value) {
 mod tests {
     use super::*;
     use crate::domain::attributes::AttributeType;
-    use crate::domain::values::{StoredAttribute, StoredEntry};
+    use crate::domain::values::StoredAttribute;
     use proptest::prelude::*;
 
     fn text(v: &str) -> StoredAttribute {
-        StoredAttribute {
-            attr_type: AttributeType::Text,
-            is_multi: false,
-            metaobject_definition: None,
-            entries: vec![StoredEntry {
-                locale: None,
-                channel: None,
-                value: v.into(),
-            }],
-        }
+        StoredAttribute::single(AttributeType::Text, v)
     }
 
     fn state(name: Option<&str>, vals: &[(&str, &str)]) -> State {

@@ -31,6 +31,22 @@ pub struct StoredAttribute {
     pub entries: Vec<StoredEntry>,
 }
 
+impl StoredAttribute {
+    /// One unscoped, single value of type `t`.
+    pub fn single(t: AttributeType, value: &str) -> Self {
+        Self {
+            attr_type: t,
+            is_multi: false,
+            metaobject_definition: None,
+            entries: vec![StoredEntry {
+                locale: None,
+                channel: None,
+                value: value.to_string(),
+            }],
+        }
+    }
+}
+
 /// One scoped value: `value` is the raw string served (a JSON array string when multi).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct StoredEntry {

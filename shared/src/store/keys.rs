@@ -63,6 +63,20 @@ pub fn sku_sk(variant: &str, sku: &str) -> String {
 pub fn variant_skus_prefix(variant: &str) -> String {
     format!("L3/{variant}/")
 }
+/// The sort keys of the product and the variant above the tree item at `sk`, in its
+/// collection (none for a product; the product's for a variant).
+pub fn ancestor_sks(sk: &str) -> Vec<(super::items::EntityKind, String)> {
+    use super::items::EntityKind;
+    let mut parts = sk.split('/');
+    match (parts.next(), parts.next()) {
+        (Some("L2"), Some(_)) => vec![(EntityKind::Product, PRODUCT_SK.to_string())],
+        (Some(SKU_LEVEL), Some(variant)) => vec![
+            (EntityKind::Product, PRODUCT_SK.to_string()),
+            (EntityKind::Variant, variant_sk(variant)),
+        ],
+        _ => Vec::new(),
+    }
+}
 
 /// Identity items: make variant and SKU identifiers unique in the organization (conditional
 /// put) and find their product tree by identifier with one GetItem, no scan.
@@ -318,6 +332,23 @@ mod tests {
         let moved = reshard("O#abc123#T#sku", "s1");
         assert_eq!(moved, entity_change_pk("abc123", "sku", "s1"));
         assert_eq!(reshard(&moved, "s1"), moved);
+    }
+
+    #[test]
+    fn tree_items_name_their_ancestors() {
+        use crate::store::items::EntityKind;
+        assert_eq!(ancestor_sks(PRODUCT_SK), vec![]);
+        assert_eq!(
+            ancestor_sks(&variant_sk("v1")),
+            vec![(EntityKind::Product, "L1".to_string())]
+        );
+        assert_eq!(
+            ancestor_sks(&sku_sk("v1", "s1")),
+            vec![
+                (EntityKind::Product, "L1".to_string()),
+                (EntityKind::Variant, "L2/v1".to_string())
+            ]
+        );
     }
 
     #[test]

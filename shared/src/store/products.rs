@@ -226,3 +226,35 @@ pub fn assemble(items: Vec<EntityItem>) -> Option<ProductTree> {
         skus,
     })
 }
+
+impl Store {
+    /// The items at `keys` ((PK, SK) as a stream record names them), by key: one
+    /// BatchGetItem per 100; missing items are absent. The change feed reads the ancestors
+    /// its filters test with it.
+    pub async fn items_at(
+        &self,
+        keys: &[(String, String)],
+    ) -> Result<HashMap<(String, String), super::ops::Item>, StoreError> {
+        let wanted = keys
+            .iter()
+            .map(|(pk, sk)| item_key(pk.clone(), sk.clone()))
+            .collect();
+        let text = |item: &super::ops::Item, name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default()
+        };
+        Ok(self
+            .batch_get(wanted)
+            .await?
+            .into_iter()
+            .map(|item| {
+                (
+                    (text(&item, super::keys::PK), text(&item, super::keys::SK)),
+                    item,
+                )
+            })
+            .collect())
+    }
+}

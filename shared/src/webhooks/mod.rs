@@ -5,6 +5,7 @@
 pub mod changed_fields;
 pub mod config;
 pub(crate) mod event_types;
+pub mod filters;
 pub mod queue;
 pub mod signature;
 pub mod topics;

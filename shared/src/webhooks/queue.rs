@@ -38,6 +38,7 @@ pub fn new_delivery(m: &QueueMessage, occurred_at: Timestamp, retention: Duratio
         changes: 0,
         delta: None,
         changes_omitted: false,
+        matched: None,
         expires: now.millis() / 1000 + retention.as_secs() as i64,
     }
 }

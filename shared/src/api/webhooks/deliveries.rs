@@ -26,6 +26,15 @@ struct DeliveryView<'a> {
     /// The changes to the entity coalesced into this delivery within the coalescing
     /// window; 0 for replays and test events
     changes: u32,
+    /// Only for a subscription with a `filter`: the payload's `match` (`outside`: matched
+    /// neither before nor after; cancelled, not sent)
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "set_match")]
+    matched: Option<&'static str>,
+}
+
+fn set_match(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["entered", "stayed", "left", "outside"]})
 }
 
 /// What sending a test event answers.
@@ -61,6 +70,7 @@ pub fn render_delivery(d: &Delivery) -> Value {
         updated_at: d.updated_at,
         attempt_log: &d.attempt_log,
         changes: d.changes,
+        matched: d.matched.map(|m| m.as_str()),
     })
 }
 
@@ -182,6 +192,7 @@ pub(super) async fn replay(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     replay.replay_of = Some(original.id.clone());
     // the same body: a replay of a change payload carries its changes
     (replay.delta, replay.changes_omitted) = (original.delta.clone(), original.changes_omitted);
+    replay.matched = original.matched;
     queue_by_hand(app, call, &replay, &message).await?;
     Ok(ApiResponse::single(202, render_delivery(&replay)))
 }

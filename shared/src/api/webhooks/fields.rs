@@ -1,8 +1,11 @@
 //! The fields of a subscription's body that need more than their type: its topics (distinct,
-//! valid, 1 to 50), its description (a bounded string, or null to clear it) and its payload.
+//! valid, 1 to 50), its description (a bounded string, or null to clear it), its payload and
+//! its filter.
 
 use super::*;
 use crate::domain::changes::PayloadKind;
+use crate::store::webhooks::EventFilter;
+use crate::webhooks::filters;
 
 /// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
 pub(super) fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -58,4 +61,45 @@ pub(super) fn payload_field(value: Option<&Value>) -> Result<Option<PayloadKind>
 
 pub(super) fn payload_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"enum": ["thin", "changes"]})
+}
+
+/// The `filter` field (`webhooks/filters.rs`): `Some(None)` when it is `null` (cleared), else
+/// the filter as kept, each key checked against its definition (one BatchGetItem, none when
+/// it names no attribute). Its levels are checked against the topics by the caller.
+pub(super) async fn filter_field(
+    app: &App,
+    call: &Call,
+    value: Option<&Value>,
+) -> Result<Option<Option<EventFilter>>, ApiError> {
+    let Some(body) = filters::parse(value)? else {
+        return Ok(None);
+    };
+    let Some(body) = body else {
+        return Ok(Some(None));
+    };
+    let wanted = body.attribute_keys();
+    let defs = match wanted.is_empty() {
+        true => Default::default(),
+        false => {
+            let ctx = app.store.settings_context(call.org(), &wanted, &[], None);
+            ctx.await?.defs
+        }
+    };
+    Ok(Some(Some(body.kept(&defs)?)))
+}
+
+/// A filter's JSON Schema: the lists' search object and its mode.
+pub(super) fn filter_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "properties": {
+            "search": {"type": "object", "minProperties": 1, "additionalProperties": {
+                "type": "array", "minItems": 1,
+                "items": {"type": "object", "required": ["operator"], "properties": {"operator": {"type": "string"}, "value": {}}}
+            }},
+            "searchMode": {"enum": ["all", "any"]}
+        },
+        "required": ["search"],
+        "additionalProperties": false
+    })
 }

@@ -31,6 +31,7 @@ use std::time::Duration;
 mod deliveries;
 mod destination;
 mod fields;
+mod secrets;
 mod view;
 
 pub use view::render;
@@ -40,6 +41,7 @@ pub(crate) use deliveries::DELIVERY_ANSWERS;
 use deliveries::*;
 use destination::*;
 use fields::*;
+use secrets::*;
 
 const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -202,17 +204,6 @@ pub const MAX_WEBHOOKS: usize = 50;
 /// another URL, both move it.
 const QUOTA: &str = "webhooks";
 const MAX_DESCRIPTION: usize = 500;
-/// The body of POST /webhooks/{id}/rotate-secret (optional).
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schemars(rename = "WebhookRotate")]
-struct Rotation {
-    /// How long the old secret keeps signing beside the new one (default 0)
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "u32", range(min = 0, max = 86_400))]
-    expire_current_in_seconds: Option<Value>,
-}
-
 /// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
 /// `topics` and `url` or `destination`, `enabled: false` creates it disabled);
 /// `description: null` clears it.
@@ -239,6 +230,11 @@ struct WebhookFields {
     #[serde(default, deserialize_with = "present")]
     #[schemars(schema_with = "payload_kinds")]
     payload: Option<Value>,
+    /// Deliver only changes of entities that match it before or after (the lists' `search`
+    /// and its mode); each delivery says `match`: entered, stayed or left; null: every change
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "filter_schema")]
+    filter: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<String>")]
     description: Option<Value>,
@@ -249,24 +245,11 @@ struct WebhookFields {
 
 /// Why a subscription is disabled when a request disabled it (or created it disabled).
 pub const DISABLED_BY_REQUEST: &str = "disabled by a request (enabled: false)";
-/// Random characters of a signing secret after `whsec_`.
-const WEBHOOK_SECRET_LEN: usize = 40;
-/// Longest overlap of the old and new secret after a rotation.
-const MAX_EXPIRE_CURRENT_SECS: u64 = 86_400;
-
 /// The answer types of this module, for the OpenAPI document.
 pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
     schema::answer::<WebhookView>,
     schema::answer::<event_types::EventType>,
 ];
-
-/// A signing secret: `whsec_` and 40 random characters (~238 bits), like API key secrets.
-fn new_secret() -> String {
-    format!(
-        "whsec_{}",
-        random_string(SECRET_ALPHABET, WEBHOOK_SECRET_LEN)
-    )
-}
 
 /// The `url` field, parsed, checked against the SSRF rules and resolved.
 async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
@@ -350,6 +333,12 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .map_err(ApiError::bad_request)?
         .flatten();
     let description = description_field(body.description.as_ref())?.flatten();
+    let filter = filter_field(app, call, body.filter.as_ref())
+        .await?
+        .flatten();
+    if let Some(f) = &filter {
+        crate::webhooks::filters::check_levels(f, &topics)?;
+    }
     let enabled = body.enabled.unwrap_or(true);
     let destination = destination_field(app, body.url.as_deref(), body.destination.as_ref())
         .await?
@@ -364,6 +353,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         topics,
         changed_fields,
         payload: payload_field(body.payload.as_ref())?.unwrap_or_default(),
+        filter,
         description,
         enabled,
         disabled_reason: (!enabled).then(|| DISABLED_BY_REQUEST.to_string()),
@@ -463,6 +453,7 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         changed_fields::parse(body.changed_fields.as_ref()).map_err(ApiError::bad_request)?;
     let description = description_field(body.description.as_ref())?;
     let payload = payload_field(body.payload.as_ref())?;
+    let filter = filter_field(app, call, body.filter.as_ref()).await?;
     let enabled = body.enabled;
     let by_url = body.url.is_some();
     let destination =
@@ -490,6 +481,13 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             sub.description = d.clone();
         }
         sub.payload = payload.unwrap_or(sub.payload);
+        if let Some(f) = &filter {
+            sub.filter = f.clone();
+        }
+        // the filter and the topics as they will stand
+        if let Some(f) = &sub.filter {
+            crate::webhooks::filters::check_levels(f, &sub.topics)?;
+        }
         match enabled {
             Some(true) => {
                 sub.enabled = true;
@@ -514,44 +512,6 @@ async fn update(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         app.store.clear_endpoint_health(call.org(), &sub.id).await?;
     }
     Ok(ApiResponse::single(200, render(&sub)).with_etag(etags::subscription(&sub)))
-}
-
-/// POST /webhooks/{id}/rotate-secret `{"expireCurrentInSeconds"?: 0..86400}`: a new
-/// secret, shown this once. The old one keeps signing beside it for that many seconds
-/// (default 0: it stops at once); a secret older than the old one stops at once.
-async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let body: Rotation = call.body(app)?;
-    reads_catalog(call, "changing a subscription to catalog topics")?;
-    let overlap = match body.expire_current_in_seconds {
-        None => 0,
-        Some(v) => crate::http::body::whole_number(&v)
-            .filter(|n| *n <= MAX_EXPIRE_CURRENT_SECS)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "field 'expireCurrentInSeconds' must be an integer from 0 to {MAX_EXPIRE_CURRENT_SECS}"
-                ))
-            })?,
-    };
-    let secret = new_secret();
-    let sub = modify(app, call, None, |sub| {
-        if sub.kind.is_aws() {
-            return Err(ApiError::conflict(format!(
-                "webhook '{}' delivers to {}: IAM authenticates it, and it has no signing secret to rotate",
-                sub.id,
-                sub.kind.as_str()
-            )));
-        }
-        let until = Timestamp::now().millis() + overlap as i64 * 1000;
-        let old = std::mem::replace(&mut sub.secret, secret.clone());
-        (sub.previous_secret, sub.previous_secret_expires_at) = if overlap > 0 {
-            (Some(old), Some(Timestamp::from_millis(until)))
-        } else {
-            (None, None)
-        };
-        Ok(())
-    })
-    .await?;
-    Ok(ApiResponse::shown(200, &view(&sub, true, None)).with_etag(etags::subscription(&sub)))
 }
 
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {

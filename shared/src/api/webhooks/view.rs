@@ -20,6 +20,9 @@ pub(super) struct WebhookView<'a> {
     /// `thin`: the notice alone; `changes`: with the old and new values of what changed
     #[schemars(schema_with = "super::fields::payload_kinds")]
     payload: &'static str,
+    /// Only changes of entities matching it before or after are delivered (null: every change)
+    #[schemars(schema_with = "super::fields::filter_schema")]
+    filter: Option<Value>,
     description: Option<&'a str>,
     enabled: bool,
     /// `pending_verification` while an AWS destination has not confirmed its token
@@ -93,6 +96,11 @@ pub(super) fn view<'a>(
         topics: &sub.topics,
         changed_fields: sub.changed_fields.as_deref(),
         payload: sub.payload.as_str(),
+        filter: sub.filter.as_ref().map(|f| {
+            let search: Value = serde_json::from_str(&f.search).unwrap_or_default();
+            let mode = if f.any { "any" } else { "all" };
+            serde_json::json!({"search": search, "searchMode": mode})
+        }),
         description: sub.description.as_deref(),
         enabled: sub.enabled,
         status: match (sub.verification.is_some(), sub.enabled) {

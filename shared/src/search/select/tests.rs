@@ -161,16 +161,7 @@ fn updated_after_through_the_indexes_is_the_hierarchy_aware_updated_at() {
 fn select_at_scale() {
     use super::super::parse::{Condition, Operand};
     let n = 50_000;
-    let text = |v: String, t| StoredAttribute {
-        attr_type: t,
-        is_multi: false,
-        metaobject_definition: None,
-        entries: vec![StoredEntry {
-            locale: None,
-            channel: None,
-            value: v,
-        }],
-    };
+    let text = |v: String, t| StoredAttribute::single(t, &v);
     let mut products = Vec::new();
     let mut variants = Vec::new();
     let mut skus = Vec::new();

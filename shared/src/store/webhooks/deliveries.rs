@@ -15,10 +15,11 @@ impl Store {
         changes: u32,
         new_delivery_id: &str,
         sides: Option<Sides<'_>>,
+        matched: Option<(bool, bool)>,
     ) -> Result<Pending, StoreError> {
         let ttl = Timestamp::now().millis() / 1000 + PENDING_TTL_SECS;
         // the state before the window's first change stays; the one after its last moves
-        let (states, values) = match sides {
+        let (states, mut values) = match sides {
             None => ("", vec![]),
             Some(Sides {
                 first_old: Some(old),
@@ -32,6 +33,15 @@ impl Store {
                 vec![(":omit", AttributeValue::Bool(true))],
             ),
         };
+        // so does whether the entity matched the filter before the first and after the last
+        let matches = match matched {
+            None => "",
+            Some((before, after)) => {
+                values.push((":mb", AttributeValue::Bool(before)));
+                values.push((":ma", AttributeValue::Bool(after)));
+                ", matchBefore = if_not_exists(matchBefore, :mb), matchAfter = :ma"
+            }
+        };
         for _ in 0..3 {
             let mut update = self
                 .client
@@ -40,7 +50,7 @@ impl Store {
                 .set_key(Some(key.key()))
                 .update_expression(format!(
                     "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
-                     #ttl = if_not_exists(#ttl, :ttl){states} ADD changes :n"
+                     #ttl = if_not_exists(#ttl, :ttl){states}{matches} ADD changes :n"
                 ));
             for (name, value) in &values {
                 update = update.expression_attribute_values(*name, value.clone());

@@ -50,6 +50,10 @@ pub struct Subscription {
     /// What its deliveries carry: the notice alone, or with `changes` (`domain/changes.rs`).
     #[serde(default)]
     pub payload: PayloadKind,
+    /// `filter`: only changes of entities that match it before or after are delivered
+    /// (absent: every change; `webhooks/filters.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<EventFilter>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub enabled: bool,
@@ -67,6 +71,56 @@ pub struct Subscription {
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, incremented by every update.
     pub ver: u64,
+}
+
+/// A subscription's `filter` as kept: the lists' `search` object (JSON text), its mode, and
+/// the type of each attribute it names, read at creation so that the change feed evaluates
+/// it without reading definitions (`webhooks/filters.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventFilter {
+    pub search: String,
+    /// `searchMode: "any"`: one top-level key matching is enough.
+    #[serde(default)]
+    pub any: bool,
+    /// `<entity>.<key>` → the attribute's type.
+    #[serde(default)]
+    pub types: std::collections::BTreeMap<String, crate::domain::attributes::AttributeType>,
+}
+
+/// Where a filtered delivery's entity stands to the filter: before the first change the
+/// delivery coalesces and after the last (decisions.md: `match`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetMatch {
+    /// It matches only after.
+    Entered,
+    /// It matches before and after.
+    Stayed,
+    /// It matches only before (a delete of a matching entity too).
+    Left,
+    /// It matched neither (entered and left within one window): never sent.
+    Outside,
+}
+
+impl SetMatch {
+    pub fn of(before: bool, after: bool) -> Self {
+        match (before, after) {
+            (false, true) => Self::Entered,
+            (true, true) => Self::Stayed,
+            (true, false) => Self::Left,
+            (false, false) => Self::Outside,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Entered => "entered",
+            Self::Stayed => "stayed",
+            Self::Left => "left",
+            Self::Outside => "outside",
+        }
+    }
 }
 
 /// An AWS destination's pending proof of ownership.
@@ -237,6 +291,9 @@ pub struct Delivery {
     /// The states were too large to keep or send: the body says `changesOmitted`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub changes_omitted: bool,
+    /// For a filtered subscription: where the entity stands to the filter.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matched: Option<SetMatch>,
     /// Epoch seconds after which DynamoDB deletes the entry.
     #[serde(rename = "ttl")]
     pub expires: i64,
@@ -298,6 +355,19 @@ pub struct Pending {
     pub last_new: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub changes_omitted: bool,
+    /// For a filtered subscription: whether the entity matched before the window's first
+    /// change, and after its last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_before: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_after: Option<bool>,
+}
+
+impl Pending {
+    /// Where the window's entity stands to its subscription's filter (`None`: unfiltered).
+    pub fn matched(&self) -> Option<SetMatch> {
+        Some(SetMatch::of(self.match_before?, self.match_after?))
+    }
 }
 
 /// The sides of a window's states a change records (`None`: too large to keep).

@@ -15,6 +15,7 @@ fn subscription() -> Subscription {
         topics: vec!["product/updated".into()],
         changed_fields: None,
         payload: Default::default(),
+        filter: None,
         description: None,
         enabled: true,
         disabled_reason: None,
@@ -52,6 +53,7 @@ fn delivery() -> Delivery {
         changes: 2,
         delta: None,
         changes_omitted: false,
+        matched: None,
         expires: 9_999,
     }
 }

@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::domain::changes;
 use crate::domain::time::Timestamp;
 use crate::store::webhooks::{
-    Attempt, Delivery, DeliveryStatus, Health, Pending, PendingKey, Subscription,
+    Attempt, Delivery, DeliveryStatus, Health, Pending, PendingKey, SetMatch, Subscription,
 };
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery, QueueMessage};
@@ -362,6 +362,7 @@ impl Deliverer {
                 new_delivery(m, p.occurred_at, self.cx.config.webhooks.log_retention);
             delivery.changes = p.changes.max(1);
             (delivery.delta, delivery.changes_omitted) = delta_of(&p, &m.entity_type);
+            delivery.matched = p.matched();
             match store.seal_delivery(key, &p, &delivery).await {
                 Ok(()) => return Ok(Some(delivery)),
                 // A change moved the window (read it again), or another copy of this
@@ -513,6 +514,9 @@ fn not_sent(sub: &Subscription, action: topics::Action, d: &Delivery) -> Option<
         _ if pending => Some("the destination is not verified yet".into()),
         _ if !sub.enabled => Some("the subscription is disabled".into()),
         Action::Test => None,
+        _ if d.matched == Some(SetMatch::Outside) => Some(
+            "the entity matched the filter neither before nor after the changes coalesced".into(),
+        ),
         _ if !topics::any_matches(&sub.topics, &d.entity_type, action) => {
             Some(format!("the subscription no longer covers {}", d.event))
         }

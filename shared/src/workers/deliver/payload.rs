@@ -34,6 +34,15 @@ pub struct Payload<'a> {
     #[serde(rename = "changesOmitted", skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "always_true")]
     pub changes_omitted: Option<bool>,
+    /// Only for a subscription with a `filter`: the entity matches only after the changes
+    /// (`entered`), before and after (`stayed`) or only before (`left`)
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "set_matches")]
+    pub matched: Option<&'static str>,
+}
+
+fn set_matches(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"enum": ["entered", "stayed", "left"]})
 }
 
 fn change_set(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -77,6 +86,7 @@ impl<'a> Payload<'a> {
                 .as_deref()
                 .and_then(|t| serde_json::from_str(t).ok()),
             changes_omitted: d.changes_omitted.then_some(true),
+            matched: d.matched.map(|m| m.as_str()),
         }
     }
 }

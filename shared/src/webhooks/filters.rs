@@ -1,0 +1,304 @@
+//! A subscription's `filter` (decisions.md, "Subscription filters and change payloads"): the
+//! lists' `search` grammar (same parser, same validation and error texts) tested on one
+//! change. A key on the event's own level tests the entity, a key on an ancestor's level its
+//! ancestor (`product.*` on a `sku.*` event: the SKU's product), and a key on a descendant's
+//! level is refused when the filter is set. The change feed tests the entity before and
+//! after each change; the delivery says whether it `entered`, `stayed` or `left`.
+
+use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
+use crate::domain::changes::decode_fields;
+use crate::domain::time::Timestamp;
+use crate::domain::values::{raw_scalars, StoredValues};
+use crate::error::ApiError;
+use crate::search::eval::matches;
+use crate::search::parse::{parse_json, Field, Filter, RawSearch};
+use crate::store::items::EntityKind;
+use crate::store::webhooks::EventFilter;
+use crate::webhooks::topics::ENTITY_TYPES;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// The `filter` field of a request body, its JSON checked (no I/O).
+#[derive(Debug)]
+pub struct FilterBody {
+    raw: RawSearch,
+    text: String,
+    any: bool,
+}
+
+fn bad(problem: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("field 'filter': {problem}"))
+}
+
+/// The body field as sent: `None` when absent, `Some(None)` for `null` (every change is
+/// delivered), else the filter, its `search` checked as the lists check theirs.
+pub fn parse(value: Option<&Value>) -> Result<Option<Option<FilterBody>>, ApiError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let obj = match value {
+        Value::Null => return Ok(Some(None)),
+        Value::Object(obj) => obj,
+        _ => {
+            return Err(bad(
+                r#"expected null or {"search": {...}, "searchMode"?: "all"|"any"}"#,
+            ))
+        }
+    };
+    if let Some(extra) = obj.keys().find(|k| *k != "search" && *k != "searchMode") {
+        return Err(bad(format!("unknown field '{extra}'")));
+    }
+    let any = match obj.get("searchMode") {
+        None | Some(Value::Null) => false,
+        Some(v) if v == "all" => false,
+        Some(v) if v == "any" => true,
+        Some(v) => return Err(bad(format!("'searchMode' {v} is not one of all, any"))),
+    };
+    let search = match obj.get("search") {
+        Some(search @ Value::Object(map)) if !map.is_empty() => search,
+        Some(Value::Object(_)) => return Err(bad("'search' must name at least one filter")),
+        _ => {
+            return Err(bad(
+                "'search' is required: an object of filters, as the lists' search parameter",
+            ))
+        }
+    };
+    let text = search.to_string();
+    Ok(Some(Some(FilterBody {
+        raw: parse_json(&text)?,
+        text,
+        any,
+    })))
+}
+
+impl FilterBody {
+    /// The attribute definitions to read before [`FilterBody::kept`].
+    pub fn attribute_keys(&self) -> Vec<(TargetEntity, String)> {
+        self.raw.attribute_keys()
+    }
+
+    /// The filter as a subscription keeps it, each filter checked against `defs` (the lists'
+    /// 400 texts).
+    pub fn kept(
+        &self,
+        defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
+    ) -> Result<EventFilter, ApiError> {
+        let mut types = BTreeMap::new();
+        for f in self.raw.validate(defs)? {
+            if let Field::Attribute {
+                entity,
+                key,
+                attr_type,
+            } = f.field
+            {
+                types.insert(format!("{}.{key}", entity.as_str()), attr_type);
+            }
+        }
+        Ok(EventFilter {
+            search: self.text.clone(),
+            any: self.any,
+            types,
+        })
+    }
+}
+
+/// The level of the tree an entity type is on (`None`: not a product, variant or SKU).
+fn level(entity_type: &str) -> Option<EntityKind> {
+    match entity_type {
+        "product" => Some(EntityKind::Product),
+        "variant" => Some(EntityKind::Variant),
+        "sku" => Some(EntityKind::Sku),
+        _ => None,
+    }
+}
+
+fn depth(kind: EntityKind) -> u8 {
+    match kind {
+        EntityKind::Product => 1,
+        EntityKind::Variant => 2,
+        EntityKind::Sku => 3,
+    }
+}
+
+/// The level a search key tests (`None`: the event's own, for `_identifier` and
+/// `_updated_at`, or a key validation refuses).
+fn key_level(key: &str) -> Option<EntityKind> {
+    if key == "_family" {
+        return Some(EntityKind::Product);
+    }
+    level(key.split_once('.')?.0)
+}
+
+/// Checks that `filter` can test every event of `topics`: product, variant and SKU events
+/// only, and no key below the event's level.
+pub fn check_levels(filter: &EventFilter, topics: &[String]) -> Result<(), ApiError> {
+    let raw = parse_json(&filter.search)?;
+    for topic in topics {
+        let types: Vec<&str> = match topic.split_once('.') {
+            Some((entity, _)) => vec![entity],
+            None => ENTITY_TYPES.to_vec(),
+        };
+        for entity_type in types {
+            let Some(event_level) = level(entity_type) else {
+                return Err(bad(format!(
+                    "a filter tests product, variant and sku events; topic '{topic}' covers {entity_type} events"
+                )));
+            };
+            for key in raw.keys() {
+                match key_level(key) {
+                    Some(k) if depth(k) > depth(event_level) => {
+                        return Err(ApiError::bad_request(format!(
+                            "filter '{key}': a {} key cannot test {entity_type} events (topic '{topic}'); a filter may name the event's own level and its ancestors, not its descendants",
+                            k.as_str()
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An entity's state as a filter tests it, from a stream image or a stored item.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Facts {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub vals: StoredValues,
+    #[serde(default, rename = "familyId")]
+    pub family_id: Option<i64>,
+    /// The hierarchy-aware `updatedAt`.
+    #[serde(default, rename = "tu")]
+    pub updated_at: Option<Timestamp>,
+}
+
+impl Facts {
+    /// The facts of an item (`None`: it is empty, or does not decode as an entity).
+    pub fn of(item: &serde_dynamo::Item) -> Option<Self> {
+        if item.is_empty() {
+            return None;
+        }
+        decode_fields(item, &["id", "vals", "familyId", "tu"])
+    }
+}
+
+/// What a filter tests for one side of a change: the entity and its ancestors.
+#[derive(Debug, Clone, Copy)]
+pub struct Tested<'a> {
+    pub own: &'a Facts,
+    pub product: Option<&'a Facts>,
+    pub variant: Option<&'a Facts>,
+}
+
+/// A kept filter, ready to test changes.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    filters: Vec<Filter>,
+    any: bool,
+}
+
+impl Compiled {
+    /// The filter of a subscription (`None`: it no longer parses, which a kept filter
+    /// cannot: it was validated when it was set).
+    pub fn of(filter: &EventFilter) -> Option<Self> {
+        let mut defs: HashMap<TargetEntity, HashMap<String, AttributeDefinition>> = HashMap::new();
+        for (qualified, t) in &filter.types {
+            let (entity, key) = qualified.split_once('.')?;
+            let entity = TargetEntity::parse(entity)?;
+            defs.entry(entity).or_default().insert(
+                key.to_string(),
+                AttributeDefinition::simple(entity, key, *t),
+            );
+        }
+        let filters = parse_json(&filter.search).ok()?.validate(&defs).ok()?;
+        Some(Self {
+            filters,
+            any: filter.any,
+        })
+    }
+
+    /// A filter nothing matches.
+    pub fn nothing() -> Self {
+        Self {
+            filters: Vec::new(),
+            any: true,
+        }
+    }
+
+    /// The ancestor levels it tests on events of `entity_type`.
+    pub fn ancestors(&self, entity_type: &str) -> Vec<EntityKind> {
+        let Some(own) = level(entity_type) else {
+            return Vec::new();
+        };
+        let mut out: Vec<EntityKind> = self
+            .filters
+            .iter()
+            .filter_map(|f| key_level(&f.key))
+            .filter(|k| depth(*k) < depth(own))
+            .collect();
+        out.sort_by_key(|k| depth(*k));
+        out.dedup();
+        out
+    }
+
+    /// Whether the entity of an `entity_type` event matches, as `t` shows it at `now`.
+    pub fn matches(&self, entity_type: &str, t: &Tested<'_>, now: Timestamp) -> bool {
+        let own = level(entity_type);
+        let test = |f: &Filter| {
+            let facts = match key_level(&f.key) {
+                Some(k) if Some(k) != own => match k {
+                    EntityKind::Product => t.product,
+                    EntityKind::Variant => t.variant,
+                    EntityKind::Sku => None,
+                },
+                _ => Some(t.own),
+            };
+            // a missing ancestor has no values
+            let none = Facts::default();
+            one(f, facts.unwrap_or(&none), now)
+        };
+        match self.any {
+            true => self.filters.iter().any(test),
+            false => self.filters.iter().all(test),
+        }
+    }
+}
+
+/// Whether `facts` satisfy every condition of `f`.
+fn one(f: &Filter, facts: &Facts, now: Timestamp) -> bool {
+    let (t, values): (AttributeType, Vec<String>) = match &f.field {
+        Field::Attribute { key, attr_type, .. } => (
+            *attr_type,
+            facts
+                .vals
+                .get(key)
+                .map(|a| {
+                    a.entries
+                        .iter()
+                        .flat_map(|e| raw_scalars(a.is_multi, &e.value))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        Field::Family => (
+            AttributeType::Select,
+            facts.family_id.map(|i| i.to_string()).into_iter().collect(),
+        ),
+        Field::UpdatedAt => (
+            AttributeType::Datetime,
+            facts
+                .updated_at
+                .map(|t| t.to_string())
+                .into_iter()
+                .collect(),
+        ),
+        Field::Identifier => (AttributeType::Text, vec![facts.id.clone()]),
+    };
+    f.conditions.iter().all(|c| matches(c, t, &values, now))
+}
+
+#[cfg(test)]
+mod tests;

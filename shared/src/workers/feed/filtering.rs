@@ -1,0 +1,177 @@
+//! Where a batch's changes stand to the filtered subscriptions (`webhooks/filters.rs`): the
+//! entity before and after each change, from the record's images, with the ancestors its
+//! filters test. An ancestor the batch has records of is taken from them, as it stood at the
+//! change (the records of one product tree share a shard, in order); any other is read from
+//! the table, one BatchGetItem per batch for all of them.
+
+use super::Change;
+use crate::domain::time::Timestamp;
+use crate::store::items::EntityKind;
+use crate::store::keys::ancestor_sks;
+use crate::store::webhooks::Subscription;
+use crate::store::{Store, StoreError};
+use crate::webhooks::filters::{Compiled, Facts, Tested};
+use crate::webhooks::topics::{self, Action};
+use aws_lambda_events::event::dynamodb::EventRecord;
+use std::collections::HashMap;
+
+/// A tree item's (PK, SK).
+type Key = (String, String);
+
+fn key_of(record: &EventRecord) -> Option<Key> {
+    let text = |name: &str| match record.change.keys.get(name) {
+        Some(serde_dynamo::AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    };
+    Some((text("PK")?, text("SK")?))
+}
+
+/// The keys of the ancestors at `levels` of the tree item `record` changed.
+fn ancestor_keys(record: &EventRecord, levels: &[EntityKind]) -> Vec<(EntityKind, Key)> {
+    let Some((pk, sk)) = key_of(record) else {
+        return Vec::new();
+    };
+    ancestor_sks(&sk)
+        .into_iter()
+        .filter(|(level, _)| levels.contains(level))
+        .map(|(level, sk)| (level, (pk.clone(), sk)))
+        .collect()
+}
+
+/// The batch's filters, ready to test its changes.
+pub(super) struct Filtering<'a> {
+    records: &'a [EventRecord],
+    /// By subscription id.
+    compiled: HashMap<&'a str, Compiled>,
+    /// The batch's records of each tree item, in order.
+    by_key: HashMap<Key, Vec<usize>>,
+    /// Ancestors the batch has no record of, as the table has them.
+    read: HashMap<Key, Facts>,
+    now: Timestamp,
+}
+
+impl<'a> Filtering<'a> {
+    /// Compiles the filters of `subs` and reads the ancestors they test on `changes` that
+    /// the batch has no record of (none: no request).
+    pub(super) async fn new(
+        store: &Store,
+        records: &'a [EventRecord],
+        changes: &[(usize, Change)],
+        subs: impl Fn(&str) -> &'a [Subscription],
+    ) -> Result<Filtering<'a>, StoreError> {
+        let (mut f, unread) = Self::plan(records, changes, subs);
+        if !unread.is_empty() {
+            f.read = store
+                .items_at(&unread)
+                .await?
+                .into_iter()
+                .filter_map(|(k, item)| Some((k, Facts::of(&serde_dynamo::Item::from(item))?)))
+                .collect();
+        }
+        Ok(f)
+    }
+
+    /// The batch's filters compiled, and the ancestors they test that it has no record of.
+    fn plan(
+        records: &'a [EventRecord],
+        changes: &[(usize, Change)],
+        subs: impl Fn(&str) -> &'a [Subscription],
+    ) -> (Filtering<'a>, Vec<Key>) {
+        let mut f = Filtering {
+            records,
+            compiled: HashMap::new(),
+            by_key: HashMap::new(),
+            read: HashMap::new(),
+            now: Timestamp::now(),
+        };
+        for (i, record) in records.iter().enumerate() {
+            if let Some(key) = key_of(record) {
+                f.by_key.entry(key).or_default().push(i);
+            }
+        }
+        let mut unread: Vec<Key> = Vec::new();
+        for (i, change) in changes {
+            for sub in subs(&change.org) {
+                let Some(filter) = &sub.filter else { continue };
+                if !topics::any_matches(&sub.topics, &change.entity_type, change.action) {
+                    continue;
+                }
+                let compiled = f
+                    .compiled
+                    .entry(sub.id.as_str())
+                    .or_insert_with(|| Compiled::of(filter).unwrap_or_else(|| nothing(sub)));
+                let levels = compiled.ancestors(&change.entity_type);
+                for (_, key) in ancestor_keys(&records[*i], &levels) {
+                    if !f.by_key.contains_key(&key) && !unread.contains(&key) {
+                        unread.push(key);
+                    }
+                }
+            }
+        }
+        (f, unread)
+    }
+
+    /// The ancestor at `key` as it stood at record `i`: after the batch's last record of it
+    /// before `i` (as it was last, if that record removed it), else before its first record
+    /// after `i`, else as the table has it.
+    fn ancestor(&self, key: &Key, i: usize) -> Option<Facts> {
+        let Some(seen) = self.by_key.get(key) else {
+            return self.read.get(key).cloned();
+        };
+        let change = |j: usize| &self.records[j].change;
+        match seen.iter().rev().find(|j| **j < i) {
+            Some(&j) => Facts::of(&change(j).new_image).or_else(|| Facts::of(&change(j).old_image)),
+            None => {
+                let j = seen[0];
+                Facts::of(&change(j).old_image).or_else(|| Facts::of(&change(j).new_image))
+            }
+        }
+    }
+
+    /// Whether the entity of record `i` matched `sub`'s filter before the change and after
+    /// it (`None`: the subscription has no filter).
+    pub(super) fn matched(
+        &self,
+        i: usize,
+        change: &Change,
+        sub: &Subscription,
+    ) -> Option<(bool, bool)> {
+        let c = self.compiled.get(sub.id.as_str())?;
+        let record = &self.records[i];
+        let levels = c.ancestors(&change.entity_type);
+        let mut product = None;
+        let mut variant = None;
+        for (level, key) in ancestor_keys(record, &levels) {
+            let facts = self.ancestor(&key, i);
+            match level {
+                EntityKind::Product => product = facts,
+                EntityKind::Variant => variant = facts,
+                EntityKind::Sku => {}
+            }
+        }
+        let side = |image: &serde_dynamo::Item, exists: bool| {
+            let own = exists.then(|| Facts::of(image)).flatten();
+            own.is_some_and(|own| {
+                let t = Tested {
+                    own: &own,
+                    product: product.as_ref(),
+                    variant: variant.as_ref(),
+                };
+                c.matches(&change.entity_type, &t, self.now)
+            })
+        };
+        let before = side(&record.change.old_image, change.action != Action::Created);
+        let after = side(&record.change.new_image, change.action != Action::Deleted);
+        Some((before, after))
+    }
+}
+
+/// A kept filter that no longer compiles (it was validated when set): it matches nothing,
+/// and says so.
+fn nothing(sub: &Subscription) -> Compiled {
+    tracing::error!(webhook = %sub.id, "a kept filter does not compile: nothing matches it");
+    Compiled::nothing()
+}
+
+#[cfg(test)]
+mod tests;
