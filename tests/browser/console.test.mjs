@@ -215,6 +215,12 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   await form.getByLabel('product.updated', { exact: true }).check();
   await form.getByLabel('Changed fields (optional)').fill('name, product.color');
   await form.getByLabel('Payload').selectOption('changes');
+  // a filter from the explorer's builder: only products whose identifier contains "chair"
+  const filter = form.locator('#webhook-filter');
+  await filter.getByRole('button', { name: 'Add condition' }).click();
+  await filter.getByLabel('Attribute').selectOption('_identifier');
+  await filter.getByLabel('Operator').selectOption('CONTAINS');
+  await filter.getByLabel('Value').fill('chair');
   await form.getByRole('button', { name: 'Create subscription' }).click();
   await page.locator('#new-webhook-link').waitFor();
   const secret = page.getByTestId('webhook-secret');
@@ -228,6 +234,7 @@ step('webhooks: create, test event, replay, delivery log', async ({ page, watche
   const fields = await page.locator('#webhook-summary').textContent();
   check(fields.includes('product.color') && fields.includes('name'), `the changed fields are not shown: ${fields}`);
   check(fields.includes('The notice and what changed'), `the payload is not shown: ${fields}`);
+  check(fields.includes('{"_identifier":[{"operator":"CONTAINS","value":"chair"}]} (all)'), `the filter is not shown: ${fields}`);
   await page.getByRole('button', { name: 'Send test event' }).click();
   const testId = (await page.locator('#test-delivery-id').textContent()).trim();
   check(testId.length > 0, 'no delivery id was shown for the test event');

@@ -157,25 +157,17 @@ function conditionRow(defs, byKey, init, onRemove) {
   };
 }
 
-// --- the page ---------------------------------------------------------------------------
-
-export default async function catalogPage(ctx, kind) {
-  const { root, signal, query } = ctx;
-  const meta = ENTITY[kind];
-  const errors = errorArea();
-  const results = h('div', { id: 'catalog-results', 'aria-busy': 'true' });
-  const state = {
-    search: query.get('search') || '',
-    mode: query.get('search_mode') === 'any' ? 'any' : 'all',
-    limit: Number(query.get('limit')) || 50,
-    page: Math.max(1, Number(query.get('page')) || 1),
-  };
-
-  const defs = await api.getAll('attributes', { signal }).catch((err) => { errors.show(err); return []; });
+/**
+ * The filter builder: condition rows on the catalog's attributes (of GET /attributes) and
+ * the built-in fields, and the search mode. The explorer's form and a webhook's `filter`
+ * both use it. `search` and `mode` fill it in. Returns {rowsBox, addButton, mode, read(),
+ * clear()}: read() is {search (null when there are no conditions), mode} or an Error.
+ */
+export function filterBuilder(defs, {
+  search = null, mode = 'all', addId = 'add-condition', modeId = 'search-mode', modeName = 'search_mode',
+} = {}) {
   const catalogDefs = defs.filter((d) => /^(product|variant|sku)\./.test(d.key)).sort((a, b) => a.key.localeCompare(b.key));
   const byKey = new Map([...SYSTEM_FILTERS, ...catalogDefs].map((d) => [d.key, d]));
-
-  // --- filter form
   const rowsBox = h('div', { class: 'conditions' });
   const rows = [];
   const removeRow = (el) => {
@@ -193,16 +185,57 @@ export default async function catalogPage(ctx, kind) {
     renumber();
     return row;
   };
-  const addButton = h('button', { type: 'button', class: 'btn btn-secondary', id: 'add-condition' }, 'Add condition');
+  const addButton = h('button', { type: 'button', class: 'btn btn-secondary', id: addId }, 'Add condition');
   addButton.addEventListener('click', () => addRow().focus());
-  const mode = field('Match', { name: 'search_mode', id: 'search-mode' }, {
+  const modeField = field('Match', { name: modeName, id: modeId }, {
     tag: 'select',
-    hint: 'search_mode: all conditions must match, or any one attribute’s conditions.',
+    hint: 'All conditions must match, or any one attribute’s conditions.',
     options: [
-      { value: 'all', label: 'All conditions (all)', selected: state.mode === 'all' },
-      { value: 'any', label: 'Any attribute (any)', selected: state.mode === 'any' },
+      { value: 'all', label: 'All conditions (all)', selected: mode !== 'any' },
+      { value: 'any', label: 'Any attribute (any)', selected: mode === 'any' },
     ],
   });
+  for (const [key, conds] of Object.entries(search || {})) {
+    for (const c of Array.isArray(conds) ? conds : []) addRow({ key, operator: c.operator, value: c.value });
+  }
+  return {
+    rowsBox,
+    addButton,
+    mode: modeField,
+    read() {
+      const out = {};
+      for (const row of rows) {
+        const r = row.read();
+        if (r instanceof Error) return r;
+        (out[r[0]] ||= []).push(r[1]);
+      }
+      return { search: Object.keys(out).length ? out : null, mode: modeField.input.value };
+    },
+    clear() {
+      rows.splice(0).forEach((r) => r.el.remove());
+    },
+  };
+}
+
+// --- the page ---------------------------------------------------------------------------
+
+export default async function catalogPage(ctx, kind) {
+  const { root, signal, query } = ctx;
+  const meta = ENTITY[kind];
+  const errors = errorArea();
+  const results = h('div', { id: 'catalog-results', 'aria-busy': 'true' });
+  const state = {
+    search: query.get('search') || '',
+    mode: query.get('search_mode') === 'any' ? 'any' : 'all',
+    limit: Number(query.get('limit')) || 50,
+    page: Math.max(1, Number(query.get('page')) || 1),
+  };
+
+  const defs = await api.getAll('attributes', { signal }).catch((err) => { errors.show(err); return []; });
+  let initial = null;
+  try { initial = state.search ? JSON.parse(state.search) : null; } catch { state.search = ''; }
+  const builder = filterBuilder(defs, { search: initial, mode: state.mode });
+  const { rowsBox, addButton, mode } = builder;
   const limit = field('Per page', { name: 'limit', id: 'page-size' }, {
     tag: 'select', options: [25, 50, 100, 200].map((n) => ({ value: String(n), selected: n === state.limit })),
   });
@@ -217,32 +250,19 @@ export default async function catalogPage(ctx, kind) {
     h('div', { class: 'row wrap-row' }, mode.wrap, limit.wrap),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'btn', id: 'apply-filters' }, 'Apply'), clear));
 
-  // Rebuild the conditions of the address's `search`.
-  if (state.search) {
-    try {
-      for (const [key, conds] of Object.entries(JSON.parse(state.search))) {
-        for (const c of Array.isArray(conds) ? conds : []) addRow({ key, operator: c.operator, value: c.value });
-      }
-    } catch { state.search = ''; }
-  }
-
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     formErrors.clear();
-    const search = {};
-    for (const row of rows) {
-      const r = row.read();
-      if (r instanceof Error) { formErrors.show(r); return; }
-      (search[r[0]] ||= []).push(r[1]);
-    }
-    state.search = Object.keys(search).length ? JSON.stringify(search) : '';
-    state.mode = mode.input.value;
+    const read = builder.read();
+    if (read instanceof Error) { formErrors.show(read); return; }
+    state.search = read.search ? JSON.stringify(read.search) : '';
+    state.mode = read.mode;
     state.limit = Number(limit.input.value);
     state.page = 1;
     load(true);
   });
   clear.addEventListener('click', () => {
-    rows.splice(0).forEach((r) => r.el.remove());
+    builder.clear();
     state.search = '';
     state.page = 1;
     formErrors.clear();

@@ -10,7 +10,8 @@ import {
   dl, confirmDialog, option, dash,
 } from '../ui.js';
 import {
-  loadEventTypes, topicPicker, statusCell, healthPairs, changedFieldsInput, changedFieldsCell,
+  loadEventTypes, topicPicker, statusCell, healthPairs, changedFieldsInput, changedFieldsCell, filterCell,
+  filterInput,
   destinationInput, destinationCell, destinationType, addressOf, payloadInput,
 } from './webhooks.js';
 
@@ -53,6 +54,7 @@ export default async function webhookPage(ctx) {
   const logBox = h('div', { id: 'deliveries-list', 'aria-busy': 'true' });
   let hook = null;
   let eventTypes = [];
+  let attributeDefs = [];
 
   // --- summary and actions
   function drawSummary() {
@@ -60,6 +62,7 @@ export default async function webhookPage(ctx) {
       ['Destination', destinationCell(hook)],
       ['Description', hook.description || dash()],
       ['Topics', h('span', { class: 'tags' }, (hook.topics || []).map((t) => badge(t)))],
+      ['Filter', filterCell(hook)],
       ['Changed fields', changedFieldsCell(hook)],
       ['Payload', hook.payload === 'changes' ? 'The notice and what changed' : 'The notice'],
       ['Status', statusCell(hook)],
@@ -200,10 +203,11 @@ export default async function webhookPage(ctx) {
     const picker = topicPicker(eventTypes, hook.topics || []);
     const changed = changedFieldsInput(hook.changedFields);
     const payload = payloadInput(hook.payload);
+    const filter = filterInput(attributeDefs, hook.filter);
     const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
     const formErrors = errorArea();
     const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
-      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, payload.wrap, h('div', { class: 'actions' }, save));
+      formErrors.el, url.el, description.wrap, picker.el, filter.wrap, changed.wrap, payload.wrap, h('div', { class: 'actions' }, save));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       formErrors.clear();
@@ -213,7 +217,9 @@ export default async function webhookPage(ctx) {
         picker.focus();
         return;
       }
-      const body = { ...url.body(), topics, description: description.input.value.trim() || null, changedFields: changed.values(), payload: payload.input.value };
+      const f = filter.body();
+      if (f instanceof Error) { formErrors.show(f); return; }
+      const body = { ...url.body(), topics, description: description.input.value.trim() || null, changedFields: changed.values(), payload: payload.input.value, filter: f };
       await busy(save, async () => {
         try {
           const res = await api.patch(path, body, { signal });
@@ -329,8 +335,10 @@ export default async function webhookPage(ctx) {
       output),
     editBox,
     h('section', { 'aria-labelledby': 'log-h' }, h('h2', { id: 'log-h' }, 'Delivery log'), filters, logBox));
-  const typesLoaded = loadEventTypes(signal).then((types) => {
+  const defsLoaded = api.getAll('attributes', { signal }).catch(() => []);
+  const typesLoaded = Promise.all([loadEventTypes(signal), defsLoaded]).then(([types, defs]) => {
     eventTypes = types;
+    attributeDefs = defs;
     const names = [...new Set([...types.map((t) => t.name), 'webhook.test', 'webhook.verification'])].sort();
     for (const n of names) eventSel.input.append(option(n));
     drawEdit();

@@ -9,6 +9,7 @@ import {
   jsonBlock, uid, focusIn,
 } from '../ui.js';
 import { hrefOf } from '../router.js';
+import { filterBuilder } from './catalog.js';
 
 const PAGE_SIZE = 50;
 
@@ -86,6 +87,33 @@ export function payloadInput(current = 'thin') {
   });
   f.input.value = current || 'thin';
   return f;
+}
+
+/**
+ * The `filter` inputs: the explorer's filter builder in a fieldset. Returns {wrap, body()}:
+ * body() is the `filter` field (null when it has no conditions) or an Error.
+ */
+export function filterInput(defs, current = null) {
+  const b = filterBuilder(defs, {
+    search: current && current.search, mode: current && current.searchMode,
+    addId: 'add-filter-condition', modeId: 'filter-mode', modeName: 'filterMode',
+  });
+  const wrap = h('fieldset', { class: 'filter-fieldset', id: 'webhook-filter' },
+    h('legend', {}, 'Filter (optional)'),
+    h('p', { class: 'hint' }, 'Deliver only changes of products, variants or SKUs that match these conditions before or after the change; each delivery says whether the entity entered, stayed in or left the set. A key may name the event’s own level or an ancestor’s (product.* on SKU events). No conditions: every change.'),
+    b.rowsBox, h('div', { class: 'row wrap-row' }, b.addButton), b.mode.wrap);
+  const body = () => {
+    const r = b.read();
+    if (r instanceof Error) return r;
+    return r.search ? { search: r.search, searchMode: r.mode } : null;
+  };
+  return { wrap, body };
+}
+
+/** The subscription's `filter` in words: its search and mode, or "every change". */
+export function filterCell(w) {
+  if (!w.filter) return 'Every change';
+  return h('span', {}, h('code', { class: 'wrap' }, JSON.stringify(w.filter.search)), ` (${w.filter.searchMode})`);
 }
 
 /** The subscription's `changedFields`, or "every update". */
@@ -224,17 +252,18 @@ export default async function webhooksPage(ctx) {
     }
   }
 
-  function drawForm(eventTypes) {
+  function drawForm([eventTypes, defs]) {
     const url = destinationInput();
     const description = field('Description (optional)', { name: 'description', maxlength: '500' });
     const picker = topicPicker(eventTypes, []);
     const changed = changedFieldsInput();
     const payload = payloadInput();
+    const filter = filterInput(defs);
     const submit = h('button', { type: 'submit', class: 'btn' }, 'Create subscription');
     const formErrors = errorArea();
     const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
       h('h2', { id: 'create-webhook-h' }, 'Create a subscription'),
-      formErrors.el, url.el, description.wrap, picker.el, changed.wrap, payload.wrap,
+      formErrors.el, url.el, description.wrap, picker.el, filter.wrap, changed.wrap, payload.wrap,
       ctx.can('catalog:read') ? null : h('p', { class: 'note' }, 'Catalog topics also need the catalog:read scope, which this session does not hold.'),
       h('div', { class: 'actions' }, submit));
     form.addEventListener('submit', async (e) => {
@@ -255,6 +284,9 @@ export default async function webhooksPage(ctx) {
       if (description.input.value.trim()) body.description = description.input.value.trim();
       if (changed.values()) body.changedFields = changed.values();
       if (payload.input.value !== 'thin') body.payload = payload.input.value;
+      const f = filter.body();
+      if (f instanceof Error) { formErrors.show(f); return; }
+      if (f) body.filter = f;
       await busy(submit, async () => {
         try {
           const res = await api.post('webhooks', body, { signal });
@@ -291,5 +323,7 @@ export default async function webhooksPage(ctx) {
     h('section', { 'aria-labelledby': 'hooks-h' }, h('h2', { id: 'hooks-h' }, 'Subscriptions'), listBox),
     formBox);
   const types = loadEventTypes(signal).catch((err) => { errors.show(err); return []; });
-  await Promise.all([load(), types.then(drawForm)]);
+  // the filter builder's attributes (none without catalog:read: built-in fields only)
+  const defs = api.getAll('attributes', { signal }).catch(() => []);
+  await Promise.all([load(), Promise.all([types, defs]).then(drawForm)]);
 }
