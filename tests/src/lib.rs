@@ -7,6 +7,7 @@
 
 pub mod ddb;
 pub mod faults;
+pub mod filter_model;
 pub mod gateway;
 pub mod imports;
 pub mod kept_checkpoints;

@@ -228,7 +228,7 @@ impl Emulator {
                     .env("AWS_LAMBDA_FUNCTION_NAME", &name)
                     .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
                     .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-                    .stdout(Stdio::inherit())
+                    .stdout(log_of(&name))
                     .stderr(Stdio::inherit()),
             )
             .spawn();
@@ -479,4 +479,18 @@ async fn fail(State(q): State<Arc<Instance>>, Path(id): Path<String>, body: Byte
 async fn init_error(body: Bytes) -> StatusCode {
     eprintln!("function init error: {}", String::from_utf8_lossy(&body));
     StatusCode::ACCEPTED
+}
+
+/// Where a function's log lines go: appended to `$CATALOG_E2E_LOG_DIR/<function>.log` when
+/// that is set (the bench reads the change feed's cost from it), else to the test's output.
+fn log_of(function: &str) -> Stdio {
+    let Ok(dir) = std::env::var("CATALOG_E2E_LOG_DIR") else {
+        return Stdio::inherit();
+    };
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(std::path::Path::new(&dir).join(format!("{function}.log")))
+        .map_or_else(|_| Stdio::inherit(), Stdio::from)
 }

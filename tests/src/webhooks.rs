@@ -49,6 +49,18 @@ pub async fn webhooks() -> &'static Hooks {
     HOOKS.get_or_init(start).await
 }
 
+/// An EventBridge client for the emulator (the same endpoint as SQS).
+pub fn events_client(endpoint: &str) -> aws_sdk_eventbridge::Client {
+    use aws_sdk_eventbridge::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_eventbridge::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new("local", "local", None, None, "e2e"))
+        .build();
+    aws_sdk_eventbridge::Client::from_conf(config)
+}
+
 /// An SQS client for the emulator, bound to the calling runtime.
 pub fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
     let config = aws_sdk_sqs::Config::builder()
@@ -286,6 +298,34 @@ impl Receiver {
 
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().expect("lock").received.clone()
+    }
+
+    /// The deliveries a consumer that deduplicates by the body's `id` keeps, first arrivals
+    /// only: deliveries are at least once (a message whose visibility lapsed under a slow
+    /// attempt is attempted again, under the same id).
+    pub fn distinct(&self) -> Vec<Received> {
+        let mut seen = std::collections::HashSet::new();
+        self.received()
+            .into_iter()
+            .filter(|r| seen.insert(r.json["id"].to_string()))
+            .collect()
+    }
+
+    /// At least `n` distinct deliveries ([`Receiver::distinct`]); panics after `within`.
+    pub async fn wait_for_distinct(&self, n: usize, within: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.distinct();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "receiver got {} of {n} distinct deliveries within {within:?}",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The requests once there are at least `n`; panics after `within`.

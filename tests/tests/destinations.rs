@@ -5,24 +5,13 @@
 //! queues and anything outside the allow-list are refused at creation.
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use catalog_e2e::webhooks::{eventually, sqs_client, webhooks};
+use catalog_e2e::webhooks::{events_client, eventually, sqs_client, webhooks};
 use catalog_e2e::Org;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Long enough for a window (5 s), the stream and queue polls, and slow CI.
 const DELIVERY: Duration = Duration::from_secs(60);
-
-fn events_client(endpoint: &str) -> aws_sdk_eventbridge::Client {
-    use aws_sdk_eventbridge::config::{BehaviorVersion, Credentials, Region};
-    let config = aws_sdk_eventbridge::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new("local", "local", None, None, "e2e"))
-        .build();
-    aws_sdk_eventbridge::Client::from_conf(config)
-}
 
 /// A new queue of the emulator's account: its URL.
 async fn queue(sqs: &aws_sdk_sqs::Client, name: &str) -> String {

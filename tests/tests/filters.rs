@@ -6,7 +6,8 @@
 //! and the final sets against the lists' own answers to the same search.
 
 use catalog::domain::changes::apply;
-use catalog_e2e::webhooks::{webhooks, Receiver};
+use catalog_e2e::filter_model::{expected, Expected, Filter, Rng, Sku};
+use catalog_e2e::webhooks::{webhooks, Receiver, COALESCE_SECONDS};
 use catalog_e2e::{encode, Org};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -121,7 +122,7 @@ async fn filters_are_checked_as_list_searches_are() {
 
 /// The deliveries of `receiver` from `from` on, as (identifier, event, match).
 fn seen(receiver: &Receiver, from: usize, to: usize) -> Vec<(String, String, String)> {
-    let mut got: Vec<(String, String, String)> = receiver.received()[from..to]
+    let mut got: Vec<(String, String, String)> = receiver.distinct()[from..to]
         .iter()
         .map(|r| {
             let j = &r.json;
@@ -179,7 +180,7 @@ async fn a_filtered_subscription_follows_its_set() {
     let step = |n: usize| {
         let skus = &skus;
         async move {
-            skus.wait_for(n, DELIVERY).await;
+            skus.wait_for_distinct(n, DELIVERY).await;
         }
     };
     step(1).await;
@@ -187,7 +188,7 @@ async fn a_filtered_subscription_follows_its_set() {
         seen(&skus, 0, 1),
         vec![("chair-s".into(), "sku.created".into(), "entered".into())]
     );
-    products.wait_for(1, DELIVERY).await;
+    products.wait_for_distinct(1, DELIVERY).await;
     assert_eq!(
         seen(&products, 0, 1),
         vec![("chair".into(), "product.created".into(), "entered".into())]
@@ -226,7 +227,7 @@ async fn a_filtered_subscription_follows_its_set() {
         .patch("/v1/products/chair", json!({"values": {"color": "blue"}}))
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    products.wait_for(2, DELIVERY).await;
+    products.wait_for_distinct(2, DELIVERY).await;
     assert_eq!(
         seen(&products, 1, 2),
         vec![("chair".into(), "product.updated".into(), "left".into())]
@@ -236,157 +237,20 @@ async fn a_filtered_subscription_follows_its_set() {
         .patch("/v1/products/chair", json!({"values": {"color": "red"}}))
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
-    products.wait_for(3, DELIVERY).await;
+    products.wait_for_distinct(3, DELIVERY).await;
     assert_eq!(org.delete("/v1/skus/chair-s").await.status, 200);
     assert_eq!(org.delete("/v1/skus/desk-s").await.status, 200);
-    let got = skus.wait_for_exactly(5, DELIVERY).await;
+    skus.wait_for_distinct(5, DELIVERY).await;
+    // nothing else arrives within another window (absence is the assertion)
+    tokio::time::sleep(Duration::from_secs(COALESCE_SECONDS + 1)).await;
+    let got = skus.distinct();
+    assert_eq!(got.len(), 5);
     assert_eq!(
         seen(&skus, 4, 5),
         vec![("chair-s".into(), "sku.deleted".into(), "left".into())]
     );
     // the delivery log says it too
     assert_eq!(got[4].json["match"], json!("left"));
-}
-
-/// A tiny deterministic generator (xorshift), seeded from `FILTER_SEED` or the clock.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
-/// A SKU as the model holds it.
-#[derive(Debug, Clone, PartialEq)]
-struct Sku {
-    color: &'static str,
-    size: Option<&'static str>,
-    stock: Option<i64>,
-}
-
-/// One condition of the pool: its search JSON and what it means.
-#[derive(Debug, Clone, Copy)]
-enum Cond {
-    Color(&'static str),
-    NotColor(&'static str),
-    Sizes(&'static [&'static str]),
-    NoSize,
-    StockOver(i64),
-    StockUnder(i64),
-    Identifier(&'static str),
-}
-
-impl Cond {
-    fn key(self) -> &'static str {
-        match self {
-            Cond::Color(_) | Cond::NotColor(_) => "product.color",
-            Cond::Sizes(_) | Cond::NoSize => "sku.size",
-            Cond::StockOver(_) | Cond::StockUnder(_) => "sku.stock",
-            Cond::Identifier(_) => "_identifier",
-        }
-    }
-    fn json(self) -> Value {
-        match self {
-            Cond::Color(c) => json!({"operator": "EQUALS", "value": c}),
-            Cond::NotColor(c) => json!({"operator": "NOT_EQUALS", "value": c}),
-            Cond::Sizes(s) => json!({"operator": "IN", "value": s}),
-            Cond::NoSize => json!({"operator": "EMPTY"}),
-            Cond::StockOver(n) => json!({"operator": "GREATER_THAN", "value": n}),
-            Cond::StockUnder(n) => json!({"operator": "LESS_THAN", "value": n}),
-            Cond::Identifier(s) => json!({"operator": "CONTAINS", "value": s}),
-        }
-    }
-    fn holds(self, id: &str, s: &Sku) -> bool {
-        match self {
-            Cond::Color(c) => s.color == c,
-            Cond::NotColor(c) => s.color != c,
-            Cond::Sizes(set) => s.size.is_some_and(|z| set.contains(&z)),
-            Cond::NoSize => s.size.is_none(),
-            Cond::StockOver(n) => s.stock.is_some_and(|x| x > n),
-            Cond::StockUnder(n) => s.stock.is_some_and(|x| x < n),
-            Cond::Identifier(p) => id.contains(p),
-        }
-    }
-}
-
-const POOL: &[Cond] = &[
-    Cond::Color("red"),
-    Cond::NotColor("red"),
-    Cond::Sizes(&["S", "M"]),
-    Cond::NoSize,
-    Cond::StockOver(0),
-    Cond::StockUnder(2),
-    Cond::Identifier("-s0"),
-];
-
-/// A random filter: 1 or 2 keys, all or any.
-struct Filter {
-    conds: Vec<Cond>,
-    any: bool,
-}
-
-impl Filter {
-    fn random(rng: &mut Rng) -> Self {
-        let first = *rng.pick(POOL);
-        let mut conds = vec![first];
-        let second = *rng.pick(POOL);
-        if rng.below(2) == 0 && second.key() != first.key() {
-            conds.push(second);
-        }
-        Filter {
-            conds,
-            any: rng.below(2) == 0,
-        }
-    }
-    fn search(&self) -> Value {
-        let map: Map<String, Value> = self
-            .conds
-            .iter()
-            .map(|c| (c.key().to_string(), json!([c.json()])))
-            .collect();
-        Value::Object(map)
-    }
-    fn holds(&self, id: &str, s: Option<&Sku>) -> bool {
-        let Some(s) = s else { return false };
-        match self.any {
-            true => self.conds.iter().any(|c| c.holds(id, s)),
-            false => self.conds.iter().all(|c| c.holds(id, s)),
-        }
-    }
-}
-
-type Expected = Vec<(String, String, String)>;
-
-/// What one filtered subscription gets for the changes from `before` to `after`.
-fn expected(
-    f: &Filter,
-    event: &str,
-    changed: &[String],
-    before: &BTreeMap<String, Sku>,
-    after: &BTreeMap<String, Sku>,
-) -> Expected {
-    let mut out = Vec::new();
-    for id in changed {
-        let m = match (f.holds(id, before.get(id)), f.holds(id, after.get(id))) {
-            (false, true) => "entered",
-            (true, true) => "stayed",
-            (true, false) => "left",
-            (false, false) => continue,
-        };
-        out.push((id.clone(), event.to_string(), m.to_string()));
-    }
-    out.sort();
-    out
 }
 
 #[tokio::test]
@@ -554,12 +418,15 @@ async fn random_writes_against_random_filters_deliver_exactly_the_set_changes() 
         &model,
     );
     verify(round, &receivers, &all, &filters, seed).await;
+    // nothing else arrives within another window (absence is the assertion)
+    tokio::time::sleep(Duration::from_secs(COALESCE_SECONDS + 1)).await;
     for (i, r) in receivers.iter().enumerate() {
-        r.wait_for_exactly(counts[i], DELIVERY).await;
+        assert_eq!(r.distinct().len(), counts[i], "seed {seed}: filter {i}");
     }
 
     // applying every delivery's changes in order gives each SKU's last state
-    let got = all.wait_for_exactly(total, DELIVERY).await;
+    let got = all.distinct();
+    assert_eq!(got.len(), total, "seed {seed}");
     for id in &ids {
         let mut held = Map::new();
         for d in got.iter().filter(|d| d.json["identifier"] == json!(id)) {
@@ -620,9 +487,11 @@ async fn verify(
     filters: &[Filter],
     seed: u64,
 ) {
-    all.wait_for(round.total, DELIVERY).await;
+    all.wait_for_distinct(round.total, DELIVERY).await;
     for (i, (from, want)) in round.waits.into_iter().enumerate() {
-        receivers[i].wait_for(from + want.len(), DELIVERY).await;
+        receivers[i]
+            .wait_for_distinct(from + want.len(), DELIVERY)
+            .await;
         assert_eq!(
             seen(&receivers[i], from, from + want.len()),
             want,

@@ -244,7 +244,17 @@ impl ChangeFeed {
             .enumerate()
             .filter_map(|(i, r)| change_of(r).map(|c| (i, c)))
             .collect();
-        let (mut failed, dropped) = self.process(&event.records, &changes).await;
+        let started = std::time::Instant::now();
+        let ((mut failed, dropped), cost) =
+            crate::store::metrics::counted(self.process(&event.records, &changes)).await;
+        // the feed's cost per batch, for the logs' metric filters and the bench
+        tracing::info!(
+            records = event.records.len(),
+            changes = changes.len(),
+            ddb_requests = cost.requests,
+            ms = started.elapsed().as_millis() as u64,
+            "change-feed batch"
+        );
         for d in &dropped {
             tracing::error!(
                 org = %d.change.org, entity_type = %d.change.entity_type,

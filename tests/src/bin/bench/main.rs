@@ -23,9 +23,12 @@
 //!
 //! 6. Write shapes (`--write-shapes N`): `shapes.rs`.
 //!
+//! 7. Events (`--destinations N`, `--filtered N`): `events.rs`.
+//!
 //! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
+mod events;
 mod isolation;
 mod shapes;
 
@@ -50,6 +53,9 @@ struct Args {
     import: usize,
     webhooks: usize,
     webhook_rate: usize,
+    destinations: usize,
+    filtered: usize,
+    filtered_subs: usize,
     isolation: usize,
     write_shapes: usize,
     samples: usize,
@@ -58,12 +64,14 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
          --webhooks  product writes for the webhook latency figures (default 0: none)\n\
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
+         --destinations  product writes to SQS and EventBridge destinations, each alone and beside a refusing one (at --webhook-rate, default 10 a second)\n\
+         --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
@@ -79,6 +87,9 @@ fn parse_args() -> Args {
         import: 0,
         webhooks: 0,
         webhook_rate: 0,
+        destinations: 0,
+        filtered: 0,
+        filtered_subs: 20,
         isolation: 0,
         write_shapes: 0,
         samples: 30,
@@ -97,6 +108,9 @@ fn parse_args() -> Args {
             "--import" => args.import = number(),
             "--webhooks" => args.webhooks = number(),
             "--webhook-rate" => args.webhook_rate = number(),
+            "--destinations" => args.destinations = number(),
+            "--filtered" => args.filtered = number(),
+            "--filtered-subs" => args.filtered_subs = number().max(1),
             "--isolation" => args.isolation = number(),
             "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
@@ -702,7 +716,16 @@ async fn main() {
         // functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
     }
-    if args.webhooks > 0 {
+    if args.filtered > 0 && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
+        // the change feed's per-batch cost is read from its log
+        let dir = std::env::temp_dir().join(format!("bench-logs-{}", std::process::id()));
+        std::env::set_var("CATALOG_E2E_LOG_DIR", dir);
+        // at info: the change feed's per-batch line
+        if std::env::var("CATALOG_E2E_LOG").is_err() {
+            std::env::set_var("CATALOG_E2E_LOG", "info");
+        }
+    }
+    if args.webhooks > 0 || args.destinations > 0 || args.filtered > 0 {
         // so must the webhook stack, with the window scaled down to 2 s
         std::env::set_var("CATALOG_E2E_WEBHOOK_WINDOW", WEBHOOK_WINDOW.to_string());
         std::env::set_var("CATALOG_E2E_WEBHOOK_DISABLE_AFTER", "86400");
@@ -725,6 +748,17 @@ async fn main() {
     }
     if args.webhooks > 0 {
         webhook_latency(&args).await;
+    }
+    if args.destinations > 0 {
+        let rate = if args.webhook_rate == 0 {
+            10
+        } else {
+            args.webhook_rate
+        };
+        events::destinations(args.destinations, rate, args.timeout).await;
+    }
+    if args.filtered > 0 {
+        events::filtered(args.filtered, args.filtered_subs, args.timeout).await;
     }
     if args.write_shapes > 0 {
         shapes::write_shapes(args.write_shapes).await;
