@@ -109,8 +109,8 @@ async fn verified(
     id
 }
 
-/// What the log of subscription `id` says of its catalog deliveries: how many there are,
-/// how many succeeded, and one error.
+/// What the newest page of subscription `id`'s log says of its catalog deliveries: how
+/// many have each status, and the first error logged.
 async fn log_of(org: &Org, id: &str) -> String {
     let r = org
         .get(&format!("/v1/webhooks/{id}/deliveries?limit=200"))
@@ -123,15 +123,18 @@ async fn log_of(org: &Org, id: &str) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let ok = entries
-        .iter()
-        .filter(|d| d["status"] == json!("succeeded"))
-        .count();
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for d in &entries {
+        *by_status
+            .entry(d["status"].as_str().unwrap_or("?"))
+            .or_default() += 1;
+    }
+    let statuses: Vec<String> = by_status.iter().map(|(s, n)| format!("{n} {s}")).collect();
     let error = entries
         .iter()
         .find_map(|d| d["lastError"].as_str())
-        .unwrap_or("none");
-    format!("{ok} of {} succeeded ({error})", entries.len())
+        .unwrap_or("none yet");
+    format!("newest {}: {}; {error}", entries.len(), statuses.join(", "))
 }
 
 /// A destination of `kind` named `name`: its `destination` field, the queue its messages
@@ -367,7 +370,9 @@ pub async fn filtered(n: usize, subs: usize, timeout: Duration) {
             .iter()
             .map(|f| expected(f, &event, &changed, &before, &model))
             .collect();
-        let deadline = Instant::now() + timeout.max(Duration::from_secs(120));
+        // every delivery of the round must arrive (and so its window be sealed) before the
+        // next round writes: a window still open would coalesce two rounds' changes
+        let deadline = Instant::now() + timeout.max(Duration::from_secs(900));
         for (i, want) in wants.iter().enumerate() {
             let to = counts[i] + want.len();
             while receivers[i].distinct().len() < to && Instant::now() < deadline {

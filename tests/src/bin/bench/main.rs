@@ -718,7 +718,7 @@ async fn main() {
     }
     if args.filtered > 0 && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
         // the change feed's per-batch cost is read from its log
-        let dir = std::env::temp_dir().join(format!("bench-logs-{}", std::process::id()));
+        let dir = std::path::Path::new("target").join("bench-logs");
         std::env::set_var("CATALOG_E2E_LOG_DIR", dir);
         // at info: the change feed's per-batch line
         if std::env::var("CATALOG_E2E_LOG").is_err() {
