@@ -1075,18 +1075,37 @@ fn the_longest_stage_keeps_the_bucket_name_within_s3s_limit() {
 /// key's last use and the rate bucket (UpdateItem).
 #[test]
 fn the_fallback_role_has_what_authentication_calls() {
-    let statements = resource("FallbackRole")["Properties"]["Policies"][0]["PolicyDocument"]
-        ["Statement"]
-        .as_array()
-        .unwrap();
-    let actions: BTreeSet<&str> = statements
-        .iter()
-        .flat_map(|s| s["Action"].as_array().unwrap())
-        .filter_map(Value::as_str)
-        .collect();
+    let actions = role_actions("FallbackRole");
     for action in [
         "dynamodb:BatchGetItem",
         "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+    ] {
+        assert!(actions.contains(action), "{action}");
+    }
+}
+
+/// The actions of a role's first inline policy.
+fn role_actions(role: &str) -> BTreeSet<String> {
+    resource(role)["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["Action"].as_array().unwrap())
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue 41, 3: the change feed reads the ancestors a subscription's filter tests with
+/// BatchGetItem (`Store::items_at`), beside its subscriptions Query and window UpdateItems.
+#[test]
+fn the_change_feed_role_has_what_filters_read() {
+    let actions = role_actions("ChangeFeedRole");
+    for action in [
+        "dynamodb:BatchGetItem",
+        "dynamodb:GetItem",
+        "dynamodb:Query",
         "dynamodb:UpdateItem",
     ] {
         assert!(actions.contains(action), "{action}");

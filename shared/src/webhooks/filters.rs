@@ -173,6 +173,9 @@ pub struct Facts {
     /// The hierarchy-aware `updatedAt`.
     #[serde(default, rename = "tu")]
     pub updated_at: Option<Timestamp>,
+    /// The entity's own last change (an ancestor's counts in its descendants' `updatedAt`).
+    #[serde(default, rename = "su")]
+    pub self_updated_at: Option<Timestamp>,
 }
 
 impl Facts {
@@ -181,7 +184,7 @@ impl Facts {
         if item.is_empty() {
             return None;
         }
-        decode_fields(item, &["id", "vals", "familyId", "tu"])
+        decode_fields(item, &["id", "vals", "familyId", "tu", "su"])
     }
 }
 
@@ -233,10 +236,17 @@ impl Compiled {
         let Some(own) = level(entity_type) else {
             return Vec::new();
         };
+        // `_updated_at` is hierarchy-aware, as on the lists: every ancestor's own change counts
+        let hierarchy = self.filters.iter().any(|f| f.field == Field::UpdatedAt);
         let mut out: Vec<EntityKind> = self
             .filters
             .iter()
             .filter_map(|f| key_level(&f.key))
+            .chain(
+                [EntityKind::Product, EntityKind::Variant]
+                    .into_iter()
+                    .filter(|_| hierarchy),
+            )
             .filter(|k| depth(*k) < depth(own))
             .collect();
         out.sort_by_key(|k| depth(*k));
@@ -256,9 +266,8 @@ impl Compiled {
                 },
                 _ => Some(t.own),
             };
-            // a missing ancestor has no values
-            let none = Facts::default();
-            one(f, facts.unwrap_or(&none), now)
+            // an entity whose ancestor is gone matches no key of it, as on the lists
+            facts.is_some_and(|facts| one(f, facts, hierarchy_updated_at(own, t), now))
         };
         match self.any {
             true => self.filters.iter().any(test),
@@ -267,8 +276,24 @@ impl Compiled {
     }
 }
 
-/// Whether `facts` satisfy every condition of `f`.
-fn one(f: &Filter, facts: &Facts, now: Timestamp) -> bool {
+/// The entity's hierarchy-aware `updatedAt`: its own tree time, or its product's or variant's
+/// own last change when later (`search/select.rs` computes the lists' the same way).
+fn hierarchy_updated_at(own: Option<EntityKind>, t: &Tested<'_>) -> Option<Timestamp> {
+    let mut at = t.own.updated_at;
+    let above: &[Option<&Facts>] = match own {
+        Some(EntityKind::Variant) => &[t.product][..],
+        Some(EntityKind::Sku) => &[t.product, t.variant][..],
+        _ => &[],
+    };
+    for a in above.iter().flatten() {
+        at = at.max(a.self_updated_at);
+    }
+    at
+}
+
+/// Whether `facts` satisfy every condition of `f` (`updated_at`: the tested entity's
+/// hierarchy-aware `updatedAt`).
+fn one(f: &Filter, facts: &Facts, updated_at: Option<Timestamp>, now: Timestamp) -> bool {
     let (t, values): (AttributeType, Vec<String>) = match &f.field {
         Field::Attribute { key, attr_type, .. } => (
             *attr_type,
@@ -289,11 +314,7 @@ fn one(f: &Filter, facts: &Facts, now: Timestamp) -> bool {
         ),
         Field::UpdatedAt => (
             AttributeType::Datetime,
-            facts
-                .updated_at
-                .map(|t| t.to_string())
-                .into_iter()
-                .collect(),
+            updated_at.map(|t| t.to_string()).into_iter().collect(),
         ),
         Field::Identifier => (AttributeType::Text, vec![facts.id.clone()]),
     };

@@ -41,6 +41,7 @@ fn facts(id: &str, vals: &[(&str, &str)]) -> Facts {
         vals,
         family_id: Some(7),
         updated_at: None,
+        self_updated_at: None,
     }
 }
 
@@ -155,4 +156,29 @@ fn a_change_tests_its_entity_and_ancestors() {
     assert_eq!(own.ancestors("sku"), vec![EntityKind::Product]);
     assert!(own.matches("product", &t(&red, None), now));
     assert!(!own.matches("sku", &t(&stocked, Some(&red)), now));
+}
+
+#[test]
+fn updated_at_counts_the_ancestors_own_changes_as_the_lists_do() {
+    let f = kept(json!({"search": {"_updated_at": [{"operator": "AFTER", "value": "2026-01-01T00:00:00Z"}]}})).unwrap();
+    let c = Compiled::of(&f).unwrap();
+    assert_eq!(
+        c.ancestors("sku"),
+        vec![EntityKind::Product, EntityKind::Variant]
+    );
+    let at = |s: &str| Timestamp::parse(s);
+    let mut sku = facts("s1", &[]);
+    sku.updated_at = at("2025-06-01T00:00:00Z");
+    let mut product = facts("chair", &[]);
+    product.self_updated_at = at("2026-02-01T00:00:00Z");
+    let old = facts("chair", &[]);
+    let now = Timestamp::now();
+    let t = |product| Tested {
+        own: &sku,
+        product,
+        variant: None,
+    };
+    // the product's own change in 2026 makes the SKU's updatedAt 2026 on the lists too
+    assert!(c.matches("sku", &t(Some(&product)), now));
+    assert!(!c.matches("sku", &t(Some(&old)), now));
 }

@@ -224,6 +224,10 @@ impl Deliverer {
             }
         }
         let previous = delivery.attempts;
+        if sub.filter.is_none() {
+            // the filter was removed while the window was open: no `match`
+            delivery.matched = None;
+        }
         if let Some(why) = not_sent(&sub, m.action, &delivery) {
             delivery.status = DeliveryStatus::Cancelled;
             delivery.last_error = Some(why);

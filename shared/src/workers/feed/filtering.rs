@@ -47,28 +47,36 @@ pub(super) struct Filtering<'a> {
     by_key: HashMap<Key, Vec<usize>>,
     /// Ancestors the batch has no record of, as the table has them.
     read: HashMap<Key, Facts>,
+    /// Why they could not be read, when they could not.
+    unreadable: Option<StoreError>,
     now: Timestamp,
 }
 
 impl<'a> Filtering<'a> {
     /// Compiles the filters of `subs` and reads the ancestors they test on `changes` that
-    /// the batch has no record of (none: no request).
+    /// the batch has no record of (none: no request). When they cannot be read, only the
+    /// changes that need them wait ([`Filtering::matched`] says which).
     pub(super) async fn new(
         store: &Store,
         records: &'a [EventRecord],
         changes: &[(usize, Change)],
         subs: impl Fn(&str) -> &'a [Subscription],
-    ) -> Result<Filtering<'a>, StoreError> {
+    ) -> Filtering<'a> {
         let (mut f, unread) = Self::plan(records, changes, subs);
         if !unread.is_empty() {
-            f.read = store
-                .items_at(&unread)
-                .await?
-                .into_iter()
-                .filter_map(|(k, item)| Some((k, Facts::of(&serde_dynamo::Item::from(item))?)))
-                .collect();
+            match store.items_at(&unread).await {
+                Ok(items) => {
+                    f.read = items
+                        .into_iter()
+                        .filter_map(|(k, item)| {
+                            Some((k, Facts::of(&serde_dynamo::Item::from(item))?))
+                        })
+                        .collect()
+                }
+                Err(e) => f.unreadable = Some(e),
+            }
         }
-        Ok(f)
+        f
     }
 
     /// The batch's filters compiled, and the ancestors they test that it has no record of.
@@ -82,6 +90,7 @@ impl<'a> Filtering<'a> {
             compiled: HashMap::new(),
             by_key: HashMap::new(),
             read: HashMap::new(),
+            unreadable: None,
             now: Timestamp::now(),
         };
         for (i, record) in records.iter().enumerate() {
@@ -129,19 +138,25 @@ impl<'a> Filtering<'a> {
     }
 
     /// Whether the entity of record `i` matched `sub`'s filter before the change and after
-    /// it (`None`: the subscription has no filter).
+    /// it (`None`: the subscription has no filter); an error when an ancestor it tests could
+    /// not be read.
     pub(super) fn matched(
         &self,
         i: usize,
         change: &Change,
         sub: &Subscription,
-    ) -> Option<(bool, bool)> {
-        let c = self.compiled.get(sub.id.as_str())?;
+    ) -> Result<Option<(bool, bool)>, &StoreError> {
+        let Some(c) = self.compiled.get(sub.id.as_str()) else {
+            return Ok(None);
+        };
         let record = &self.records[i];
         let levels = c.ancestors(&change.entity_type);
         let mut product = None;
         let mut variant = None;
         for (level, key) in ancestor_keys(record, &levels) {
+            if let (Some(e), false) = (&self.unreadable, self.by_key.contains_key(&key)) {
+                return Err(e);
+            }
             let facts = self.ancestor(&key, i);
             match level {
                 EntityKind::Product => product = facts,
@@ -162,7 +177,7 @@ impl<'a> Filtering<'a> {
         };
         let before = side(&record.change.old_image, change.action != Action::Created);
         let after = side(&record.change.new_image, change.action != Action::Deleted);
-        Some((before, after))
+        Ok(Some((before, after)))
     }
 }
 

@@ -195,6 +195,29 @@ fn retryable(e: &StoreError) -> bool {
     matches!(e, StoreError::Unavailable(_) | StoreError::ConditionFailed)
 }
 
+/// What becomes of record `i`'s change when what it needs could not be read: it is tried
+/// again when a retry may cure it (`failed` moves to it), else set aside.
+fn unreadable(
+    failed: &mut Option<usize>,
+    dropped: &mut Vec<SetAside>,
+    (i, change): (usize, &Change),
+    webhook_id: Option<&str>,
+    what: &str,
+    e: &StoreError,
+) {
+    if retryable(e) {
+        tracing::warn!(error = %e, org = %change.org, webhook = webhook_id.unwrap_or_default(), "{what}");
+        *failed = Some(failed.map_or(i, |f| f.min(i)));
+        return;
+    }
+    dropped.push(SetAside {
+        record: i,
+        change: change.clone(),
+        webhook_id: webhook_id.map(str::to_string),
+        reason: format!("{what}: {e}"),
+    });
+}
+
 /// A record the feed gave up on, for the failure queue.
 struct SetAside {
     /// Its position in the batch.
@@ -306,33 +329,16 @@ impl ChangeFeed {
             Ok(subs) => subs.as_slice(),
             Err(_) => &[],
         };
-        let filtering =
-            match filtering::Filtering::new(&self.cx.store, records, changes, subs_of).await {
-                Ok(f) => f,
-                Err(e) => {
-                    // the filters' ancestors are unreadable: the batch is tried again
-                    tracing::warn!(error = %e, "filtered subscriptions' ancestors unreadable");
-                    return (changes.first().map(|(i, _)| *i), dropped);
-                }
-            };
+        let filtering = filtering::Filtering::new(&self.cx.store, records, changes, subs_of).await;
 
         let mut failed: Option<usize> = None;
         let mut windows: BTreeMap<(&str, &str, &str, Action, &str), Window> = BTreeMap::new();
         for (i, change) in changes {
             let subs = match &subscriptions[change.org.as_str()] {
                 Ok(subs) => subs,
-                Err(e) if retryable(e) => {
-                    tracing::warn!(error = %e, org = %change.org, "subscriptions unreadable");
-                    failed = Some(failed.map_or(*i, |f| f.min(*i)));
-                    continue;
-                }
                 Err(e) => {
-                    dropped.push(SetAside {
-                        record: *i,
-                        change: change.clone(),
-                        webhook_id: None,
-                        reason: format!("subscriptions unreadable: {e}"),
-                    });
+                    let what = "subscriptions unreadable";
+                    unreadable(&mut failed, &mut dropped, (*i, change), None, what, e);
                     continue;
                 }
             };
@@ -341,7 +347,22 @@ impl ChangeFeed {
                     && topics::any_matches(&s.topics, &change.entity_type, change.action)
                     && asks_for(s, change)
             }) {
-                let matched = filtering.matched(*i, change, sub);
+                let matched = match filtering.matched(*i, change, sub) {
+                    Ok(m) => m,
+                    // the ancestors its filter tests could not be read: only this waits
+                    Err(e) => {
+                        let what = "filter's ancestors unreadable";
+                        unreadable(
+                            &mut failed,
+                            &mut dropped,
+                            (*i, change),
+                            Some(&sub.id),
+                            what,
+                            e,
+                        );
+                        continue;
+                    }
+                };
                 if matched == Some((false, false)) {
                     // outside the filter before and after: not a change of its set
                     continue;

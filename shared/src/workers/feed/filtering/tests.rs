@@ -77,7 +77,7 @@ fn an_ancestor_is_tested_as_it_stood_at_the_change() {
     let matched: Vec<Option<(bool, bool)>> = changes
         .iter()
         .filter(|(_, c)| c.entity_type == "sku")
-        .map(|(i, c)| f.matched(*i, c, &subs[0]))
+        .map(|(i, c)| f.matched(*i, c, &subs[0]).unwrap())
         .collect();
     // before the product turned blue the SKU matched; after, it does not
     assert_eq!(
@@ -106,7 +106,7 @@ fn own_values_decide_entered_stayed_and_left() {
     assert_eq!(unread, Vec::<Key>::new());
     let matched: Vec<(bool, bool)> = changes
         .iter()
-        .filter_map(|(i, c)| f.matched(*i, c, &subs[0]))
+        .filter_map(|(i, c)| f.matched(*i, c, &subs[0]).unwrap())
         .collect();
     assert_eq!(
         matched,
@@ -129,8 +129,37 @@ fn ancestors_outside_the_batch_are_read_once() {
         unread,
         vec![("O#abc123#P#chair".to_string(), "L1".to_string())]
     );
-    assert_eq!(f.matched(0, &changes[0].1, &subs[0]), Some((false, false)));
+    assert_eq!(
+        f.matched(0, &changes[0].1, &subs[0]).ok(),
+        Some(Some((false, false)))
+    );
     let red = serde_json::from_value(product(T1, "red")).unwrap();
     f.read.insert(unread[0].clone(), Facts::of(&red).unwrap());
-    assert_eq!(f.matched(0, &changes[0].1, &subs[0]), Some((true, true)));
+    assert_eq!(
+        f.matched(0, &changes[0].1, &subs[0]).ok(),
+        Some(Some((true, true)))
+    );
+}
+
+#[test]
+fn an_unreadable_ancestor_holds_only_the_changes_that_need_it() {
+    let records = vec![record("MODIFY", "L3/v1/s1", sku(T1, "S"), sku(T2, "M"))];
+    let changes = changes_of(&records);
+    let filtered = subscription(json!({"product.color": [{"operator": "EQUALS", "value": "red"}]}));
+    let own = subscription(json!({"sku.size": [{"operator": "EQUALS", "value": "S"}]}));
+    let subs = vec![filtered, own];
+    let (mut f, _) = Filtering::plan(&records, &changes, |_| subs.as_slice());
+    f.unreadable = Some(StoreError::Unavailable("throttled".into()));
+    assert!(f.matched(0, &changes[0].1, &subs[0]).is_err());
+    // a filter on the SKU's own values needs no read
+    let mut own = subs[1].clone();
+    own.id = "wh_2".into();
+    let subs = vec![own];
+    let (mut f, unread) = Filtering::plan(&records, &changes, |_| subs.as_slice());
+    assert!(unread.is_empty());
+    f.unreadable = Some(StoreError::Unavailable("throttled".into()));
+    assert_eq!(
+        f.matched(0, &changes[0].1, &subs[0]).ok(),
+        Some(Some((true, false)))
+    );
 }
