@@ -27,6 +27,10 @@ pub struct FilterBody {
     any: bool,
 }
 
+/// Largest `search` a filter may keep, in bytes of its JSON: every subscription is read by
+/// the change feed with each batch of its organization, and kept in one item.
+pub const MAX_FILTER_BYTES: usize = 8_192;
+
 fn bad(problem: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request(format!("field 'filter': {problem}"))
 }
@@ -65,6 +69,12 @@ pub fn parse(value: Option<&Value>) -> Result<Option<Option<FilterBody>>, ApiErr
         }
     };
     let text = search.to_string();
+    if text.len() > MAX_FILTER_BYTES {
+        return Err(bad(format!(
+            "'search' must be at most {MAX_FILTER_BYTES} bytes of JSON; this one has {}",
+            text.len()
+        )));
+    }
     Ok(Some(Some(FilterBody {
         raw: parse_json(&text)?,
         text,

@@ -74,6 +74,13 @@ fn the_body_field_is_checked_before_any_read() {
         text(json!({"searchMode": "any"})),
         "field 'filter': 'search' is required: an object of filters, as the lists' search parameter"
     );
+    let long = "x".repeat(MAX_FILTER_BYTES);
+    let text_of_long =
+        text(json!({"search": {"_identifier": [{"operator": "EQUALS", "value": long}]}}));
+    assert_eq!(
+        text_of_long,
+        "field 'filter': 'search' must be at most 8192 bytes of JSON; this one has 8242"
+    );
     // the lists' own texts
     assert_eq!(
         text(json!({"search": {"product.color": "red"}})),
