@@ -6,6 +6,19 @@
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+/// Defines the attributes the model's filters name: the product's color, the SKU's size and
+/// stock.
+pub async fn define(org: &crate::Org) {
+    for (key, entity, t) in [
+        ("color", "product", "text"),
+        ("size", "sku", "text"),
+        ("stock", "sku", "number"),
+    ] {
+        org.define(json!({"key": key, "displayName": key, "targetEntity": entity, "type": t}))
+            .await;
+    }
+}
+
 /// A tiny deterministic generator (xorshift), seeded from `FILTER_SEED` or the clock.
 pub struct Rng(pub u64);
 

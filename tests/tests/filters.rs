@@ -6,7 +6,7 @@
 //! and the final sets against the lists' own answers to the same search.
 
 use catalog::domain::changes::apply;
-use catalog_e2e::filter_model::{expected, Expected, Filter, Rng, Sku};
+use catalog_e2e::filter_model::{define, expected, Expected, Filter, Rng, Sku};
 use catalog_e2e::webhooks::{webhooks, Receiver, COALESCE_SECONDS};
 use catalog_e2e::{encode, Org};
 use serde_json::{json, Map, Value};
@@ -14,17 +14,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 const DELIVERY: Duration = Duration::from_secs(60);
-
-async fn define(org: &Org) {
-    for (key, entity, t) in [
-        ("color", "product", "text"),
-        ("size", "sku", "text"),
-        ("stock", "sku", "number"),
-    ] {
-        org.define(json!({"key": key, "displayName": key, "targetEntity": entity, "type": t}))
-            .await;
-    }
-}
 
 fn red() -> Value {
     json!({"product.color": [{"operator": "EQUALS", "value": "red"}]})

@@ -93,7 +93,8 @@ pub(super) fn filter_schema(_: &mut schemars::SchemaGenerator) -> schemars::Sche
     schemars::json_schema!({
         "type": ["object", "null"],
         "properties": {
-            "search": {"type": "object", "minProperties": 1, "additionalProperties": {
+            "search": {"type": "object", "minProperties": 1,
+                "description": "The lists' search object (at most 8 KB as JSON text)", "additionalProperties": {
                 "type": "array", "minItems": 1,
                 "items": {"type": "object", "required": ["operator"], "properties": {"operator": {"type": "string"}, "value": {}}}
             }},

@@ -126,9 +126,7 @@ impl AwsSenders {
                     .entries(entry)
                     .send()
                     .await
-                    .map_err(|err| {
-                        refused("PutEvents", err.code(), err.as_service_error().is_some())
-                    })?;
+                    .map_err(|err| failed("PutEvents", &err, err.code()))?;
                 if out.failed_entry_count() > 0 {
                     let code = out.entries().first().and_then(|x| x.error_code());
                     return Err(refused("PutEvents", code.or(Some("FailedEntry")), true));
@@ -155,9 +153,10 @@ impl AwsSenders {
                         .message_group_id(&e.group)
                         .message_deduplication_id(e.delivery_id);
                 }
-                send.send().await.map(|_| ()).map_err(|err| {
-                    refused("SendMessage", err.code(), err.as_service_error().is_some())
-                })
+                send.send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| failed("SendMessage", &err, err.code()))
             }
             Destination::Https { .. } => Err("not an AWS destination".into()),
         }
@@ -176,6 +175,26 @@ pub(super) fn message_group(entity_type: &str, identifier: &str) -> String {
     let digest = sha2::Sha256::digest(identifier.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("{entity_type}:{hex}")
+}
+
+/// [`refused`] of an SDK error with its AWS error code `code`. When AWS gave no answer (it
+/// could not be reached, or the destination role could not be assumed), the operators'
+/// log gets the whole error chain, the STS error code and message of a failed AssumeRole
+/// included; the delivery log gets the short reason only.
+fn failed<E, R>(op: &str, err: &aws_sdk_sqs::error::SdkError<E, R>, code: Option<&str>) -> String
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let answered = err.as_service_error().is_some();
+    if !answered {
+        tracing::warn!(
+            operation = op,
+            error = %aws_sdk_sqs::error::DisplayErrorContext(err),
+            "AWS destination not reached"
+        );
+    }
+    refused(op, code, answered)
 }
 
 /// A refusal for the delivery log: the operation and AWS's error code, never its message
