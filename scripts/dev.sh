@@ -4,7 +4,7 @@
 # the delivery queues, the import bucket and queue, and a dev organization and key, runs every function under
 # `cargo lambda watch` behind its router on port 9000, and the local event source mappings
 # (stream -> change-feed, queues -> webhook-delivery and import-worker). Prints the base URL and key (also in
-# .local/env). Ctrl-C stops everything it started.
+# .local/env). Ctrl-C stops everything it started, after saving the list checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -36,7 +36,10 @@ trap cleanup INT TERM EXIT
 
 mkdir -p "$LOCAL/dynamodb"
 echo "[dev] starting DynamoDB Local on 127.0.0.1:$DDB_PORT (data in $LOCAL/dynamodb)"
-(cd .tools/dynamodb-local && exec java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+# Storage and the S3 emulator run in sessions of their own: a terminal's Ctrl-C signals the
+# whole foreground process group, and they must outlive it until cleanup has saved the list
+# checkpoints (held in moto's memory); cleanup stops them after.
+(cd .tools/dynamodb-local && exec setsid java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
   -sharedDb -disableTelemetry -dbPath "$LOCAL/dynamodb" -port "$DDB_PORT") >"$LOCAL/dynamodb.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
@@ -45,7 +48,7 @@ for _ in $(seq 1 300); do
 done
 
 echo "[dev] starting the SQS emulator (moto) on 127.0.0.1:$SQS_PORT"
-moto_server -H 127.0.0.1 -p "$SQS_PORT" >"$LOCAL/sqs.log" 2>&1 &
+setsid moto_server -H 127.0.0.1 -p "$SQS_PORT" >"$LOCAL/sqs.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
   (echo >"/dev/tcp/127.0.0.1/$SQS_PORT") 2>/dev/null && break
