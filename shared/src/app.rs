@@ -8,6 +8,7 @@ use crate::domain::limits::MAX_CONCURRENT_BULK_WRITES;
 use crate::error::ApiError;
 use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
 use crate::store::idempotency::Guard;
+use crate::store::writes::Origin;
 use crate::store::{metrics, Store};
 use crate::usage::Tally;
 use futures_util::FutureExt;
@@ -52,6 +53,12 @@ impl Call {
     /// The claim of the request's `Idempotency-Key`, for its writes.
     pub fn guard(&self) -> Option<&Guard> {
         self.guard.as_ref()
+    }
+
+    /// Who the request's entity writes are recorded as (`Principal::actor`), with the
+    /// claim of its `Idempotency-Key`.
+    pub fn origin(&self) -> Origin<'_> {
+        Origin::new(self.principal.actor(), self.guard())
     }
 
     /// The request's body, a JSON object within the configured size, parsed as a `T`.
@@ -549,52 +556,4 @@ impl App {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::http::{Body, Doc};
-
-    async fn boom(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-        panic!("a bug in the handler of {}", call.route.route.path);
-    }
-
-    const DOC: Doc = Doc::new("", &[], None, 200, Body::Document);
-    const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
-        Route::public("GET", "/boom", DOC),
-        handler!(boom),
-    )];
-    const API: Api = Api {
-        function: "test",
-        endpoints: ENDPOINTS,
-    };
-
-    fn app() -> &'static App {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        let store = Store::new(aws_sdk_dynamodb::Client::from_conf(conf), "t");
-        Box::leak(Box::new(App::new(Config::default(), store)))
-    }
-
-    fn get(path: &str) -> ApiRequest {
-        ApiRequest {
-            method: "GET".into(),
-            path: path.into(),
-            ..Default::default()
-        }
-    }
-
-    /// A handler that panics answers the generic 500, and the process goes on serving.
-    #[tokio::test]
-    async fn a_panic_becomes_the_generic_500() {
-        let app = app();
-        for _ in 0..2 {
-            let r = app.handle(&API, get("/v1/boom")).await;
-            assert_eq!(
-                (r.status, r.body.clone()),
-                (500, serde_json::json!({"error": "Internal server error"}))
-            );
-        }
-        let r = app.handle(&API, get("/v1/nothing")).await;
-        assert_eq!(r.status, 401, "an unknown path needs a key first");
-    }
-}
+mod tests;

@@ -367,6 +367,12 @@ step('catalog: filter color = red, open the product', async ({ context, page, wa
   await page.locator('.badge-own').first().waitFor();
   await page.locator('.badge-inherited').first().waitFor();
   await page.getByText('Self updated (selfUpdatedAt)').first().waitFor();
+  // its history: the seed's creation, by the test's API key, with what it set
+  const created = page.locator('#history-list tr', { hasText: 'product.created' });
+  await created.waitFor({ timeout: 60000 });
+  const createdText = await created.innerText();
+  check(/API key/.test(createdText) && /product\.color/.test(createdText) && /red/.test(createdText),
+    `the history's creation does not say who and what: ${createdText}`);
   await audit(page, watcher, 'product');
   say(`product ${PRODUCT_ID}: ${variants} variants, ${skus} SKUs`);
 });

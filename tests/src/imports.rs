@@ -6,7 +6,10 @@
 //! with the bucket and queue in their environment.
 
 use crate::local::{create_import_resources, run_queue, Invoker};
-use crate::webhooks::{moto, sqs_client};
+use crate::webhooks::{eventually, moto, sqs_client};
+use crate::Org;
+use serde_json::{json, Value};
+use std::time::Duration;
 
 pub const BUCKET: &str = "catalog-imports-e2e";
 /// Lines per batch and checkpoint in the tests: an import of 10,000 lines has 20.
@@ -117,4 +120,38 @@ async fn start_with(
         .await
     });
     Imports { queue_url }
+}
+
+/// Creates an import, uploads `text` to its URL and returns its id.
+pub async fn start_import(org: &Org, text: &str) -> String {
+    let r = org.post("/v1/imports", json!({"format": "ndjson"})).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let result = &r.body["result"];
+    assert_eq!(result["status"], "awaiting_upload");
+    assert_eq!(result["processed"], 0);
+    assert!(result["id"].as_str().unwrap().starts_with("imp_"));
+    let url = result["uploadUrl"].as_str().unwrap();
+    let put = reqwest::Client::new()
+        .put(url)
+        .body(text.to_string())
+        .send()
+        .await
+        .expect("upload");
+    assert!(put.status().is_success(), "{}", put.status());
+    result["id"].as_str().unwrap().to_string()
+}
+
+/// The import's job once it has finished (within 240 s).
+pub async fn finished(org: &Org, id: &str) -> Value {
+    eventually("the import to finish", Duration::from_secs(240), || async {
+        let r = org.get(&format!("/v1/imports/{id}")).await;
+        assert_eq!(r.status, 200);
+        let status = r.body["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        (status == "completed_with_errors" || status == "succeeded")
+            .then_some(r.body["result"].clone())
+    })
+    .await
 }

@@ -5,6 +5,7 @@
 //! Everything is started once per test binary on a dedicated thread and stopped with it:
 //! child processes get `PR_SET_PDEATHSIG`, so they die with the test process.
 
+pub mod console;
 pub mod ddb;
 pub mod faults;
 pub mod filter_model;

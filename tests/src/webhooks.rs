@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -508,3 +508,15 @@ try {
   console.log("fail:" + e.name + ": " + e.message);
 }
 "#;
+
+/// A stream record of the table inserting `image` (sequence number `seq`), as Lambda hands
+/// one to the change feed.
+pub fn stream_insert(seq: &str, image: Value) -> Value {
+    json!({
+        "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+        "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
+                     "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
+    })
+}

@@ -1099,11 +1099,13 @@ fn role_actions(role: &str) -> BTreeSet<String> {
 
 /// Issue 41, 3: the change feed reads the ancestors a subscription's filter tests with
 /// BatchGetItem (`Store::items_at`), beside its subscriptions Query and window UpdateItems.
+/// Issue 42, 1: it writes history entries with BatchWriteItem (`Store::put_history`).
 #[test]
 fn the_change_feed_role_has_what_filters_read() {
     let actions = role_actions("ChangeFeedRole");
     for action in [
         "dynamodb:BatchGetItem",
+        "dynamodb:BatchWriteItem",
         "dynamodb:GetItem",
         "dynamodb:Query",
         "dynamodb:UpdateItem",

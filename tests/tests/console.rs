@@ -8,60 +8,9 @@ use catalog::auth::Scope;
 use catalog::domain::credential_tags::CredentialTags;
 use catalog::domain::time::Timestamp;
 use catalog::store::console::ConsoleItem;
+use catalog_e2e::console::{exchange, link, sign_in, token_of, Session};
 use catalog_e2e::{stack, Org, Request, Response};
 use serde_json::{json, Value};
-
-/// A session: the cookie to send and the CSRF token.
-struct Session {
-    cookie: String,
-    csrf: String,
-}
-
-async fn link(key: &str) -> Response {
-    Request::new("POST", "/v1/console-sessions")
-        .bearer(key)
-        .header("host", "catalog.test:9000")
-        .send()
-        .await
-}
-
-/// The link's token (its fragment).
-fn token_of(link: &Response) -> String {
-    let url = link.body["result"]["url"].as_str().expect("a url");
-    url.split_once("#token=")
-        .expect("a token fragment")
-        .1
-        .to_string()
-}
-
-async fn exchange(token: &str) -> Response {
-    Request::new("POST", "/v1/console-sessions/exchange")
-        .json(json!({ "token": token }))
-        .send()
-        .await
-}
-
-async fn sign_in(key: &str) -> Session {
-    let made = link(key).await;
-    assert_eq!(made.status, 201, "{:?}", made.body);
-    let r = exchange(&token_of(&made)).await;
-    assert_eq!(r.status, 201, "{:?}", r.body);
-    let set = r.header("set-cookie").expect("a session cookie");
-    Session {
-        cookie: set.split(';').next().unwrap().to_string(),
-        csrf: r.body["result"]["csrfToken"].as_str().unwrap().to_string(),
-    }
-}
-
-impl Session {
-    fn request(&self, method: &str, path: &str) -> Request {
-        Request::new(method, path).header("cookie", &format!("other=1; {}", self.cookie))
-    }
-
-    async fn get(&self, path: &str) -> Response {
-        self.request("GET", path).send().await
-    }
-}
 
 fn error(r: &Response) -> &str {
     r.body["error"].as_str().unwrap_or_default()

@@ -581,7 +581,7 @@ async fn an_entity_over_the_item_size_limit_is_a_400() {
         (r.status, r.body),
         (
             400,
-            json!({"error": "product 'heavy' would take 475351 bytes, over the storage limit of 400 KB (409600 bytes); store less data in its values"})
+            json!({"error": "product 'heavy' would take 475367 bytes, over the storage limit of 400 KB (409600 bytes); store less data in its values"})
         )
     );
     assert_eq!(org.get("/v1/products/heavy").await.status, 404);

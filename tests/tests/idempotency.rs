@@ -9,7 +9,7 @@ use catalog::http::idempotency::fingerprint;
 use catalog::http::ApiRequest;
 use catalog::store::idempotency::{Claimed, Guard};
 use catalog::store::items::{EntityItem, EntityKind};
-use catalog::store::writes::{Expect, TreeWrite};
+use catalog::store::writes::{Expect, Origin, TreeWrite};
 use catalog_e2e::webhooks::{webhooks, Receiver};
 use catalog_e2e::{stack, Org, Request, Response};
 use serde_json::{json, Value};
@@ -180,7 +180,11 @@ async fn a_key_held_by_a_running_request_is_409() {
     );
     let mut write = TreeWrite::new();
     write.put(&org.id, &item, Expect::Absent).unwrap();
-    store.commit(&write, Some(&guard)).await.unwrap();
+    let origin = Origin {
+        actor: None,
+        guard: Some(&guard),
+    };
+    store.commit(&write, &origin).await.unwrap();
     let r = keyed(
         &org,
         "PATCH",

@@ -2,7 +2,7 @@
 //! upload, bucket notification) and SQS (the import queue, fed to the worker as the event
 //! source mapping does), DynamoDB Local.
 
-use catalog_e2e::imports::{imports, BATCH_LINES};
+use catalog_e2e::imports::{finished, imports, start_import, BATCH_LINES};
 use catalog_e2e::webhooks::eventually;
 use catalog_e2e::{function_pid, stack, Org};
 use serde_json::{json, Value};
@@ -66,39 +66,6 @@ async fn catalog(org: &Org) {
         json!({"key": "size", "displayName": "Size", "type": "text", "targetEntity": "variant"}),
     )
     .await;
-}
-
-/// Creates an import, uploads `text` to its URL and returns its id.
-async fn start_import(org: &Org, text: &str) -> String {
-    let r = org.post("/v1/imports", json!({"format": "ndjson"})).await;
-    assert_eq!(r.status, 201, "{:?}", r.body);
-    let result = &r.body["result"];
-    assert_eq!(result["status"], "awaiting_upload");
-    assert_eq!(result["processed"], 0);
-    assert!(result["id"].as_str().unwrap().starts_with("imp_"));
-    let url = result["uploadUrl"].as_str().unwrap();
-    let put = reqwest::Client::new()
-        .put(url)
-        .body(text.to_string())
-        .send()
-        .await
-        .expect("upload");
-    assert!(put.status().is_success(), "{}", put.status());
-    result["id"].as_str().unwrap().to_string()
-}
-
-async fn finished(org: &Org, id: &str) -> Value {
-    eventually("the import to finish", Duration::from_secs(240), || async {
-        let r = org.get(&format!("/v1/imports/{id}")).await;
-        assert_eq!(r.status, 200);
-        let status = r.body["result"]["status"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        (status == "completed_with_errors" || status == "succeeded")
-            .then_some(r.body["result"].clone())
-    })
-    .await
 }
 
 fn counts(job: &Value) -> Value {

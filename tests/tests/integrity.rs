@@ -46,7 +46,7 @@ async fn a_refused_tree_patch_writes_nothing() {
         error(&r),
         (
             400,
-            "variant 'big-v59' would take 450369 bytes, over the storage limit of 400 KB (409600 bytes); store less data in its values"
+            "variant 'big-v59' would take 450385 bytes, over the storage limit of 400 KB (409600 bytes); store less data in its values"
         )
     );
     assert_eq!(

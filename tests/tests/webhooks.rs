@@ -8,8 +8,8 @@ use catalog::webhooks::queue::QueueMessage;
 use catalog::webhooks::signature::{self, VerifyError};
 use catalog::webhooks::topics::Action;
 use catalog_e2e::webhooks::{
-    eventually, sqs_client, standard_verify, webhooks, Receiver, ATTEMPTS, COALESCE_SECONDS,
-    DISABLE_AFTER_SECONDS, RECEIVER_TIMEOUT_SECONDS,
+    eventually, sqs_client, standard_verify, stream_insert, webhooks, Receiver, ATTEMPTS,
+    COALESCE_SECONDS, DISABLE_AFTER_SECONDS, RECEIVER_TIMEOUT_SECONDS,
 };
 use catalog_e2e::{Org, Request};
 use serde_json::{json, Value};
@@ -71,16 +71,6 @@ async fn queued(sqs: &aws_sdk_sqs::Client, queue_url: &str, needle: &str, what: 
 }
 
 /// A DynamoDB stream INSERT record of `image`, as the event source hands it to the feed.
-fn stream_insert(seq: &str, image: Value) -> Value {
-    json!({
-        "eventID": seq, "eventName": "INSERT", "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
-        "dynamodb": {"ApproximateCreationDateTime": 1.7e9, "Keys": {}, "NewImage": image,
-                     "SequenceNumber": seq, "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:1:table/t/stream/s"
-    })
-}
-
 async fn put_product(org: &Org, id: &str, body: Value) {
     let r = org.patch(&format!("/v1/products/{id}"), body).await;
     assert!(r.status == 200 || r.status == 201, "{:?}", r.body);

@@ -153,6 +153,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(variant_assets),
     ),
+    super::history::ASSETS,
 ];
 
 pub const API: Api = Api {
@@ -243,7 +244,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let item = new_asset(call.org(), &input, Timestamp::now());
     let mut write = TreeWrite::new();
     write.put_resource(call.org(), &item, Expect::Absent)?;
-    match app.store.commit(&write, call.guard()).await {
+    match app.store.commit(&write, &call.origin()).await {
         Ok(()) => Ok(ApiResponse::single(201, render(&item)).with_etag(etags::resource(&item))),
         Err(StoreError::ConditionFailed) => {
             Err(ApiError::conflict(format!("asset '{id}' already exists")))
@@ -290,7 +291,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             let mut write = TreeWrite::new();
             write.put_resource_read(org, &asset, expect, Some(&read))?;
             app.store
-                .commit(&write, call.guard())
+                .commit(&write, &call.origin())
                 .await
                 .map_err(|e| references::named(e, &[(String::new(), &input.values)]))?;
         }
@@ -304,7 +305,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
     Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
-    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match, call.guard()).await?;
+    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match, &call.origin()).await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }
 
@@ -474,7 +475,7 @@ async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, Ap
             product.touch(Timestamp::next_after([product.updated_at]));
             write.put(org, &product, expect)?;
             links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
-            app.store.commit(&write, call.guard()).await?;
+            app.store.commit(&write, &call.origin()).await?;
         }
         Ok(assets)
     })

@@ -35,7 +35,7 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
     let outcomes = app
         .in_bulk_slot(
             call,
-            write_items(app, call.org(), items, None, call.guard(), deadline),
+            write_items(app, call.org(), items, None, &call.origin(), deadline),
         )
         .await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();

@@ -299,7 +299,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             write.bundle_member(org, &l.sku, id, false)?;
         }
         app.store
-            .commit(&write, call.guard())
+            .commit(&write, &call.origin())
             .await
             .map_err(|e| references::named(e, &[(String::new(), changes)]))?;
         Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
@@ -326,7 +326,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         for l in &bundle.items {
             write.bundle_member(org, &l.sku, id, false)?;
         }
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await

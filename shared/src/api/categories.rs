@@ -220,7 +220,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             // the parent's version moves, every further ancestor's is checked
             write.resource_version(a, n == 0)?;
         }
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)))
     })
     .await
@@ -238,7 +238,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Shelf::CATEGORIES,
         id,
         if_match,
-        call.guard(),
+        &call.origin(),
     )
     .await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))

@@ -470,7 +470,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             let mut write = TreeWrite::new();
             write.put_resource(org, &item, expect)?;
             write.open_counters(org, &item)?;
-            app.store.commit(&write, call.guard()).await?;
+            app.store.commit(&write, &call.origin()).await?;
         } else {
             app.store.put_resource(&item, expect, call.guard()).await?;
         }
@@ -504,7 +504,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
         let mut write = TreeWrite::new();
         write.delete_metaobject(org, &m)?;
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
     })
     .await

@@ -9,6 +9,7 @@ pub mod categories;
 pub mod console;
 pub(crate) mod deletions;
 pub mod fallback;
+pub(crate) mod history;
 pub mod imports;
 pub(crate) mod include;
 pub(crate) mod lists;

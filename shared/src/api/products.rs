@@ -46,6 +46,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     ),
     super::deletions::ENDPOINT,
     super::openapi::ENDPOINT,
+    super::history::PRODUCTS,
 ];
 
 pub const API: Api = Api {
@@ -123,7 +124,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         &patch,
         None,
         if_match,
-        call.guard(),
+        &call.origin(),
     )
     .await
 }
@@ -149,7 +150,7 @@ async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         }
         write.delete(org, &tree.product).map_err(Retry::from)?;
         links::unlink_dropped(&mut write, org, Some(&tree.product), None)?;
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

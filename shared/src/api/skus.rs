@@ -69,6 +69,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(delete),
     ),
+    super::history::SKUS,
 ];
 
 pub const API: Api = Api {
@@ -145,7 +146,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
         if !plan.write.is_empty() {
             app.store
-                .commit(&plan.write, call.guard())
+                .commit(&plan.write, &call.origin())
                 .await
                 .map_err(|e| {
                     crate::usecases::references::named(e, &[(String::new(), &sku_patch.values)])
@@ -182,7 +183,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             parent.touch_tree(at);
             write.put(org, &parent, expect).map_err(Retry::from)?;
         }
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

@@ -53,6 +53,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(delete),
     ),
+    super::history::VARIANTS,
 ];
 
 pub const API: Api = Api {
@@ -132,7 +133,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             variant.updated_at,
         ]));
         write.put(org, &product, expect).map_err(Retry::from)?;
-        app.store.commit(&write, call.guard()).await?;
+        app.store.commit(&write, &call.origin()).await?;
         Ok(ApiResponse::single(200, render::deleted(id)))
     })
     .await

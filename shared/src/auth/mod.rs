@@ -26,6 +26,16 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Who its writes are recorded as: its key, or the console session acting as its key.
+    pub fn actor(&self) -> crate::domain::actor::Actor {
+        use crate::domain::actor::Actor;
+        let key = self.key_id.clone();
+        match self.session {
+            Some(_) => Actor::Console(key),
+            None => Actor::ApiKey(key),
+        }
+    }
+
     /// The caller of a public route: no organization, no scope.
     pub fn anonymous() -> Self {
         Self {

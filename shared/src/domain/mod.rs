@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, unit-tested here.
 
+pub mod actor;
 pub mod attributes;
 pub mod changes;
 pub mod credential_tags;

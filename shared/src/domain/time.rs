@@ -43,10 +43,14 @@ impl Timestamp {
             .map(|t| Self(t.with_timezone(&Utc).timestamp_millis()))
     }
 
-    /// The next timestamp for a write that must never move time backwards: now, or the
-    /// latest already recorded when the clock is behind it.
+    /// The next timestamp for a write that must never move time backwards: now, or just
+    /// after the latest already recorded when the clock is not past it. Strictly after, so
+    /// that every write of an entity moves its `su`: the change feed tells a change by it,
+    /// and history keys its entries by it (two writes in one millisecond stay two).
     pub fn next_after(previous: impl IntoIterator<Item = Timestamp>) -> Self {
-        previous.into_iter().fold(Self::now(), Ord::max)
+        previous
+            .into_iter()
+            .fold(Self::now(), |t, p| t.max(Self::from_millis(p.millis() + 1)))
     }
 }
 
@@ -97,7 +101,13 @@ mod tests {
     #[test]
     fn next_never_goes_backwards() {
         let future = Timestamp::from_millis(Timestamp::now().millis() + 60_000);
-        assert_eq!(Timestamp::next_after([future]), future);
+        // strictly after what is recorded, even when the clock is behind it
+        let next = Timestamp::from_millis(future.millis() + 1);
+        assert_eq!(Timestamp::next_after([future]), next);
+        assert_eq!(
+            Timestamp::next_after([future, next]),
+            Timestamp::from_millis(next.millis() + 1)
+        );
         assert!(Timestamp::next_after([Timestamp::from_millis(1)]) > Timestamp::from_millis(1));
     }
 

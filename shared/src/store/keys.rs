@@ -188,6 +188,18 @@ pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
 }
 pub const TOMBSTONE_SK: &str = "DEL";
 
+/// One entity's change history (`store/history.rs`): a partition per product, variant, SKU
+/// or asset, sort key [`history_sk`], kept 90 days, outside every index.
+pub fn history_pk(org: &str, entity_type: &str, identifier: &str) -> String {
+    format!("O#{org}#H#{entity_type}#{identifier}")
+}
+/// `<state>#<rank>`: the `su` of the state a change made (a deletion: the state it ended),
+/// then creation (2), update (3), deletion (4): time order, a deletion right after the
+/// change that made the state it ended.
+pub fn history_sk(at: &str, rank: u8) -> String {
+    format!("{at}#{rank}")
+}
+
 /// The deletions feed of one organization and entity type (`GET /deletions`): sort key
 /// `<deletedAt>#<identifier>`, kept 30 days. Outside every index, so list snapshots never
 /// read it.

@@ -22,6 +22,8 @@ pub enum Expect {
 
 /// BatchGetItem reads at most 100 keys per request.
 const BATCH_GET_LIMIT: usize = 100;
+/// BatchWriteItem writes at most 25 items per request.
+const BATCH_WRITE_LIMIT: usize = 25;
 /// Rounds of unprocessed-key retries before giving up as unavailable.
 const BATCH_RETRIES: usize = 8;
 
@@ -232,6 +234,50 @@ impl Store {
             .into_iter()
             .filter_map(|i| i.get(PK).and_then(|v| v.as_s().ok()).cloned())
             .collect())
+    }
+
+    /// Puts `items` whole, unconditionally, with BatchWriteItem requests of 25 sent in
+    /// parallel (unprocessed items are sent again after a short pause, as throttled).
+    /// Items must be distinct by key; writing the same items again leaves the same table.
+    pub(crate) async fn batch_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        let requests = items
+            .into_iter()
+            .map(|item| {
+                let put = PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(|e| StoreError::Other(e.to_string()))?;
+                Ok(WriteRequest::builder().put_request(put).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let chunks = requests.chunks(BATCH_WRITE_LIMIT).map(|chunk| async move {
+            let mut pending = chunk.to_vec();
+            for round in 0..BATCH_RETRIES {
+                if round > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(25 << round)).await;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::from_sdk("BatchWriteItem", e))?;
+                pending = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&self.table))
+                    .unwrap_or_default();
+                if pending.is_empty() {
+                    return Ok(());
+                }
+            }
+            Err(StoreError::Unavailable(
+                "BatchWriteItem: items left unprocessed".into(),
+            ))
+        });
+        super::parallel::try_all(chunks).await?;
+        Ok(())
     }
 
     async fn batch_get_chunk(&self, chunk: Vec<Item>) -> Result<Vec<Item>, StoreError> {

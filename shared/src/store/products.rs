@@ -7,7 +7,7 @@ use super::keys::{
 };
 use super::ops::item_key;
 use super::ops::Expect;
-use super::writes::TreeWrite;
+use super::writes::{Origin, TreeWrite};
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
@@ -149,7 +149,7 @@ impl Store {
         for item in items {
             write.put(org, item, Expect::Absent)?;
         }
-        self.commit(&write, None).await
+        self.commit(&write, &Origin::none()).await
     }
 }
 

@@ -16,10 +16,10 @@ use crate::error::ApiError;
 use crate::http::render::to_json;
 use crate::http::JsonBody;
 use crate::json_text::BulkItem;
-use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::settings::WriteContext;
+use crate::store::writes::Origin;
 use crate::store::writes::{Committed, PackedWrites};
 use futures_util::StreamExt;
 use schemars::JsonSchema;
@@ -130,7 +130,7 @@ pub async fn write_items(
     org: &str,
     items: Vec<BulkItem>,
     source: Option<&str>,
-    guard: Option<&Guard>,
+    origin: &Origin<'_>,
     deadline: Option<Instant>,
 ) -> Result<Vec<LineOutcome>, ApiError> {
     let lines = parse_lines(items);
@@ -282,7 +282,7 @@ pub async fn write_items(
     }
     let committed = cx
         .store
-        .commit_packed(packed, cx.config.bulk_concurrency, guard, deadline)
+        .commit_packed(packed, cx.config.bulk_concurrency, origin, deadline)
         .await;
     for (i, done) in committed {
         match done {
@@ -302,7 +302,7 @@ pub async fn write_items(
             }
             (
                 i,
-                write_line(cx, org, *line, *id, patch, known, guard).await,
+                write_line(cx, org, *line, *id, patch, known, origin).await,
             )
         });
     }
@@ -382,12 +382,12 @@ async fn write_line(
     id: Option<&str>,
     patch: &Result<ProductPatch, ApiError>,
     known: Option<Option<EntityItem>>,
-    guard: Option<&Guard>,
+    origin: &Origin<'_>,
 ) -> LineOutcome {
     let (Some(id), Ok(patch)) = (id, patch) else {
         return refused(line, id, patch);
     };
-    let result = upsert_product(cx, org, id, patch, known, None, guard).await;
+    let result = upsert_product(cx, org, id, patch, known, None, origin).await;
     LineOutcome {
         line,
         identifier: Some(id.to_string()),

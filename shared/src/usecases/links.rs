@@ -13,9 +13,9 @@ use super::tree_patch::ProductPatch;
 use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::resources::{ResourceItem, ResourceKind, Shelf};
+use crate::store::writes::Origin;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::Store;
 use crate::store::StoreError;
@@ -87,7 +87,7 @@ pub async fn delete_everywhere(
     shelf: Shelf<'_>,
     id: &str,
     if_match: Option<&str>,
-    guard: Option<&Guard>,
+    origin: &Origin<'_>,
 ) -> Result<(), ApiError> {
     let what = shelf.kind.as_str();
     with_retries(&format!("{what} '{id}'"), || async {
@@ -126,7 +126,7 @@ pub async fn delete_everywhere(
             }
         }
         write.delete_resource(org, &target).map_err(Retry::from)?;
-        cx.store.commit(&write, guard).await?;
+        cx.store.commit(&write, origin).await?;
         Ok(())
     })
     .await

@@ -11,11 +11,11 @@ use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
 use crate::http::ApiResponse;
-use crate::store::idempotency::Guard;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::resources::ResourceItem;
+use crate::store::writes::Origin;
 use crate::store::StoreError;
 
 /// Writes one validated product patch: read the tree (and link targets), plan, commit,
@@ -31,7 +31,7 @@ pub async fn upsert_product(
     patch: &ProductPatch,
     known: Option<Option<EntityItem>>,
     if_match: Option<&str>,
-    guard: Option<&Guard>,
+    origin: &Origin<'_>,
 ) -> Result<ApiResponse, ApiError> {
     let known = &std::sync::Mutex::new(known_tree(known, patch));
     // The tag of the product as an attempt that committed part of its writes stored it: a
@@ -47,7 +47,7 @@ pub async fn upsert_product(
         }
         let plan = plan_write(org, id, patch, tree, &targets)?;
         if !plan.write.is_empty() {
-            if let Err(e) = cx.store.commit(&plan.write, guard).await {
+            if let Err(e) = cx.store.commit(&plan.write, origin).await {
                 if matches!(e, StoreError::Partial { .. }) {
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));

@@ -8,12 +8,14 @@
 //! product it created carries the line's mark), so the counts match an uninterrupted run.
 
 use crate::context::Context;
+use crate::domain::actor::Actor;
 use crate::domain::limits::MAX_RUNNING_IMPORTS;
 use crate::domain::time::Timestamp;
 use crate::imports::lines::{Line, Splitter};
 use crate::imports::{object_key, parse_object_key, ImportConfig};
 use crate::json_text::{ndjson_line, BulkItem};
 use crate::store::imports::{ImportItem, ImportStatus};
+use crate::store::writes::Origin;
 use crate::store::StoreError;
 use crate::usecases::bulk::write_items;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -340,7 +342,9 @@ impl Importer {
             })
             .collect();
         let lines: Vec<usize> = items.iter().map(|i| i.line).collect();
-        let outcomes = match write_items(self.cx, org, items, Some(&job.id), None, None).await {
+        // every line's writes are recorded as the import's (history's `by`)
+        let origin = Origin::new(Actor::Import(job.id.clone()), None);
+        let outcomes = match write_items(self.cx, org, items, Some(&job.id), &origin, None).await {
             Ok(outcomes) => outcomes,
             // A batch refused whole (a limit over all its lines) fails each of its lines:
             // applying it again would be refused again.

@@ -1,5 +1,5 @@
-// One product: GET /products/{identifier}?include=variants,skus (the tree in one call) and
-// GET /products/{identifier}/assets. Embedded variants and SKUs carry only their own
+// One product: GET /products/{identifier}?include=variants,skus (the tree in one call),
+// GET /products/{identifier}/assets, and its history (`history.js`). Embedded variants and SKUs carry only their own
 // attributes (keys `variant.*`, `sku.*`); what they inherit is their ancestors' (`product.*`,
 // `variant.*`), the same merge the /variants and /skus endpoints answer, told apart by the
 // key's entity prefix.
@@ -7,6 +7,7 @@
 import * as api from '../api.js';
 import { h, replace, errorArea, table, time, badge, code, dl, dash, checkbox } from '../ui.js';
 import { entriesNode } from './catalog.js';
+import { historySection } from './history.js';
 
 /** Rows of an attributes table: own entries first, then each ancestor's, inherited. */
 function attributeRows(own, ancestors) {
@@ -138,7 +139,8 @@ export default async function productPage(ctx) {
       h('h2', { id: 'tree-h' }, 'Variants and SKUs'),
       h('p', { class: 'total', id: 'tree-total' }, `${variants.length} variant${variants.length === 1 ? '' : 's'}, ${skuCount} SKU${skuCount === 1 ? '' : 's'}`),
       variants.length ? inherited.wrap : null,
-      tree));
+      tree),
+    historySection(path, 'product', signal));
   inherited.input.addEventListener('change', () => {
     root.querySelector('.tree-section').classList.toggle('hide-inherited', !inherited.input.checked);
   });

@@ -67,6 +67,7 @@ pub(super) fn answers() -> Map<String, Value> {
         crate::usecases::bulk::ANSWERS,
         crate::http::response::ANSWERS,
         super::super::deletions::ANSWERS,
+        super::super::history::ANSWERS,
         super::super::usage::ANSWERS,
         crate::workers::deliver::ANSWERS,
     ] {

@@ -149,21 +149,41 @@ pub(super) fn deletion_record(
 pub(super) fn tombstone(org: &str, item: &EntityItem, at: Timestamp) -> Item {
     let kind = item.kind.as_str();
     let change_pk = entity_change_pk(org, kind, &item.id);
-    tombstone_item(org, kind, &item.id, &item.id, change_pk, at)
+    let deleted = Deleted {
+        identifier: &item.id,
+        id: &item.id,
+        was: item.self_updated_at,
+    };
+    tombstone_item(org, kind, deleted, change_pk, at)
 }
 
-/// The tombstone of `id` of type `kind` (`identifier` names it in its type: a metaobject's
-/// is `<definition>/<id>`), in the `byChange` partition `change_pk`.
+/// What a tombstone names: the deleted item's identifier in its type (a metaobject's is
+/// `<definition>/<id>`), its `id`, and the `su` of its last state.
+pub(super) struct Deleted<'a> {
+    pub identifier: &'a str,
+    pub id: &'a str,
+    pub was: Timestamp,
+}
+
+/// The tombstone of `deleted` of type `kind`, in the `byChange` partition `change_pk`. It
+/// keeps the `su` of the state it ends (`was`): the change feed's history takes a
+/// deletion's time and actor (`by`, stamped as the write is sent) from the tombstone whose
+/// `was` is the state the stream's REMOVE shows (`workers/feed/history.rs`).
 pub(super) fn tombstone_item(
     org: &str,
     kind: &str,
-    identifier: &str,
-    id: &str,
+    deleted: Deleted<'_>,
     change_pk: String,
     at: Timestamp,
 ) -> Item {
+    let Deleted {
+        identifier,
+        id,
+        was,
+    } = deleted;
     let s = |v: &str| AttributeValue::S(v.to_string());
     let mut t = item_key(tombstone_pk(org, kind, identifier), TOMBSTONE_SK);
+    t.insert("was".into(), s(&was.to_string()));
     t.insert(GSI1PK.into(), AttributeValue::S(change_pk));
     t.insert(GSI2SK.into(), s(&change_sk(&at.to_string(), id)));
     t.insert("id".into(), s(id));

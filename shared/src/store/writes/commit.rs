@@ -1,7 +1,6 @@
 //! Commits planned writes: transactions of at most 100 actions and 4 MB, limits checked before the first request, cancellations explained per item.
 
 use super::*;
-use crate::store::idempotency::Guard;
 
 impl Store {
     /// Sends the writes in order, at most 100 actions (and 4 MB) per transaction. Everything
@@ -16,10 +15,12 @@ impl Store {
     /// 4xx). Callers write parents before children (creation) or children before parents
     /// (deletion), so every prefix is a valid tree, and repeating the request completes it.
     ///
-    /// With the `guard` of a request under an Idempotency-Key, the last transaction also
-    /// moves the key's record to `written` (`store/idempotency.rs`).
-    pub async fn commit(&self, write: &TreeWrite, guard: Option<&Guard>) -> Result<(), StoreError> {
-        write.check_limits()?;
+    /// Every entity, resource and tombstone put carries the `origin`'s actor (`by`). With
+    /// the `guard` of a request under an Idempotency-Key, the last transaction also moves
+    /// the key's record to `written` (`store/idempotency.rs`).
+    pub async fn commit(&self, write: &TreeWrite, origin: &Origin<'_>) -> Result<(), StoreError> {
+        let guard = origin.guard;
+        write.check_limits(origin)?;
         let transactions = write.transactions()?;
         if transactions.len() > 1 {
             // What a later transaction's conditions would refuse is refused before the first
@@ -67,7 +68,13 @@ impl Store {
         for (n, chunk) in transactions.into_iter().enumerate() {
             let mut items: Vec<TransactWriteItem> = chunk
                 .iter()
-                .map(|(a, _)| with_table(a, &self.table))
+                .map(|(a, _)| {
+                    let mut a = with_table(a, &self.table);
+                    if let Some(p) = a.put.as_mut() {
+                        origin.stamp(&mut p.item);
+                    }
+                    a
+                })
                 .collect();
             if n == last {
                 if let Some(g) = action.clone() {

@@ -34,12 +34,14 @@ pub use super::ops::Expect;
 
 mod actions;
 mod commit;
+mod origin;
 mod packed;
 
 use actions::BUNDLES_SET;
-use actions::{deletion_record, tombstone, tombstone_item, with_table};
+use actions::{deletion_record, tombstone, tombstone_item, with_table, Deleted};
 pub use actions::{DELETION_RETENTION_SECS, TOMBSTONE_RETENTION_SECS};
 pub use commit::Identity;
+pub use origin::{Origin, BY};
 pub use packed::{Committed, PackedWrites};
 
 #[cfg(test)]
@@ -276,7 +278,17 @@ impl TreeWrite {
         let at = Timestamp::next_after([item.updated_at]);
         let change_pk = entity_change_pk(org, &item.kind, &item.id);
         for record in [
-            tombstone_item(org, &item.kind, &identifier, &item.id, change_pk, at),
+            tombstone_item(
+                org,
+                &item.kind,
+                Deleted {
+                    identifier: &identifier,
+                    id: &item.id,
+                    was: item.self_updated_at,
+                },
+                change_pk,
+                at,
+            ),
             deletion_record(org, &item.kind, &identifier, at),
         ] {
             let put = Put::builder()
@@ -339,8 +351,9 @@ impl TreeWrite {
     }
 
     /// Everything storage would refuse in this write, found before its first request: an
-    /// item over 400 KB, a key over DynamoDB's key limits. Names the entity.
-    pub fn check_limits(&self) -> Result<(), StoreError> {
+    /// item over 400 KB (with the stamp of `origin`'s actor it will carry), a key over
+    /// DynamoDB's key limits. Names the entity.
+    pub fn check_limits(&self, origin: &Origin<'_>) -> Result<(), StoreError> {
         for (action, _) in self.groups.iter().flat_map(|g| &g.actions) {
             let Some(item) = action.put().map(Put::item) else {
                 continue;
@@ -351,7 +364,8 @@ impl TreeWrite {
                     describe(item)
                 )));
             }
-            let bytes = limits::item_bytes(item);
+            // the writer's stamp is set when the write is sent: counted here
+            let bytes = limits::item_bytes(item) + origin.stamp_bytes(item);
             if bytes > limits::ITEM_BYTES {
                 return Err(StoreError::TooLarge(format!(
                     "{} would take {bytes} bytes, over the storage limit of 400 KB ({} bytes); store less data in its values",

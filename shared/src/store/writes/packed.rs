@@ -4,7 +4,6 @@
 //! learns which writes committed.
 
 use super::*;
-use crate::store::idempotency::Guard;
 use futures_util::StreamExt;
 
 /// Writes tagged by the caller (a bulk line's index), packed in order into transactions of
@@ -76,7 +75,7 @@ impl Store {
         &self,
         packed: PackedWrites,
         concurrency: usize,
-        guard: Option<&Guard>,
+        origin: &Origin<'_>,
         deadline: Option<std::time::Instant>,
     ) -> Vec<(usize, Committed)> {
         let committed: Vec<(Vec<usize>, Committed)> = futures_util::stream::iter(packed.batches)
@@ -84,7 +83,7 @@ impl Store {
                 if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                     return (tags, Committed::NotStarted);
                 }
-                let done = match self.commit(&write, guard).await {
+                let done = match self.commit(&write, origin).await {
                     Ok(_) => Committed::Yes,
                     Err(_) => Committed::Failed,
                 };

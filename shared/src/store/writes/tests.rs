@@ -23,7 +23,7 @@ fn transactions_hold_at_most_4_mb_of_items() {
     }
     // 9 items of 390 KB fit the 3.5 MB kept for whole items, the 10th does not
     assert_eq!(write.transaction_sizes(), vec![9, 1]);
-    assert!(write.check_limits().is_ok());
+    assert!(write.check_limits(&Origin::none()).is_ok());
 }
 
 #[test]
@@ -31,7 +31,7 @@ fn an_item_over_400_kb_or_a_key_over_its_limit_is_refused_before_any_request() {
     let mut write = TreeWrite::new();
     write.push(put("small", 10));
     write.push(put("big", 400 * 1024));
-    let err = write.check_limits().unwrap_err();
+    let err = write.check_limits(&Origin::none()).unwrap_err();
     assert!(
         matches!(&err, StoreError::TooLarge(m) if m.starts_with("product 'big' would take 409")),
         "{err:?}"
@@ -39,7 +39,33 @@ fn an_item_over_400_kb_or_a_key_over_its_limit_is_refused_before_any_request() {
     let mut write = TreeWrite::new();
     write.push(put(&"k".repeat(2100), 10));
     assert!(matches!(
-        write.check_limits(),
+        write.check_limits(&Origin::none()),
         Err(StoreError::Refused(m)) if m.ends_with("its partition key would exceed DynamoDB's 2,048 bytes")
+    ));
+}
+
+#[test]
+fn the_writers_stamp_is_counted_in_the_item_before_any_request() {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    let mut item = Item::from([
+        ("PK".to_string(), s("O#o#P#p")),
+        ("SK".to_string(), s("L1")),
+        ("kind".to_string(), s("product")),
+        ("id".to_string(), s("p")),
+        ("su".to_string(), s("2026-11-27T00:00:00.000Z")),
+    ]);
+    let used = limits::item_bytes(&item) + 1;
+    item.insert("v".into(), s(&"x".repeat(limits::ITEM_BYTES - used)));
+    let mut write = TreeWrite::new();
+    write.push(put_action(item, Expect::Absent).unwrap());
+    // exactly at the limit without a writer; its 16-byte stamp (`by`, `k:<12>`) passes it
+    assert!(write.check_limits(&Origin::none()).is_ok());
+    let keyed = Origin::new(
+        crate::domain::actor::Actor::ApiKey("abc123def456".into()),
+        None,
+    );
+    assert!(matches!(
+        write.check_limits(&keyed),
+        Err(StoreError::TooLarge(m)) if m.starts_with("product 'p' would take 409616 bytes")
     ));
 }

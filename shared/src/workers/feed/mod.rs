@@ -18,6 +18,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
 mod filtering;
+mod history;
 
 /// One entity change, read off a stream record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,11 +56,12 @@ struct EntityImage {
 }
 
 impl EntityImage {
-    /// The image's organization, when it is an entity item (not a tombstone, an identity
-    /// item, a setting or webhook state): every entity sits in its type's index partition.
-    fn org(&self) -> Option<&str> {
+    /// The image's organization, when it is an item of one of `types` (not a tombstone, an
+    /// identity item, a setting or webhook state): every entity sits in its type's index
+    /// partition.
+    fn org_in(&self, types: &[&str]) -> Option<&str> {
         let org = self.pk.strip_prefix("O#")?.split('#').next()?;
-        let is_entity = ENTITY_TYPES.contains(&self.kind.as_str())
+        let is_entity = types.contains(&self.kind.as_str())
             && self.del != Some(true)
             && self
                 .gsi1pk
@@ -81,6 +83,11 @@ fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
 /// and MODIFY `updated` only when the entity itself changed (`su` moved); a MODIFY that
 /// only moved the tree timestamp `tu` (a child changed) is not an event of the parent.
 pub fn change_of(record: &EventRecord) -> Option<Change> {
+    change_in(record, ENTITY_TYPES)
+}
+
+/// [`change_of`] for items of `types`.
+fn change_in(record: &EventRecord, types: &[&str]) -> Option<Change> {
     let mut changed = Vec::new();
     let (action, entity) = match record.event_name.as_str() {
         "INSERT" => (Action::Created, image(&record.change.new_image)?),
@@ -100,7 +107,7 @@ pub fn change_of(record: &EventRecord) -> Option<Change> {
         "REMOVE" => (Action::Deleted, image(&record.change.old_image)?),
         _ => return None,
     };
-    let org = entity.org()?.to_string();
+    let org = entity.org_in(types)?.to_string();
     let recorded = Timestamp::from_millis(
         record
             .change
@@ -268,12 +275,24 @@ impl ChangeFeed {
             .filter_map(|(i, r)| change_of(r).map(|c| (i, c)))
             .collect();
         let started = std::time::Instant::now();
-        let ((mut failed, dropped), cost) =
-            crate::store::metrics::counted(self.process(&event.records, &changes)).await;
+        let work = async {
+            let (feed, history) = futures_util::join!(
+                self.process(&event.records, &changes),
+                history::record(&self.cx.store, &event.records)
+            );
+            let (mut failed, mut dropped) = feed;
+            if let Some(i) = history.failed {
+                failed = Some(failed.map_or(i, |f| f.min(i)));
+            }
+            dropped.extend(history.dropped);
+            ((failed, dropped), history.entries)
+        };
+        let (((mut failed, dropped), entries), cost) = crate::store::metrics::counted(work).await;
         // the feed's cost per batch, for the logs' metric filters and the bench
         tracing::info!(
             records = event.records.len(),
             changes = changes.len(),
+            history = entries,
             ddb_requests = cost.requests,
             ms = started.elapsed().as_millis() as u64,
             "change-feed batch"

@@ -3,7 +3,7 @@
 use super::*;
 use serde_json::json;
 
-fn record(name: &str, old: serde_json::Value, new: serde_json::Value) -> EventRecord {
+pub(super) fn record(name: &str, old: serde_json::Value, new: serde_json::Value) -> EventRecord {
     serde_json::from_value(json!({
         "eventID": "1", "eventName": name, "eventVersion": "1.1",
         "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
@@ -19,7 +19,7 @@ fn record(name: &str, old: serde_json::Value, new: serde_json::Value) -> EventRe
     .unwrap()
 }
 
-fn product(su: &str, tu: &str) -> serde_json::Value {
+pub(super) fn product(su: &str, tu: &str) -> serde_json::Value {
     json!({
         "PK": {"S": "O#abc123#P#chair"}, "SK": {"S": "L1"},
         "GSI1PK": {"S": "O#abc123#T#product#0"}, "GSI2SK": {"S": format!("{tu}#chair")},
@@ -28,8 +28,8 @@ fn product(su: &str, tu: &str) -> serde_json::Value {
     })
 }
 
-const T1: &str = "2026-11-21T10:00:00.000Z";
-const T2: &str = "2026-11-21T10:00:05.000Z";
+pub(super) const T1: &str = "2026-11-21T10:00:00.000Z";
+pub(super) const T2: &str = "2026-11-21T10:00:05.000Z";
 
 #[test]
 fn an_update_names_what_it_changed() {

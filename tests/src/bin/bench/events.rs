@@ -9,7 +9,7 @@
 
 use super::WEBHOOK_WINDOW;
 use aws_sdk_sqs::types::QueueAttributeName;
-use catalog_e2e::filter_model::{expected, Filter, Rng, Sku};
+use catalog_e2e::filter_model::{define, expected, Filter, Rng, Sku};
 use catalog_e2e::webhooks::{events_client, moto, sqs_client, Receiver};
 use catalog_e2e::Org;
 use futures_util::{stream, StreamExt};
@@ -296,10 +296,20 @@ pub async fn destinations(n: usize, rate: usize, timeout: Duration) {
 
 /// The change feed's per-batch log lines written since `from` (bytes): (changes, DynamoDB
 /// requests, milliseconds) summed.
-fn feed_cost(log: &std::path::Path, from: u64) -> (u64, u64, u64) {
+/// The change feed's work summed over its `change-feed batch` log lines.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct FeedCost {
+    pub changes: u64,
+    pub history: u64,
+    pub requests: u64,
+    pub ms: u64,
+}
+
+/// The change feed's cost logged after byte `from` of its log.
+pub(super) fn feed_cost(log: &std::path::Path, from: u64) -> FeedCost {
     let text = std::fs::read(log).unwrap_or_default();
     let text = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).to_string();
-    let mut sum = (0, 0, 0);
+    let mut sum = FeedCost::default();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -308,14 +318,16 @@ fn feed_cost(log: &std::path::Path, from: u64) -> (u64, u64, u64) {
         if f["message"] != json!("change-feed batch") {
             continue;
         }
-        sum.0 += f["changes"].as_u64().unwrap_or(0);
-        sum.1 += f["ddb_requests"].as_u64().unwrap_or(0);
-        sum.2 += f["ms"].as_u64().unwrap_or(0);
+        let n = |name: &str| f[name].as_u64().unwrap_or(0);
+        sum.changes += n("changes");
+        sum.history += n("history");
+        sum.requests += n("ddb_requests");
+        sum.ms += n("ms");
     }
     sum
 }
 
-fn log_len(log: &std::path::Path) -> u64 {
+pub(super) fn log_len(log: &std::path::Path) -> u64 {
     std::fs::metadata(log).map_or(0, |m| m.len())
 }
 
@@ -331,14 +343,7 @@ pub async fn filtered(n: usize, subs: usize, timeout: Duration) {
     println!("## Events: {n} SKU writes against {subs} filtered subscriptions (seed {seed})\n");
     let mut rng = Rng(seed);
     let org = Org::new().await;
-    for (key, entity, t) in [
-        ("color", "product", "text"),
-        ("size", "sku", "text"),
-        ("stock", "sku", "number"),
-    ] {
-        org.define(json!({"key": key, "displayName": key, "targetEntity": entity, "type": t}))
-            .await;
-    }
+    define(&org).await;
     let filters: Vec<Filter> = (0..subs).map(|_| Filter::random(&mut rng)).collect();
     let mut receivers = Vec::new();
     for f in &filters {
@@ -456,7 +461,12 @@ pub async fn filtered(n: usize, subs: usize, timeout: Duration) {
         false_ones += r.distinct().len().saturating_sub(counts[i]);
     }
     let took = started.elapsed();
-    let (changes, requests, ms) = feed_cost(&log, from);
+    let FeedCost {
+        changes,
+        requests,
+        ms,
+        ..
+    } = feed_cost(&log, from);
     println!("| writes | deliveries expected | delivered | missed | false | took |\n|---|---|---|---|---|---|");
     println!(
         "| {written} (+{} creations) | {} | {delivered} | {missed} | {false_ones} | {:.0} s |\n",
@@ -474,15 +484,7 @@ pub async fn filtered(n: usize, subs: usize, timeout: Duration) {
 
     // the same feed with as many unfiltered subscriptions (each change reaches all of them)
     let plain = Org::new().await;
-    for (key, entity, t) in [
-        ("color", "product", "text"),
-        ("size", "sku", "text"),
-        ("stock", "sku", "number"),
-    ] {
-        plain
-            .define(json!({"key": key, "displayName": key, "targetEntity": entity, "type": t}))
-            .await;
-    }
+    define(&plain).await;
     let mut sinks = Vec::new();
     for _ in 0..subs {
         let receiver = Receiver::start(0).await;
@@ -516,10 +518,15 @@ pub async fn filtered(n: usize, subs: usize, timeout: Duration) {
         .collect::<Vec<()>>()
         .await;
     let deadline = Instant::now() + timeout.max(Duration::from_secs(120));
-    while feed_cost(&log, from).0 < m as u64 && Instant::now() < deadline {
+    while feed_cost(&log, from).changes < m as u64 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (changes, requests, ms) = feed_cost(&log, from);
+    let FeedCost {
+        changes,
+        requests,
+        ms,
+        ..
+    } = feed_cost(&log, from);
     println!(
         "| {subs} unfiltered subscriptions ({m} writes) | {changes} | {:.2} | {:.2} |\n",
         per(requests, changes),

@@ -24,11 +24,13 @@
 //! 6. Write shapes (`--write-shapes N`): `shapes.rs`.
 //!
 //! 7. Events (`--destinations N`, `--filtered N`): `events.rs`.
+//! 8. History (`--history N`): the change feed's cost of it, `history.rs`.
 //!
 //! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 mod events;
+mod history;
 mod isolation;
 mod shapes;
 
@@ -56,6 +58,7 @@ struct Args {
     destinations: usize,
     filtered: usize,
     filtered_subs: usize,
+    history: usize,
     isolation: usize,
     write_shapes: usize,
     samples: usize,
@@ -64,7 +67,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
@@ -72,6 +75,7 @@ fn usage() -> ! {
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
          --destinations  product writes to SQS and EventBridge destinations, each alone and beside a refusing one (at --webhook-rate, default 10 a second)\n\
          --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
+         --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
@@ -90,6 +94,7 @@ fn parse_args() -> Args {
         destinations: 0,
         filtered: 0,
         filtered_subs: 20,
+        history: 0,
         isolation: 0,
         write_shapes: 0,
         samples: 30,
@@ -111,6 +116,7 @@ fn parse_args() -> Args {
             "--destinations" => args.destinations = number(),
             "--filtered" => args.filtered = number(),
             "--filtered-subs" => args.filtered_subs = number().max(1),
+            "--history" => args.history = number(),
             "--isolation" => args.isolation = number(),
             "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
@@ -716,7 +722,7 @@ async fn main() {
         // functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
     }
-    if args.filtered > 0 && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
+    if (args.filtered > 0 || args.history > 0) && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
         // the change feed's per-batch cost is read from its log
         let dir = std::path::Path::new("target").join("bench-logs");
         std::env::set_var("CATALOG_E2E_LOG_DIR", dir);
@@ -725,7 +731,7 @@ async fn main() {
             std::env::set_var("CATALOG_E2E_LOG", "info");
         }
     }
-    if args.webhooks > 0 || args.destinations > 0 || args.filtered > 0 {
+    if args.webhooks > 0 || args.destinations > 0 || args.filtered > 0 || args.history > 0 {
         // so must the webhook stack, with the window scaled down to 2 s
         std::env::set_var("CATALOG_E2E_WEBHOOK_WINDOW", WEBHOOK_WINDOW.to_string());
         std::env::set_var("CATALOG_E2E_WEBHOOK_DISABLE_AFTER", "86400");
@@ -759,6 +765,9 @@ async fn main() {
     }
     if args.filtered > 0 {
         events::filtered(args.filtered, args.filtered_subs, args.timeout).await;
+    }
+    if args.history > 0 {
+        history::history(args.history, args.timeout).await;
     }
     if args.write_shapes > 0 {
         shapes::write_shapes(args.write_shapes).await;

@@ -9,7 +9,7 @@
 
 use super::{define_catalog, rate, tree};
 use aws_sdk_dynamodb::types::{Put, PutRequest, TransactWriteItem, WriteRequest};
-use catalog::store::writes::{PackedWrites, TreeWrite};
+use catalog::store::writes::{Origin, PackedWrites, TreeWrite};
 use catalog_e2e::{stack, Org};
 use futures_util::stream::{self, StreamExt};
 use std::time::{Duration, Instant};
@@ -108,7 +108,9 @@ pub async fn write(n: usize, shape: Shape, parallel: usize) -> Duration {
                 .expect("a tree fits a transaction");
         }
         let started = Instant::now();
-        let committed = store.commit_packed(packed, parallel, None, None).await;
+        let committed = store
+            .commit_packed(packed, parallel, &Origin::none(), None)
+            .await;
         assert!(
             committed
                 .iter()
@@ -129,7 +131,12 @@ pub async fn write(n: usize, shape: Shape, parallel: usize) -> Duration {
         stream::iter(writes)
             .map(|w| {
                 let store = store.clone();
-                async move { store.commit(&w, None).await.expect("a transaction") }
+                async move {
+                    store
+                        .commit(&w, &Origin::none())
+                        .await
+                        .expect("a transaction")
+                }
             })
             .buffer_unordered(parallel)
             .collect::<Vec<()>>()

@@ -1,0 +1,299 @@
+//! Change history end to end (issue 42, item 1; decisions.md "Change history"): writes by an
+//! API key, a console session, a bulk line and an import line, then a delete, are recorded
+//! from the table's stream by the real `change-feed` and read newest first, by cursor,
+//! through the real `products`, `variants`, `skus` and `assets` functions, also after the
+//! entity is gone; a stream batch delivered twice records each change once.
+
+use catalog::auth::apikey;
+use catalog_e2e::console::sign_in;
+use catalog_e2e::imports::{finished, imports, start_import};
+use catalog_e2e::webhooks::{eventually, stream_insert, webhooks};
+use catalog_e2e::Org;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long the stream, the change feed and the history write may take.
+const RECORDED: Duration = Duration::from_secs(60);
+
+/// The history at `path` once it holds `n` entries (all pages of 200).
+async fn history(org: &Org, path: &str, n: usize) -> Vec<Value> {
+    eventually(&format!("{n} entries at {path}"), RECORDED, || async {
+        let r = org.get(&format!("{path}?limit=200")).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let entries = r.body["result"].as_array().unwrap().clone();
+        assert!(entries.len() <= n, "more entries than changes: {entries:?}");
+        (entries.len() == n).then_some(entries)
+    })
+    .await
+}
+
+fn entry(v: &str) -> Value {
+    json!([{"value": v, "data": v, "type": "text", "locale": null}])
+}
+
+/// The `(event, by)` of each entry, in order.
+fn events(entries: &[Value]) -> Vec<(String, Value)> {
+    entries
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap().to_string(), e["by"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn history_says_who_changed_what_newest_first_and_outlives_the_entity() {
+    webhooks().await;
+    imports().await;
+    let org = Org::new().await;
+    org.define(
+        json!({"key": "color", "displayName": "Color", "targetEntity": "product", "type": "text"}),
+    )
+    .await;
+    let key_id = apikey::parse(&org.key).unwrap().key_id;
+    let by_key = json!({"type": "apiKey", "id": key_id});
+
+    // an API key creates, a console session (acting as that key) updates
+    let r = org
+        .patch(
+            "/v1/products/lamp",
+            json!({"name": "Lamp", "values": {"color": "red"}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let session = sign_in(&org.key).await;
+    let r = session
+        .request("PATCH", "/v1/products/lamp")
+        .header("x-csrf-token", &session.csrf)
+        .json(json!({"values": {"color": "blue"}}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    // a bulk line, then an import line, then a delete
+    let r = org
+        .patch(
+            "/v1/products",
+            json!([{"identifier": "lamp", "name": "Desk lamp"}]),
+        )
+        .await;
+    assert_eq!(r.body["result"][0]["status"], json!(200), "{:?}", r.body);
+    let import = start_import(
+        &org,
+        "{\"identifier\": \"lamp\", \"values\": {\"color\": \"green\"}}\n",
+    )
+    .await;
+    assert_eq!(finished(&org, &import).await["updated"], json!(1));
+    assert_eq!(org.delete("/v1/products/lamp").await.status, 200);
+
+    let all = history(&org, "/v1/products/lamp/history", 5).await;
+    assert_eq!(
+        events(&all),
+        vec![
+            ("product.deleted".to_string(), by_key.clone()),
+            (
+                "product.updated".to_string(),
+                json!({"type": "import", "id": import})
+            ),
+            ("product.updated".to_string(), by_key.clone()),
+            (
+                "product.updated".to_string(),
+                json!({"type": "console", "keyId": key_id})
+            ),
+            ("product.created".to_string(), by_key.clone()),
+        ]
+    );
+    let changes: Vec<&Value> = all.iter().map(|e| &e["changes"]).collect();
+    assert_eq!(
+        changes,
+        vec![
+            &json!({"name": {"old": "Desk lamp", "new": null},
+                    "attributes": {"product.color": {"old": entry("green"), "new": null}}}),
+            &json!({"attributes": {"product.color": {"old": entry("blue"), "new": entry("green")}}}),
+            &json!({"name": {"old": "Lamp", "new": "Desk lamp"}}),
+            &json!({"attributes": {"product.color": {"old": entry("red"), "new": entry("blue")}}}),
+            &json!({"name": {"old": null, "new": "Lamp"},
+                    "attributes": {"product.color": {"old": null, "new": entry("red")}}}),
+        ]
+    );
+    // newest first, each at its own time, with an id of its own
+    let times: Vec<&str> = all.iter().map(|e| e["at"].as_str().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] > w[1]), "{times:?}");
+    let mut ids: Vec<&str> = all.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 5);
+    // the entity is gone; its history is not
+    assert_eq!(org.get("/v1/products/lamp").await.status, 404);
+
+    // pages of 2 by cursor visit every entry once, in order, each with the totals; a page
+    // costs one Query and one COUNT Query, in one round trip
+    let mut seen = Vec::new();
+    let mut path = "/v1/products/lamp/history?limit=2".to_string();
+    let mut sizes = Vec::new();
+    loop {
+        let r = org.get(&path).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert_eq!(
+            (r.ddb_requests(), r.ddb_round_trips()),
+            (2, 1),
+            "a page and its count"
+        );
+        let page = r.body["result"].as_array().unwrap();
+        sizes.push(page.len());
+        seen.extend(page.iter().cloned());
+        let p = &r.body["pagination"];
+        let first = sizes.len() == 1;
+        assert_eq!(
+            (
+                &p["limit"],
+                &p["page"],
+                &p["totalResults"],
+                &p["totalPages"]
+            ),
+            (
+                &json!(2),
+                &if first { json!(1) } else { json!(null) },
+                &json!(5),
+                &json!(3)
+            )
+        );
+        match p["nextCursor"].as_str() {
+            Some(c) => path = format!("/v1/products/lamp/history?limit=2&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!((sizes, &seen), (vec![2, 2, 1], &all));
+    // a cursor opens only the history it was made for
+    let first = org.get("/v1/products/lamp/history?limit=2").await;
+    let cursor = first.body["pagination"]["nextCursor"].as_str().unwrap();
+    let r = org
+        .get(&format!("/v1/products/other/history?cursor={cursor}"))
+        .await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "query parameter 'cursor': not a cursor of this list (edited, or made for other filters)"})
+        )
+    );
+    for (query, error) in [
+        ("page=2", "unknown query parameter 'page'"),
+        (
+            "limit=0",
+            "query parameter 'limit' must be an integer from 1 to 200",
+        ),
+    ] {
+        let r = org.get(&format!("/v1/products/lamp/history?{query}")).await;
+        assert_eq!(
+            (r.status, r.body),
+            (400, json!({ "error": error })),
+            "{query}"
+        );
+    }
+    // an entity that never existed is 404: the empty page and count, and one GetItem, tell
+    let r = org.get("/v1/products/never/history").await;
+    assert_eq!(
+        (r.status, r.body.clone(), r.ddb_requests()),
+        (404, json!({"error": "product 'never' not found"}), 3)
+    );
+}
+
+#[tokio::test]
+async fn variants_skus_and_assets_have_their_history() {
+    webhooks().await;
+    let org = Org::new().await;
+    let key_id = apikey::parse(&org.key).unwrap().key_id;
+    let by_key = json!({"type": "apiKey", "id": key_id});
+    let r = org
+        .patch(
+            "/v1/products/desk",
+            json!({"name": "Desk", "variants": [{"identifier": "desk-oak", "name": "Oak",
+                   "skus": [{"identifier": "desk-oak-1", "name": "Oak, 1 m"}]}]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let r = org
+        .patch("/v1/skus/desk-oak-1", json!({"name": "Oak, 1.2 m"}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = org
+        .post(
+            "/v1/assets",
+            json!({"identifier": "desk-photo", "url": "https://cdn.example.com/desk.png", "name": "Desk"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+
+    let sku = history(&org, "/v1/skus/desk-oak-1/history", 2).await;
+    assert_eq!(
+        (events(&sku), &sku[0]["changes"]),
+        (
+            vec![
+                ("sku.updated".to_string(), by_key.clone()),
+                ("sku.created".to_string(), by_key.clone())
+            ],
+            &json!({"name": {"old": "Oak, 1 m", "new": "Oak, 1.2 m"}})
+        )
+    );
+    // the SKU's write moved only the variant's tree time: not a change of the variant
+    let variant = history(&org, "/v1/variants/desk-oak/history", 1).await;
+    assert_eq!(
+        events(&variant),
+        vec![("variant.created".to_string(), by_key.clone())]
+    );
+    let asset = history(&org, "/v1/assets/desk-photo/history", 1).await;
+    assert_eq!(
+        (events(&asset), &asset[0]["changes"]),
+        (
+            vec![("asset.created".to_string(), by_key.clone())],
+            &json!({"name": {"old": null, "new": "Desk"}})
+        )
+    );
+    let r = org.get("/v1/skus/desk-oak-1/history").await;
+    assert_eq!(r.status, 200);
+    for (path, error) in [
+        ("/v1/variants/nope/history", "variant 'nope' not found"),
+        ("/v1/skus/nope/history", "sku 'nope' not found"),
+        ("/v1/assets/nope/history", "asset 'nope' not found"),
+    ] {
+        let r = org.get(path).await;
+        assert_eq!(
+            (r.status, r.body),
+            (404, json!({ "error": error })),
+            "{path}"
+        );
+    }
+}
+
+/// A stream batch Lambda hands out again (a retry, a redelivery) records each change once:
+/// an entry's key is its change's time and event.
+#[tokio::test]
+async fn a_batch_delivered_twice_records_each_change_once() {
+    webhooks().await;
+    let org = Org::new().await;
+    let image = |id: &str, su: &str| {
+        json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
+               "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
+               "kind": {"S": "product"}, "id": {"S": id}, "name": {"S": id},
+               "su": {"S": su}, "tu": {"S": su}, "by": {"S": "i:imp_redelivered"}})
+    };
+    let event = json!({"Records": [
+        stream_insert("1", image("ghost-a", "2026-11-21T00:00:00.000Z")),
+        stream_insert("2", image("ghost-b", "2026-11-21T00:00:01.000Z")),
+    ]});
+    for _ in 0..2 {
+        let answer = catalog_e2e::invoke("change-feed", event.clone()).await;
+        assert_eq!(answer, json!({"batchItemFailures": []}));
+    }
+    for id in ["ghost-a", "ghost-b"] {
+        let r = org.get(&format!("/v1/products/{id}/history")).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let entries = r.body["result"].as_array().unwrap();
+        assert_eq!(
+            events(entries),
+            vec![(
+                "product.created".to_string(),
+                json!({"type": "import", "id": "imp_redelivered"})
+            )],
+            "{id}"
+        );
+    }
+}
