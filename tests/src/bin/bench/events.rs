@@ -299,6 +299,8 @@ pub async fn destinations(n: usize, rate: usize, timeout: Duration) {
 /// The change feed's work summed over its `change-feed batch` log lines.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct FeedCost {
+    /// Batches that held changes (each reads its organizations' subscriptions).
+    pub batches: u64,
     pub changes: u64,
     pub history: u64,
     pub requests: u64,
@@ -320,6 +322,7 @@ pub(super) fn feed_cost(log: &std::path::Path, from: u64) -> FeedCost {
         }
         let n = |name: &str| f[name].as_u64().unwrap_or(0);
         sum.changes += n("changes");
+        sum.batches += u64::from(n("changes") > 0);
         sum.history += n("history");
         sum.requests += n("ddb_requests");
         sum.ms += n("ms");
