@@ -15,6 +15,14 @@ use std::time::Duration;
 /// How long the stream, the change feed and the history write may take.
 const RECORDED: Duration = Duration::from_secs(60);
 
+/// The webhook stack (its stream poller runs the change feed) and the import stack: every
+/// test of this file starts both before any request, so that whichever runs first sets the
+/// functions' environment for all (the functions start with the first request).
+async fn stacks() {
+    webhooks().await;
+    imports().await;
+}
+
 /// The history at `path` once it holds `n` entries (all pages of 200).
 async fn history(org: &Org, path: &str, n: usize) -> Vec<Value> {
     eventually(&format!("{n} entries at {path}"), RECORDED, || async {
@@ -41,8 +49,7 @@ fn events(entries: &[Value]) -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn history_says_who_changed_what_newest_first_and_outlives_the_entity() {
-    webhooks().await;
-    imports().await;
+    stacks().await;
     let org = Org::new().await;
     org.define(
         json!({"key": "color", "displayName": "Color", "targetEntity": "product", "type": "text"}),
@@ -198,7 +205,7 @@ async fn history_says_who_changed_what_newest_first_and_outlives_the_entity() {
 
 #[tokio::test]
 async fn variants_skus_and_assets_have_their_history() {
-    webhooks().await;
+    stacks().await;
     let org = Org::new().await;
     let key_id = apikey::parse(&org.key).unwrap().key_id;
     let by_key = json!({"type": "apiKey", "id": key_id});
@@ -267,7 +274,7 @@ async fn variants_skus_and_assets_have_their_history() {
 /// an entry's key is its change's time and event.
 #[tokio::test]
 async fn a_batch_delivered_twice_records_each_change_once() {
-    webhooks().await;
+    stacks().await;
     let org = Org::new().await;
     let image = |id: &str, su: &str| {
         json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
