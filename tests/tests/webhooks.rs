@@ -996,18 +996,31 @@ async fn a_hanging_and_a_refusing_endpoint_do_not_delay_a_healthy_one() {
         }
     }
     // once the refusing endpoint listens, its next probe succeeds and every waiting
-    // delivery follows
-    let spent: BTreeSet<String> = refusing_log
-        .iter()
-        .filter(|d| d["status"] == json!("failed"))
-        .map(|d| d["identifier"].as_str().unwrap().to_string())
-        .collect();
+    // delivery follows; one still waiting above may have spent its last attempt before
+    // the endpoint listened, so the outcome is read once every delivery has settled
+    let with_status = |log: &[Value], status: &str| -> BTreeSet<String> {
+        log.iter()
+            .filter(|d| d["status"] == json!(status))
+            .map(|d| d["identifier"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let spent = with_status(&refusing_log, "failed");
     refusing.listen().await;
-    let expected: BTreeSet<String> = written
-        .iter()
-        .map(|(id, _)| id.clone())
-        .filter(|id| !spent.contains(id))
-        .collect();
+    let settled = eventually("every delivery settled", DELIVERY, || async {
+        let log = deliveries(&org, &refusing_hook).await;
+        let done = log
+            .iter()
+            .all(|d| d["status"] == json!("succeeded") || d["status"] == json!("failed"));
+        (log.len() == WRITES && done).then_some(log)
+    })
+    .await;
+    let failed = with_status(&settled, "failed");
+    assert!(spent.is_subset(&failed), "{spent:?} not in {failed:?}");
+    for d in settled.iter().filter(|d| d["status"] == json!("failed")) {
+        assert_eq!(d["attempts"], json!(ATTEMPTS), "{d}");
+    }
+    let expected = with_status(&settled, "succeeded");
+    assert_eq!(expected.len() + failed.len(), WRITES);
     let got = refusing.wait_for(expected.len(), DELIVERY).await;
     let ids: BTreeSet<String> = got
         .iter()
