@@ -46,12 +46,13 @@ def walk(name, doc):
             for v in vals if isinstance(vals, list) else [vals]:
                 text = json.dumps(v)
                 # the allowed wildcards: a log group's own ARN (Fn::GetAtt <X>Logs.Arn), the
-                # objects under the import bucket's imports/ prefix and under the checkpoint
-                # bucket's checkpoints/ prefix (names are generated per import and per
-                # organization); nothing under checkpoints/ of the import bucket
+                # objects under the import bucket's imports/ and exports/ prefixes and under
+                # the checkpoint bucket's checkpoints/ prefix (names are generated per import,
+                # export and organization); nothing under checkpoints/ of the import bucket
                 log_group = key == "Resource" and "Logs" in text and "Fn::GetAtt" in text
                 import_files = key == "Resource" and (
                     text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/imports/*"}')
+                    or text.endswith('-imports-${AWS::AccountId}-${AWS::Region}/exports/*"}')
                     or v == {"Fn::Sub": "${CheckpointBucket.Arn}/checkpoints/*"})
                 # X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level
                 # permissions: `*` is the only resource they take (infra/README.md).

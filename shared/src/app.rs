@@ -23,6 +23,8 @@ pub struct App {
     pub auth: Authenticator,
     /// S3, for imports' upload URLs, when an import bucket is configured.
     pub s3: Option<aws_sdk_s3::Client>,
+    /// SQS, to start exports on the import queue, when one is configured.
+    pub sqs: Option<aws_sdk_sqs::Client>,
     /// This process's leases of the organizations' rate-limit buckets.
     pub limiter: crate::auth::rate::Limiter,
 }
@@ -148,6 +150,7 @@ impl App {
             auth: Authenticator::new(ctx.config.auth_cache_ttl),
             ctx,
             s3: None,
+            sqs: None,
             limiter: Default::default(),
         }
     }
@@ -161,8 +164,14 @@ impl App {
             .bucket
             .is_some()
             .then(|| crate::imports::s3_client(&shared));
+        let sqs = config
+            .imports
+            .queue_url
+            .is_some()
+            .then(|| aws_sdk_sqs::Client::new(&shared));
         let mut app = Self::over(Context::from_sdk(config, &shared));
         app.s3 = s3;
+        app.sqs = sqs;
         Box::leak(Box::new(app))
     }
 

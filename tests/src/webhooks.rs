@@ -106,6 +106,11 @@ fn start_moto() -> String {
         let child = die_with_parent(
             Command::new(&bin)
                 .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                // exports' parts in the tests are small (imports::EXPORT_PART_BYTES)
+                .env(
+                    "S3_UPLOAD_PART_MIN_SIZE",
+                    crate::imports::EXPORT_PART_BYTES.to_string(),
+                )
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
         )

@@ -225,7 +225,11 @@ fn list_checkpoints_have_a_bucket_of_their_own_that_the_stack_can_delete() {
     }
     assert_eq!(
         using,
+        // the list functions, and the two that run exports (`POST /exports` counts the
+        // list, the import worker walks it)
         BTreeSet::from([
+            "ImportWorkerFunction",
+            "ImportsFunction",
             "MetaobjectsFunction",
             "ProductsFunction",
             "SkusFunction",
@@ -328,6 +332,8 @@ fn no_role_reaches_checkpoints_in_the_import_bucket_and_only_the_list_functions_
     assert_eq!(
         granted,
         BTreeSet::from([
+            "ImportWorkerRole",
+            "ImportsRole",
             "MetaobjectsRole",
             "ProductsRole",
             "SkusRole",

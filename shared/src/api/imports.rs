@@ -1,6 +1,7 @@
 //! `/imports` routes (scope `catalog:write`): an import is created with a presigned upload
 //! URL; the upload starts it (S3 event → import queue → `workers/import.rs`); its progress,
-//! counts and first errors are read back here.
+//! counts and first errors are read back here. The same function serves `/exports`
+//! (`exports.rs`): both are files moved through the import bucket and queue.
 
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::prefixed_ulid;
@@ -14,6 +15,7 @@ use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
 use crate::imports::object_key;
 use crate::store::imports::{ImportError, ImportItem, ImportStatus};
+use crate::usecases::export::ExportRequest;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +32,18 @@ pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
         Route::new("GET", "/imports/{id}", Scope::CatalogWrite, Doc::new("An import's status, counts and first 100 failed lines", &[], None, 200, Body::Single("Import"))),
         handler!(get),
+    ),
+    Endpoint::new(
+        Route::new("GET", "/exports", Scope::CatalogRead, Doc::new("List exports, newest first (kept 7 days)", PAGE, None, 200, Body::List("Export"))),
+        handler!(super::exports::list),
+    ),
+    Endpoint::new(
+        Route::new("POST", "/exports", Scope::CatalogRead, Doc::new("Start an export of products, variants or SKUs (a list's filter, include and selectors) into one gzip NDJSON file, in identifier order; at most 2 run at once per organization", &[], Some(request::<ExportRequest>), 202, Body::Single("Export"))),
+        handler!(super::exports::create),
+    ),
+    Endpoint::new(
+        Route::new("GET", "/exports/{id}", Scope::CatalogRead, Doc::new("An export's status and, once succeeded, its download URL (valid 1 hour)", &[], None, 200, Body::Single("Export"))),
+        handler!(super::exports::get),
     ),
 ];
 

@@ -4,21 +4,18 @@
 
 use super::include::Include;
 use crate::app::{App, Call};
-use crate::context::Context;
-use crate::domain::attributes::TargetEntity;
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::{ApiResponse, Query};
-use crate::search::engine::{Cut, Page};
-use crate::search::parse::{parse_json, RawSearch};
-use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
+use crate::search::engine::Cut;
+use crate::search::parse::parse_json;
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
-use crate::store::metrics::in_parallel;
-use crate::store::settings::{CompletenessProfile, Scopes};
+use crate::usecases::listing::{bad_param, matching};
+pub use crate::usecases::listing::{CompletenessQuery, Selecting};
 use crate::usecases::references::with_included;
 use serde_json::Value;
 
@@ -38,29 +35,14 @@ pub const LIST_PARAMS: &[&str] = &[
 /// The completeness parameters of `GET /products`.
 pub const COMPLETENESS_PARAMS: &[&str] = &["completeness_profile", "completeness", "channel"];
 
-/// `completeness_profile`, `completeness` and `channel`, checked for shape.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompletenessQuery {
-    pub profile: String,
-    /// `None`: the profile is only checked, nothing is filtered.
-    pub complete: Option<bool>,
-    pub channel: Option<String>,
-}
-
 /// A checked list request.
 #[derive(Debug)]
 pub struct ListRequest {
     pub paging: CursorPaging,
     pub include: Include,
     pub selection: Selection,
-    pub updated_after: Option<Timestamp>,
-    pub search: Option<RawSearch>,
-    pub any: bool,
-    pub completeness: Option<CompletenessQuery>,
-}
-
-fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("query parameter '{name}': {problem}"))
+    /// Which entities the list holds.
+    pub select: Selecting,
 }
 
 /// Parses a list request; `extra` are the endpoint's own parameters, `includes` the
@@ -101,10 +83,12 @@ pub fn parse(
         paging,
         include: Include::parse(query.list("include"), includes)?,
         selection: Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?,
-        updated_after,
-        search,
-        any,
-        completeness: completeness_query(&query)?,
+        select: Selecting {
+            updated_after,
+            search,
+            any,
+            completeness: completeness_query(&query)?,
+        },
     })
 }
 
@@ -141,24 +125,6 @@ fn completeness_query(query: &Query) -> Result<Option<CompletenessQuery>, ApiErr
     }
 }
 
-/// The entity types whose snapshots answer `req` for a list of `target`, known before the
-/// attribute definitions are read (so both reads go out together).
-fn levels(target: EntityKind, req: &ListRequest) -> Vec<EntityKind> {
-    let mut kinds = levels_needed(
-        target,
-        req.search.iter().flat_map(|s| s.keys()),
-        req.updated_after.is_some(),
-    );
-    if req.completeness.is_some() {
-        for k in [EntityKind::Variant, EntityKind::Sku] {
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-    }
-    kinds
-}
-
 /// The parameters that decide which entities a list holds (a cursor is tied to them).
 const SELECTION_PARAMS: &[&str] = &[
     "updated_after",
@@ -188,7 +154,12 @@ pub async fn page(
     includes: &[&str],
 ) -> Result<ListPage, ApiError> {
     let req = parse(app, call, kind, extra, includes)?;
-    let (entries, total, more) = matching(app, call.org(), kind, &req).await?;
+    let cut = match &req.paging.start {
+        Start::Page(_) => Cut::Index(req.paging.offset()),
+        Start::After(id) => Cut::After(id),
+    };
+    let limit = req.paging.limit as usize;
+    let (entries, total, more) = matching(app, call.org(), kind, &req.select, cut, limit).await?;
     let next_after = more.then(|| entries.last().map(|e| e.id.clone())).flatten();
     Ok(ListPage {
         req,
@@ -222,133 +193,4 @@ pub async fn respond(
         .paging
         .respond(result, page.total, page.next_after.as_deref());
     with_included(&app.store, call.org(), response, req.include.metaobjects).await
-}
-
-/// The requested page of the entities of `target` the list returns (identifier order), and
-/// their total, from the list engine (`search/engine.rs`): one round trip brings it up to
-/// date (the embedded engine: one delta Query per shard of each entity type involved) and,
-/// with `search` or completeness, reads the definitions, scopes and profile they name (one
-/// BatchGetItem). Only the page's entries are copied out of the engine.
-pub async fn matching(
-    cx: &Context,
-    org: &str,
-    target: EntityKind,
-    req: &ListRequest,
-) -> Result<Page, ApiError> {
-    let engine = &cx.lists;
-    let kinds = levels(target, req);
-    let refresh = engine.refresh(org, &kinds);
-    let mut criteria = Criteria {
-        any: req.any,
-        updated_after: req.updated_after,
-        ..Criteria::default()
-    };
-    if req.search.is_none() && req.completeness.is_none() {
-        refresh.await?;
-    } else {
-        let wanted = req
-            .search
-            .as_ref()
-            .map(RawSearch::attribute_keys)
-            .unwrap_or_default();
-        let profile = req.completeness.as_ref().map(|c| c.profile.as_str());
-        let context = cx.store.settings_context(org, &wanted, &[], profile);
-        let (ctx, ()) = in_parallel(async { futures_util::try_join!(context, refresh) }).await?;
-        if let Some(search) = &req.search {
-            criteria.filters = search.validate(&ctx.defs)?;
-        }
-        if let Some(q) = &req.completeness {
-            criteria.completeness = completeness(q, ctx.profile.as_ref(), &ctx.scopes)?;
-        }
-    }
-    let cut = match &req.paging.start {
-        Start::Page(_) => Cut::Index(req.paging.offset()),
-        Start::After(id) => Cut::After(id),
-    };
-    Ok(engine.page(org, target, &criteria, cut, req.paging.limit as usize))
-}
-
-/// The completeness condition of a request: the profile must exist, the channel must exist
-/// and be one of the profile's (when it names channels); without `channel`, the default
-/// channel (the profile's first channel when the profile does not apply to the default).
-/// Locales: the profile's, else the channel's, else the default language.
-fn completeness(
-    q: &CompletenessQuery,
-    profile: Option<&CompletenessProfile>,
-    scopes: &Scopes,
-) -> Result<Option<Completeness>, ApiError> {
-    let profile = profile.ok_or_else(|| {
-        bad_param(
-            "completeness_profile",
-            format!("unknown completeness profile '{}'", q.profile),
-        )
-    })?;
-    let channel = match &q.channel {
-        Some(c) => {
-            let found = scopes
-                .channels
-                .iter()
-                .find(|ch| &ch.identifier == c)
-                .ok_or_else(|| bad_param("channel", format!("unknown channel '{c}'")))?;
-            if !profile.channels.is_empty() && !profile.channels.contains(c) {
-                return Err(bad_param(
-                    "channel",
-                    format!(
-                        "completeness profile '{}' does not apply to channel '{c}'",
-                        profile.identifier
-                    ),
-                ));
-            }
-            Some(found)
-        }
-        // the default channel, or the profile's first when it does not apply to the default
-        None => scopes
-            .channels
-            .iter()
-            .find(|ch| ch.is_default)
-            .filter(|ch| profile.channels.is_empty() || profile.channels.contains(&ch.identifier))
-            .or_else(|| {
-                let first = profile.channels.first()?;
-                scopes.channels.iter().find(|ch| &ch.identifier == first)
-            }),
-    };
-    let Some(complete) = q.complete else {
-        return Ok(None);
-    };
-    let locales = if !profile.locales.is_empty() {
-        profile.locales.clone()
-    } else if let Some(ch) = channel.filter(|ch| !ch.locales.is_empty()) {
-        ch.locales.clone()
-    } else {
-        scopes
-            .languages
-            .iter()
-            .filter(|l| l.is_default)
-            .map(|l| l.code.clone())
-            .collect()
-    };
-    let required = profile
-        .required_attributes
-        .iter()
-        .filter_map(|key| {
-            let (entity, k) = key.split_once('.')?;
-            let level = match TargetEntity::parse(entity)? {
-                TargetEntity::Product => EntityKind::Product,
-                TargetEntity::Variant => EntityKind::Variant,
-                TargetEntity::Sku => EntityKind::Sku,
-                TargetEntity::Bundle | TargetEntity::Asset => return None,
-            };
-            Some(Requirement {
-                level,
-                key: k.to_string(),
-                builtin_name: profile.builtin_names.contains(key),
-            })
-        })
-        .collect();
-    Ok(Some(Completeness {
-        required,
-        locales,
-        channel: channel.map(|c| c.identifier.clone()),
-        complete,
-    }))
 }

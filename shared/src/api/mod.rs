@@ -8,6 +8,7 @@ pub mod bundles;
 pub mod categories;
 pub mod console;
 pub(crate) mod deletions;
+pub(crate) mod exports;
 pub mod fallback;
 pub(crate) mod history;
 pub mod imports;

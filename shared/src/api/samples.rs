@@ -225,6 +225,12 @@ pub fn writes() -> Vec<Sample> {
             json!({"format": "ndjson"}),
         ),
         write(
+            "catalog-export",
+            "POST",
+            "/exports",
+            json!({"entity": "products", "include": ["variants", "skus"]}),
+        ),
+        write(
             "ci-reader",
             "POST",
             "/api-keys",

@@ -39,6 +39,8 @@ pub const MAX_REPLAYS_PER_HOUR: usize = 1_000;
 pub const MAX_CONCURRENT_BULK_WRITES: u32 = 4;
 /// Import runs of one organization at once, over the whole fleet (its other imports wait).
 pub const MAX_RUNNING_IMPORTS: u32 = 1;
+/// Exports of one organization running at once, over the whole fleet (decisions.md).
+pub const MAX_RUNNING_EXPORTS: u32 = 2;
 
 /// One row of the limits table: what is limited, the limit, and the answer beyond it.
 pub struct Limit {
@@ -110,6 +112,7 @@ pub const LIMITS: &[Limit] = &[
     row("Delivery replays and test events, per organization and hour", "1,000", "429 with `Retry-After`"),
     row("Bulk `PATCH /products` running at once, per organization", "4", "429 with `Retry-After`"),
     row("Imports running at once, per organization", "1 (the others wait their turn)", "—"),
+    row("Exports running at once, per organization", "2", "429 with `Retry-After`"),
     row("Calls per organization (every key and function together; a bulk write costs 1 per 10 lines)", "100 per second, bursts of 200 (deployment defaults; `catalog-admin set-limits` per organization)", "429 with `Retry-After`"),
     row(
         "Attribute keys (`values`, `search`, definitions)",
@@ -188,6 +191,10 @@ mod tests {
             MAX_CONCURRENT_BULK_WRITES.to_string()
         );
         assert!(limit("Imports running at once").starts_with(&format!("{MAX_RUNNING_IMPORTS} ")));
+        assert_eq!(
+            limit("Exports running at once"),
+            MAX_RUNNING_EXPORTS.to_string()
+        );
     }
 
     /// The table as Markdown, as README.md carries it.

@@ -33,6 +33,16 @@ pub struct ImportConfig {
     /// How long an import waits before it tries again while another import of its
     /// organization runs (`CATALOG_IMPORT_WAIT_SECONDS`, default 30).
     pub wait: Duration,
+    /// An export's parts hold about this many gzip bytes (`CATALOG_EXPORT_PART_BYTES`,
+    /// default 8 MiB; S3 refuses parts under 5 MiB but the last, so lower only against an
+    /// emulator told so): the most of the file the worker holds, and its checkpoint step.
+    pub export_part_bytes: usize,
+    /// Entities an export reads per page (`CATALOG_EXPORT_PAGE_ITEMS`, default 200; a
+    /// tenth of it when lines embed their trees).
+    pub export_page_items: usize,
+    /// The most one invocation works on an export before it hands over to a continuation
+    /// (`CATALOG_EXPORT_SLICE_SECONDS`, default 120), so the jobs on the queue take turns.
+    pub export_slice: Duration,
 }
 
 impl Default for ImportConfig {
@@ -46,6 +56,9 @@ impl Default for ImportConfig {
             reserve: Duration::from_secs(20),
             upload_ttl: Duration::from_secs(3600),
             wait: Duration::from_secs(30),
+            export_part_bytes: 8 * 1024 * 1024,
+            export_page_items: 200,
+            export_slice: Duration::from_secs(120),
         }
     }
 }
@@ -72,6 +85,15 @@ impl ImportConfig {
             wait: number("CATALOG_IMPORT_WAIT_SECONDS")
                 .map(|n| Duration::from_secs(n.clamp(1, 900)))
                 .unwrap_or(d.wait),
+            export_part_bytes: number("CATALOG_EXPORT_PART_BYTES")
+                .map(|n| n.clamp(1, 1 << 30) as usize)
+                .unwrap_or(d.export_part_bytes),
+            export_page_items: number("CATALOG_EXPORT_PAGE_ITEMS")
+                .map(|n| n.clamp(1, 1000) as usize)
+                .unwrap_or(d.export_page_items),
+            export_slice: number("CATALOG_EXPORT_SLICE_SECONDS")
+                .map(|n| Duration::from_secs(n.clamp(1, 900)))
+                .unwrap_or(d.export_slice),
         }
     }
 }
@@ -79,6 +101,12 @@ impl ImportConfig {
 /// Where an import's file lives in the bucket.
 pub fn object_key(org: &str, id: &str) -> String {
     format!("imports/{org}/{id}.ndjson")
+}
+
+/// Where an export's file lives in the bucket (a lifecycle rule removes `exports/` files
+/// after 7 days).
+pub fn export_key(org: &str, id: &str) -> String {
+    format!("exports/{org}/{id}.ndjson.gz")
 }
 
 /// The organization and import of an object key (as S3 event notifications give it,

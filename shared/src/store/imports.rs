@@ -5,7 +5,6 @@
 
 use super::keys::imports_pk;
 use super::ops::item_key;
-use super::ops::Expect;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::store::idempotency::Guard;
@@ -177,15 +176,7 @@ impl Store {
     /// Saves `item` with its version moved on, if nobody saved it since it was read:
     /// `ConditionFailed` otherwise.
     pub async fn save_import(&self, item: &mut ImportItem) -> Result<(), StoreError> {
-        let read = item.ver;
-        item.ver += 1;
-        let result = self
-            .put_expecting(&*item, Expect::Version(read), "import", None, None)
-            .await;
-        if result.is_err() {
-            item.ver = read;
-        }
-        result
+        self.save_next_version(item, |i| &mut i.ver, "import").await
     }
 }
 

@@ -212,6 +212,11 @@ pub fn imports_pk(org: &str) -> String {
     format!("O#{org}#I")
 }
 
+/// Export jobs: one partition per organization, sort key the export id (a ULID: time order).
+pub fn exports_pk(org: &str) -> String {
+    format!("O#{org}#E")
+}
+
 /// Completeness profiles: one partition per organization, sort key the profile identifier.
 pub fn profiles_pk(org: &str) -> String {
     format!("O#{org}#C")

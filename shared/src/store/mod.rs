@@ -7,6 +7,7 @@ pub(crate) mod changes;
 pub mod console;
 pub(crate) mod counters;
 pub(crate) mod errors;
+pub(crate) mod exports;
 pub mod history;
 pub mod idempotency;
 pub(crate) mod imports;

@@ -160,6 +160,25 @@ impl Store {
         Ok(())
     }
 
+    /// Saves `item` with its version (`ver` of it) moved on, if nobody saved it since it
+    /// was read: `ConditionFailed` otherwise, the version left as read.
+    pub(crate) async fn save_next_version<T: serde::Serialize>(
+        &self,
+        item: &mut T,
+        ver: fn(&mut T) -> &mut u64,
+        what: &str,
+    ) -> Result<(), StoreError> {
+        let read = *ver(item);
+        *ver(item) += 1;
+        let result = self
+            .put_expecting(&*item, Expect::Version(read), what, None, None)
+            .await;
+        if result.is_err() {
+            *ver(item) = read;
+        }
+        result
+    }
+
     pub(crate) async fn get_item<T: DeserializeOwned>(
         &self,
         key: Item,

@@ -12,8 +12,9 @@ use super::{Store, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::time::Duration;
 
-/// A slot held by this process until given back (or until its lease lapses).
-#[derive(Debug, Clone)]
+/// A slot held until given back (or until its lease lapses); a job that outlives its
+/// process keeps it in its record and renews it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pk: String,
     sk: String,
@@ -63,6 +64,33 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// Holds `slot` `hold` longer from now, if its lease is still this one: `false` when
+    /// it lapsed and another holder took the slot since.
+    pub async fn renew_slot(&self, slot: &Slot, hold: Duration) -> Result<bool, StoreError> {
+        let until = chrono::Utc::now().timestamp_millis() + hold.as_millis() as i64;
+        let renewed = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(slot.pk.clone(), slot.sk.clone())))
+            .update_expression("SET #until = :until, #ttl = :ttl")
+            .condition_expression("lease = :lease")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":ttl", n(until / 1000 + 3600))
+            .expression_attribute_values(":lease", AttributeValue::S(slot.lease.clone()))
+            .send()
+            .await;
+        match renewed {
+            Ok(_) => Ok(true),
+            Err(e) => match StoreError::from_sdk("UpdateItem", e) {
+                StoreError::ConditionFailed => Ok(false),
+                other => Err(other),
+            },
+        }
     }
 
     /// Gives `slot` back (a lapsed lease another process took since is left alone).

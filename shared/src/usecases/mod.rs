@@ -6,7 +6,9 @@
 pub(crate) mod asset_input;
 pub(crate) mod bulk;
 pub(crate) mod etags;
+pub(crate) mod export;
 pub(crate) mod links;
+pub(crate) mod listing;
 pub(crate) mod product_write;
 pub(crate) mod references;
 pub(crate) mod retry;

@@ -18,6 +18,7 @@ use crate::store::imports::{ImportItem, ImportStatus};
 use crate::store::writes::Origin;
 use crate::store::StoreError;
 use crate::usecases::bulk::write_items;
+use crate::workers::export::{export_target, Exporter};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -92,7 +93,7 @@ pub struct Importer {
     config: ImportConfig,
 }
 
-/// What one queue message asks.
+/// The imports one queue message asks for.
 fn targets(body: &str) -> Vec<(String, String)> {
     let Ok(v) = serde_json::from_str::<Value>(body) else {
         return Vec::new();
@@ -131,6 +132,13 @@ impl Importer {
         let mut response = SqsBatchResponse::default();
         for m in &event.records {
             let body = m.body.as_deref().unwrap_or_default();
+            if let Some((org, id)) = export_target(body) {
+                if let Err(e) = self.export(&org, &id, deadline).await {
+                    tracing::warn!(%org, export = %id, error = %e, "export deferred");
+                    response.add_failure(m.message_id.clone().unwrap_or_default());
+                }
+                continue;
+            }
             for (org, id) in targets(body) {
                 if let Err(e) = self.run(&org, &id, deadline).await {
                     tracing::warn!(%org, import = %id, error = %e, "import deferred");
@@ -178,8 +186,30 @@ impl Importer {
         }
     }
 
+    /// Runs export `id` of `org` from its checkpoint for at most its slice; a run that
+    /// fails is retried from its checkpoint (the message comes back).
+    pub async fn export(&self, org: &str, id: &str, deadline: Instant) -> Result<(), String> {
+        let started = Instant::now();
+        let reserved = deadline.checked_sub(self.config.reserve).unwrap_or(started);
+        let stop_at = (started + self.config.export_slice).min(reserved);
+        let exporter = Exporter {
+            cx: self.cx,
+            s3: &self.s3,
+            config: &self.config,
+        };
+        match exporter.run(org, id, stop_at).await? {
+            Some(delay) => self.send_later("export", org, id, delay).await,
+            None => Ok(()),
+        }
+    }
+
     /// Queues the import's continuation on the import queue, `delay` seconds from now.
     async fn continue_later(&self, org: &str, id: &str, delay: i32) -> Result<(), String> {
+        self.send_later("import", org, id, delay).await
+    }
+
+    /// Queues `{"<job>": {"org", "id"}}` on the import queue, `delay` seconds from now.
+    async fn send_later(&self, job: &str, org: &str, id: &str, delay: i32) -> Result<(), String> {
         let url = self
             .config
             .queue_url
@@ -188,7 +218,7 @@ impl Importer {
         self.sqs
             .send_message()
             .queue_url(url)
-            .message_body(json!({"import": {"org": org, "id": id}}).to_string())
+            .message_body(json!({job: {"org": org, "id": id}}).to_string())
             .delay_seconds(delay)
             .send()
             .await

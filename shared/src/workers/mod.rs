@@ -3,5 +3,6 @@
 //! [`Context`](crate::context::Context), never on the HTTP app or its handlers.
 
 pub mod deliver;
+pub(crate) mod export;
 pub mod feed;
 pub mod import;

@@ -63,6 +63,7 @@ pub(super) fn answers() -> Map<String, Value> {
         super::super::bundles::ANSWERS,
         crate::usecases::references::ANSWERS,
         super::super::imports::ANSWERS,
+        super::super::exports::ANSWERS,
         super::super::webhooks::DELIVERY_ANSWERS,
         crate::usecases::bulk::ANSWERS,
         crate::http::response::ANSWERS,

@@ -1,0 +1,185 @@
+//! `/exports` routes (scope `catalog:read`, served by the `imports` function): an export
+//! is checked and counted here, then run by the import worker from the import queue
+//! (`workers/export.rs`); its status, and once written a presigned download URL, are read
+//! back here (decisions.md, "Exports and gapless sync").
+
+use crate::app::{App, Call};
+use crate::auth::apikey::prefixed_ulid;
+use crate::domain::limits::MAX_RUNNING_EXPORTS;
+use crate::domain::time::Timestamp;
+use crate::error::ApiError;
+use crate::http::render::to_json;
+use crate::http::schema;
+use crate::http::{ApiResponse, Paging, Query};
+use crate::imports::export_key;
+use crate::store::exports::{ExportItem, ExportStatus};
+use crate::usecases::export::{count, ExportRequest};
+use crate::workers::export::EXPORT_HOLD;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// An export's `asOf` is this long before it was asked for: a write whose time is earlier
+/// has committed by the time the walk reads (docs/architecture.md, "Exports").
+const AS_OF_OVERLAP_MS: i64 = 5_000;
+
+/// How long a download URL works (decisions.md).
+const URL_TTL: Duration = Duration::from_secs(3600);
+
+/// When every export slot is taken, the client is told to come back this much later.
+const BUSY_RETRY_SECONDS: u32 = 30;
+
+/// An export as served (decisions.md).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Export")]
+struct ExportView<'a> {
+    id: &'a str,
+    status: ExportStatus,
+    /// The file plus `updated_after=<asOf>` and `/deletions?updated_after=<asOf>` is the catalog
+    as_of: Timestamp,
+    /// Entities the list held when the export started
+    total: u64,
+    /// Lines written so far
+    written: u64,
+    /// Presigned GET of the gzip NDJSON file, once succeeded (valid until `expiresAt`)
+    url: Option<String>,
+    expires_at: Option<Timestamp>,
+    error: Option<&'a str>,
+    created_at: Timestamp,
+    finished_at: Option<Timestamp>,
+}
+
+/// The answer types of this module, for the OpenAPI document.
+pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[schema::answer::<ExportView>];
+
+/// The export as served: the download URL is presigned now (no request), while the file
+/// is kept.
+async fn render(app: &App, org: &str, job: &ExportItem) -> Result<Value, ApiError> {
+    let now = Timestamp::now();
+    let (mut url, mut expires_at) = (None, None);
+    if let (true, Some(s3), Some(bucket)) =
+        (job.file_kept(now), &app.s3, &app.config.imports.bucket)
+    {
+        let presigning =
+            aws_sdk_s3::presigning::PresigningConfig::expires_in(URL_TTL).map_err(|e| {
+                tracing::error!(error = %e, "presigning config");
+                ApiError::internal()
+            })?;
+        let get = s3
+            .get_object()
+            .bucket(bucket)
+            .key(export_key(org, &job.id))
+            .presigned(presigning)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = ?e, "presigning the download URL");
+                ApiError::internal()
+            })?;
+        url = Some(get.uri().to_string());
+        expires_at = Some(Timestamp::from_millis(
+            now.millis() + URL_TTL.as_millis() as i64,
+        ));
+    }
+    Ok(to_json(ExportView {
+        id: &job.id,
+        status: job.status,
+        as_of: job.as_of,
+        total: job.total,
+        written: job.written,
+        url,
+        expires_at,
+        error: job.error.as_deref(),
+        created_at: job.created_at,
+        finished_at: job.finished_at,
+    }))
+}
+
+/// POST /exports: checked and counted as the list would be, then queued: 202.
+pub async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let body: ExportRequest = call.body(app)?;
+    let spec = body.spec()?;
+    let (Some(_), Some(_), Some(sqs), Some(queue)) = (
+        &app.s3,
+        &app.config.imports.bucket,
+        &app.sqs,
+        &app.config.imports.queue_url,
+    ) else {
+        return Err(ApiError::new(
+            503,
+            "exports are not configured for this deployment",
+        ));
+    };
+    let org = call.org();
+    let now = Timestamp::now();
+    let as_of = Timestamp::from_millis(now.millis() - AS_OF_OVERLAP_MS);
+    let total = count(app, org, &spec).await?;
+    let slot = app
+        .store
+        .take_slot(org, "export", MAX_RUNNING_EXPORTS, EXPORT_HOLD)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                429,
+                format!(
+                    "too many running exports: at most {MAX_RUNNING_EXPORTS} run at once per organization; retry after {BUSY_RETRY_SECONDS} s"
+                ),
+            )
+            .with_header("retry-after", BUSY_RETRY_SECONDS.to_string())
+        })?;
+    let request = serde_json::to_string(&body).map_err(|_| ApiError::internal())?;
+    let id = prefixed_ulid("exp_");
+    let mut job = ExportItem::new(org, &id, request, now, as_of);
+    job.total = total;
+    job.slot = Some(slot.clone());
+    if let Err(e) = app.store.create_export(&job, call.guard()).await {
+        app.store.give_back_slot(&slot).await;
+        return Err(e.into());
+    }
+    let sent = sqs
+        .send_message()
+        .queue_url(queue)
+        .message_body(json!({"export": {"org": org, "id": id}}).to_string())
+        .send()
+        .await;
+    if let Err(e) = sent {
+        tracing::error!(error = ?e, export = %id, "queueing the export");
+        job.status = ExportStatus::Failed;
+        job.error = Some("the export could not be started; create it again".into());
+        job.finished_at = Some(Timestamp::now());
+        job.slot = None;
+        let _ = app.store.save_export(&mut job).await;
+        app.store.give_back_slot(&slot).await;
+        return Err(ApiError::new(503, "the export could not be started; retry"));
+    }
+    Ok(ApiResponse::single(202, render(app, org, &job).await?))
+}
+
+/// GET /exports/{id}.
+pub async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    Query::parse(&call.request.query, &[])?;
+    let id = call.route.identifier(0, "export")?;
+    let job = app
+        .store
+        .get_export(call.org(), id)
+        .await?
+        .ok_or_else(|| ApiError::entity_not_found("export", id))?;
+    Ok(ApiResponse::single(
+        200,
+        render(app, call.org(), &job).await?,
+    ))
+}
+
+/// GET /exports: newest first.
+pub async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let query = Query::parse(&call.request.query, &["limit", "page"])?;
+    let paging = Paging::from_query(&query)?;
+    let all = app.store.list_exports(call.org()).await?;
+    let mut shown = Vec::with_capacity(all.len());
+    for job in &all[paging.range(all.len())] {
+        shown.push(render(app, call.org(), job).await?);
+    }
+    Ok(paging.page_response(shown, all.len()))
+}

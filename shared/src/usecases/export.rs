@@ -1,0 +1,246 @@
+//! What an export holds and how its lines read: `POST /exports`'s body, checked into an
+//! [`ExportSpec`] (as the lists check their query), and the walk's next page of lines, each
+//! entity rendered exactly as `GET /<entity>/{identifier}` shows it with the same include
+//! and selectors (decisions.md, "Exports and gapless sync").
+
+use super::listing::{matching, Selecting};
+use crate::context::Context;
+use crate::domain::selection::Selection;
+use crate::error::ApiError;
+use crate::http::render::{self, Embed};
+use crate::search::engine::Cut;
+use crate::search::parse::parse_json;
+use crate::store::items::EntityKind;
+use crate::store::products::TreeDepth;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an export lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportEntity {
+    Products,
+    Variants,
+    Skus,
+}
+
+/// `all` (every key must match) or `any`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    All,
+    Any,
+}
+
+/// The body of `POST /exports`: the list's selection, include and selectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "ExportCreate")]
+pub struct ExportRequest {
+    pub entity: ExportEntity,
+    /// The lists' `search` filter: the object itself, or its JSON text
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_mode: Option<SearchMode>,
+    /// Relations embedded in each line: `variants` and `skus` on products, `skus` on variants
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include: Option<Vec<String>>,
+    /// Attribute selectors, as the lists' `attributes`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<Vec<String>>,
+    /// Attribute selectors, as the lists' `exclude_attributes`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_attributes: Option<Vec<String>>,
+}
+
+/// An export's request, checked: the list it walks and how each line renders.
+#[derive(Debug)]
+pub struct ExportSpec {
+    pub entity: EntityKind,
+    select: Selecting,
+    embed: Embed,
+    selection: Selection,
+}
+
+fn bad_field(name: &str, problem: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("field '{name}': {problem}"))
+}
+
+impl ExportRequest {
+    /// Checks the request's shape (the definitions its filter names are checked when the
+    /// list runs: [`page`]).
+    pub fn spec(&self) -> Result<ExportSpec, ApiError> {
+        let (entity, allowed): (EntityKind, &[&str]) = match self.entity {
+            ExportEntity::Products => (EntityKind::Product, &["variants", "skus"]),
+            ExportEntity::Variants => (EntityKind::Variant, &["skus"]),
+            ExportEntity::Skus => (EntityKind::Sku, &[]),
+        };
+        let mut embed = Embed {
+            variants: false,
+            skus: false,
+        };
+        for name in self.include.iter().flatten() {
+            match name.as_str() {
+                n if !allowed.contains(&n) => {
+                    return Err(bad_field(
+                        "include",
+                        format!(
+                        "'{n}' is not one of [{}] for {} (metaobjects are not embedded in exports)",
+                        allowed.join(", "),
+                        entity.as_str()
+                    ),
+                    ))
+                }
+                "variants" => embed.variants = true,
+                _ => embed.skus = true,
+            }
+        }
+        if entity == EntityKind::Product && embed.skus && !embed.variants {
+            return Err(bad_field("include", "'skus' needs 'variants' on products"));
+        }
+        let search = match &self.search {
+            None => None,
+            Some(Value::String(text)) => Some(parse_json(text)?),
+            Some(v) => Some(parse_json(&v.to_string())?),
+        };
+        Ok(ExportSpec {
+            entity,
+            select: Selecting {
+                search,
+                any: self.search_mode == Some(SearchMode::Any),
+                ..Selecting::default()
+            },
+            embed,
+            selection: Selection::parse(self.attributes.clone(), self.exclude_attributes.clone())?,
+        })
+    }
+}
+
+/// One page of an export's walk.
+#[derive(Debug)]
+pub struct Lines {
+    /// NDJSON text: one rendered entity per line.
+    pub text: Vec<u8>,
+    pub count: u64,
+    /// The last identifier the page covered (the walk goes on after it).
+    pub last: Option<String>,
+    /// Whether more follow.
+    pub more: bool,
+}
+
+/// How many entities the export's list holds now; its filter checked against the
+/// definitions as the list checks it (a refusal names the problem).
+pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, ApiError> {
+    let (_, total, _) = matching(cx, org, spec.entity, &spec.select, Cut::Index(0), 0).await?;
+    Ok(total as u64)
+}
+
+/// The walk's page after `after` (from the start with `None`): the list engine brought up
+/// to date selects the page in identifier order, one round trip reads it as the list
+/// routes do, and each entity is rendered as its detail route shows it. An entity deleted
+/// between the two is left out.
+pub async fn page(
+    cx: &Context,
+    org: &str,
+    spec: &ExportSpec,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Lines, ApiError> {
+    let cut = after.map_or(Cut::Index(0), Cut::After);
+    let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, limit).await?;
+    let (embed, sel) = (spec.embed, &spec.selection);
+    let store = &cx.store;
+    let rendered: Vec<Value> = match spec.entity {
+        EntityKind::Product => {
+            let depth = match (embed.variants, embed.skus) {
+                (true, true) => TreeDepth::Skus,
+                (true, false) => TreeDepth::Variants,
+                _ => TreeDepth::Product,
+            };
+            let trees = store.product_page(org, &entries, depth).await?;
+            trees
+                .iter()
+                .map(|t| render::product(t, embed, sel))
+                .collect()
+        }
+        EntityKind::Variant => {
+            let trees = store.variant_page(org, &entries, embed.skus).await?;
+            trees
+                .iter()
+                .map(|t| render::variant(t, embed.skus, sel))
+                .collect()
+        }
+        EntityKind::Sku => {
+            let trees = store.sku_page(org, &entries).await?;
+            trees.iter().map(|t| render::sku(t, sel)).collect()
+        }
+    };
+    let mut text = Vec::new();
+    for v in &rendered {
+        serde_json::to_writer(&mut text, v).map_err(|e| {
+            tracing::error!(error = %e, "rendering an export line");
+            ApiError::internal()
+        })?;
+        text.push(b'\n');
+    }
+    Ok(Lines {
+        text,
+        count: rendered.len() as u64,
+        last: entries.last().map(|e| e.id.to_string()),
+        more,
+    })
+}
+
+impl ExportSpec {
+    /// Entities per page of `items`: a tenth of them when each line embeds a tree (a
+    /// product's up to the tree limits).
+    pub fn page_size(&self, items: usize) -> usize {
+        if self.embed.variants || self.embed.skus {
+            (items / 10).max(1)
+        } else {
+            items
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(body: Value) -> Result<ExportSpec, String> {
+        let req: ExportRequest = serde_json::from_value(body).map_err(|e| e.to_string())?;
+        req.spec().map_err(|e| e.message)
+    }
+
+    #[test]
+    fn requests_are_checked_as_the_lists_check_them() {
+        let s = spec(json!({"entity": "products", "include": ["variants", "skus"]})).unwrap();
+        assert_eq!(s.entity, EntityKind::Product);
+        assert!(s.embed.variants && s.embed.skus);
+        assert_eq!(s.page_size(200), 20);
+        assert_eq!(s.page_size(5), 1);
+        assert_eq!(
+            spec(json!({"entity": "products", "include": ["skus"]})).unwrap_err(),
+            "field 'include': 'skus' needs 'variants' on products"
+        );
+        assert_eq!(
+            spec(json!({"entity": "skus", "include": ["metaobjects"]})).unwrap_err(),
+            "field 'include': 'metaobjects' is not one of [] for sku (metaobjects are not embedded in exports)"
+        );
+        assert!(spec(json!({"entity": "assets"}))
+            .unwrap_err()
+            .contains("unknown variant `assets`"));
+        assert!(spec(json!({"entity": "skus", "limit": 3}))
+            .unwrap_err()
+            .contains("unknown field `limit`"));
+        let s = spec(json!({"entity": "variants", "search": "{\"name\":[{\"operator\":\"CONTAINS\",\"value\":\"x\"}]}", "searchMode": "any"})).unwrap();
+        assert!(s.select.search.is_some() && s.select.any);
+        assert_eq!(s.page_size(200), 200);
+        assert!(spec(json!({"entity": "skus", "search": "{"}))
+            .unwrap_err()
+            .contains("not valid JSON"));
+    }
+}
