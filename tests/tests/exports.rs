@@ -1,8 +1,9 @@
 //! `/exports` end to end through the real `imports` and `import-worker` functions and
 //! moto's S3: the file is the list in identifier order, each line as the detail route
 //! shows it; an export checkpoints part by part across continuations; the file plus the
-//! changes after `asOf` is exactly the catalog while writers run; requests are checked as
-//! the lists check them, and at most two run at once per organization.
+//! changes after `asOf` is exactly the catalog while writers run; a product export imports
+//! unchanged into a second organization; requests are checked as the lists check them, and
+//! at most two run at once per organization.
 
 use catalog_e2e::imports::imports;
 use catalog_e2e::webhooks::eventually;
@@ -337,4 +338,78 @@ async fn the_file_plus_the_changes_after_as_of_is_exactly_the_catalog() {
     for (p, line) in &truth {
         assert_eq!(&replica[p], line, "{p}");
     }
+}
+
+/// What two organizations' copies of one product share: all but their times.
+fn content(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("selfUpdatedAt");
+        o.remove("updatedAt");
+        for child in ["variants", "skus"] {
+            if let Some(items) = o.get_mut(child).and_then(Value::as_array_mut) {
+                for item in items.iter_mut() {
+                    *item = content(item.take());
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The definitions of the round trip, in an organization.
+async fn define_all(org: &Org) {
+    for d in [
+        json!({"key": "color", "displayName": "Color", "targetEntity": "product", "type": "text"}),
+        json!({"key": "tags", "displayName": "Tags", "targetEntity": "product", "type": "text", "isMulti": true}),
+        json!({"key": "size", "displayName": "Size", "targetEntity": "variant", "type": "select", "options": ["S", "M", "L"]}),
+        json!({"key": "price", "displayName": "Price", "targetEntity": "sku", "type": "price"}),
+        json!({"key": "stock", "displayName": "Stock", "targetEntity": "sku", "type": "number"}),
+        json!({"key": "active", "displayName": "Active", "targetEntity": "sku", "type": "boolean"}),
+    ] {
+        org.define(d).await;
+    }
+}
+
+#[tokio::test]
+async fn a_product_export_imports_unchanged_into_a_second_organization() {
+    imports().await;
+    let (a, b) = (Org::new().await, Org::new().await);
+    define_all(&a).await;
+    define_all(&b).await;
+    let body: Vec<Value> = (0..25)
+        .map(|i| {
+            json!({"identifier": format!("r{i:02}"), "name": format!("Round {i}"),
+                "values": {"color": "Teal", "tags": ["a", format!("t{i}")]},
+                "variants": [{"identifier": format!("r{i:02}-m"), "name": "M", "values": {"size": "M"},
+                    "skus": [{"identifier": format!("r{i:02}-m1"), "name": "M1",
+                        "values": {"price": "12.50 EUR", "stock": i, "active": i % 2 == 0}}]}]})
+        })
+        .collect();
+    let r = a.patch("/v1/products", Value::Array(body)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let job = start(
+        &a,
+        json!({"entity": "products", "include": ["variants", "skus"]}),
+    )
+    .await;
+    let job = finished(&a, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let url = job["url"].as_str().unwrap();
+    let gz = reqwest::get(url).await.unwrap().bytes().await.unwrap();
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    let import = catalog_e2e::imports::start_import(&b, &text).await;
+    let done = catalog_e2e::imports::finished(&b, &import).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(
+        (done["created"].clone(), done["failed"].clone()),
+        (json!(25), json!(0))
+    );
+    let (ca, cb) = (catalog(&a).await, catalog(&b).await);
+    assert_eq!(ca.len(), 25);
+    let strip =
+        |c: BTreeMap<String, Value>| -> Vec<Value> { c.into_values().map(content).collect() };
+    assert_eq!(strip(ca), strip(cb));
 }

@@ -6,6 +6,7 @@
 
 pub mod checkpoints;
 pub mod client;
+pub(crate) mod exported;
 pub(crate) mod lines;
 
 use std::time::Duration;

@@ -11,6 +11,7 @@ use crate::context::Context;
 use crate::domain::actor::Actor;
 use crate::domain::limits::MAX_RUNNING_IMPORTS;
 use crate::domain::time::Timestamp;
+use crate::imports::exported::as_patch;
 use crate::imports::lines::{Line, Splitter};
 use crate::imports::{object_key, parse_object_key, ImportConfig};
 use crate::json_text::{ndjson_line, BulkItem};
@@ -363,7 +364,8 @@ impl Importer {
             .map(|l| BulkItem {
                 line: l.number as usize,
                 body: match &l.text {
-                    Some(t) => ndjson_line(t),
+                    // an export's line imports as the product it shows
+                    Some(t) => ndjson_line(t).map(as_patch),
                     None => Err(crate::error::ApiError::new(
                         413,
                         format!("line is longer than {MAX_LINE_BYTES} bytes or not UTF-8"),
