@@ -162,10 +162,11 @@ Webhooks (deliveries are real POSTs; loopback http is allowed in local mode):
        -d '{"destination":{"type":"sqs","queueUrl":"$AWS_ENDPOINT_URL_SQS/123456789012/events"},"topics":["*"]}'
   AWS_ENDPOINT_URL_SQS=$AWS_ENDPOINT_URL_SQS .tools/venv/bin/python scripts/local-sqs.py read events
 
-Bulk writes and imports (S3 is moto's, on the same port as SQS):
+Bulk writes, imports and exports (S3 is moto's, on the same port as SQS):
   curl -s -X PATCH "$CATALOG_BASE_URL/products" -H "Authorization: Bearer $CATALOG_API_KEY" \
        -H "Content-Type: application/x-ndjson" --data-binary \$'{"identifier":"p2"}\n{"identifier":"p3"}\n'
-  target/debug/catalog-admin import FILE.ndjson --url "$CATALOG_BASE_URL" --key "$CATALOG_API_KEY"
+  target/debug/catalog-admin import --file FILE.ndjson --url "$CATALOG_BASE_URL" --key "$CATALOG_API_KEY"
+  target/debug/catalog-admin export --out catalog.ndjson.gz --url "$CATALOG_BASE_URL" --key "$CATALOG_API_KEY"
 
 Logs: $LOCAL/watch.log, $LOCAL/poller.log, $LOCAL/dynamodb.log, $LOCAL/sqs.log. Press Ctrl-C to stop.
 MSG

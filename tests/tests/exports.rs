@@ -413,3 +413,53 @@ async fn a_product_export_imports_unchanged_into_a_second_organization() {
         |c: BTreeMap<String, Value>| -> Vec<Value> { c.into_values().map(content).collect() };
     assert_eq!(strip(ca), strip(cb));
 }
+
+/// `catalog-admin export`: starts an export through the API, shows a progress bar until it
+/// finishes and downloads the file (through the local HTTP gateway, as a client would).
+#[tokio::test]
+async fn the_cli_exports_with_progress_and_downloads_the_file() {
+    imports().await;
+    let org = Org::new().await;
+    seed(&org, 12).await;
+    let port = catalog_e2e::gateway::start().await;
+    let file = std::env::temp_dir().join(format!("catalog-export-{}.ndjson.gz", org.id));
+    let mut cli = std::process::Command::new(catalog_e2e::binary("catalog-admin"));
+    cli.args(["export", "--out", file.to_str().unwrap()]).args([
+        "--url",
+        &format!("http://127.0.0.1:{port}/v1"),
+        "--key",
+        &org.key,
+    ]);
+    let out = tokio::task::spawn_blocking(move || cli.output())
+        .await
+        .unwrap()
+        .expect("catalog-admin runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "[{}] 100%  12/12 entities  (succeeded)",
+            "#".repeat(30)
+        )),
+        "{stderr}"
+    );
+    let job: Value = serde_json::from_slice(&out.stdout).expect("the export as JSON");
+    assert_eq!(job["status"], "succeeded");
+    let gz = std::fs::read(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        stderr.contains(&format!("downloaded {} bytes", gz.len())),
+        "{stderr}"
+    );
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    // products with their variants and SKUs, by default
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12);
+    assert_eq!(lines, catalog(&org).await.into_values().collect::<Vec<_>>());
+}

@@ -29,6 +29,10 @@ Commands:
                                        create an import, upload the NDJSON file to it and show
                                        its progress until it finishes (URL and KEY default to
                                        CATALOG_BASE_URL and CATALOG_API_KEY, as .local/env sets)
+  export --out PATH [--entity E] [--include LIST] [--search JSON] [--url URL] [--key KEY]
+                                       start an export (entity products, variants or skus;
+                                       default products with variants,skus), show its progress
+                                       and download its gzip NDJSON file to PATH
   console-link [--key KEY] [--url URL]
                                        a single-use sign-in link (10 minutes) to the web console
                                        at URL (default: CATALOG_BASE_URL's /console), acting as
@@ -106,22 +110,62 @@ async fn issuing_store() -> Store {
     config.store(Store::client_from_env().await)
 }
 
+/// The API's URL and key: `--url` and `--key`, else `CATALOG_BASE_URL` and `CATALOG_API_KEY`.
+fn api_access(flags: &HashMap<String, String>) -> Result<(String, String), String> {
+    let from_env = |name: &str, var: &str| {
+        flags
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(var).ok())
+            .ok_or_else(|| format!("--{name} (or {var}) is required"))
+    };
+    Ok((
+        from_env("url", "CATALOG_BASE_URL")?,
+        from_env("key", "CATALOG_API_KEY")?,
+    ))
+}
+
 async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), String> {
     match command {
         "help" | "--help" | "-h" => println!("{HELP}"),
         "table-yaml" => print!("{}", TABLE.cloudformation_yaml(0)),
         "router-toml" => print!("{}", catalog::api::router_toml()),
         "openapi" => print!("{}", catalog::api::openapi::yaml()),
-        "import" => {
-            let from_env = |name: &str, var: &str| {
-                flags
-                    .get(name)
-                    .cloned()
-                    .or_else(|| std::env::var(var).ok())
-                    .ok_or_else(|| format!("--{name} (or {var}) is required"))
+        "export" => {
+            let (base, key) = api_access(flags)?;
+            let file = std::path::PathBuf::from(need(flags, "out")?);
+            let mut request = serde_json::json!({
+                "entity": flags.get("entity").map_or("products", String::as_str),
+            });
+            let include = match flags.get("include") {
+                Some(list) => list
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                None if request["entity"] == "products" => vec!["variants".into(), "skus".into()],
+                None => Vec::new(),
             };
-            let base = from_env("url", "CATALOG_BASE_URL")?;
-            let key = from_env("key", "CATALOG_API_KEY")?;
+            request["include"] = serde_json::json!(include);
+            if let Some(search) = flags.get("search") {
+                request["search"] = serde_json::json!(search);
+            }
+            let job = catalog::imports::client::export_file(
+                base.trim_end_matches('/'),
+                &key,
+                &request,
+                &file,
+                std::time::Duration::from_secs(1),
+                &mut std::io::stderr(),
+            )
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&job).unwrap_or_default());
+            if job["status"] != "succeeded" {
+                return Err(format!("the export {}: {}", job["status"], job["error"]));
+            }
+        }
+        "import" => {
+            let (base, key) = api_access(flags)?;
             let file = std::path::PathBuf::from(need(flags, "file")?);
             let job = catalog::imports::client::import_file(
                 base.trim_end_matches('/'),
