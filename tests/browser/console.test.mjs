@@ -324,6 +324,31 @@ step('imports: upload, progress, succeeded, history', async ({ page, watcher }) 
   say(`import ${importId} succeeded`);
 });
 
+step('exports: start, progress, download', async ({ page, watcher }) => {
+  await gotoNav(page, 'Exports', 'Exports');
+  await page.getByRole('button', { name: 'Start export' }).click();
+  const status = page.locator('#export-status');
+  await status.locator('[data-status]').waitFor();
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#export-status [data-status]');
+    return s && ['succeeded', 'failed'].includes(s.dataset.status);
+  }, null, { timeout: IMPORT_DEADLINE });
+  const final = await status.locator('[data-status]').getAttribute('data-status');
+  check(final === 'succeeded', `the export ended ${final}: ${await page.locator('#export-run').textContent()}`);
+  const bar = await page.locator('#export-progress').evaluate((p) => [p.value, p.max]);
+  check(bar[0] === bar[1] && bar[1] > 0, `the progress bar is not full: ${bar}`);
+  // the download link is the presigned file: gzip
+  const href = await page.locator('#export-link a').getAttribute('href');
+  const file = await page.request.get(href);
+  check(file.status() === 200, `the download answered ${file.status()}`);
+  const bytes = await file.body();
+  check(bytes[0] === 0x1f && bytes[1] === 0x8b, 'the downloaded file is not gzip');
+  const exportId = (await status.locator('code').textContent()).trim();
+  await page.locator('#exports-list tbody tr', { hasText: exportId }).locator('[data-status="succeeded"]').waitFor();
+  await audit(page, watcher, 'exports');
+  say(`export ${exportId} succeeded, ${bytes.length} bytes downloaded`);
+});
+
 step('catalog: filter color = red, open the product', async ({ context, page, watcher }) => {
   await gotoNav(page, 'Products', 'Products');
   await page.getByRole('button', { name: 'Add condition' }).click();

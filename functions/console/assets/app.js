@@ -9,6 +9,7 @@ import keysPage from './pages/keys.js';
 import webhooksPage from './pages/webhooks.js';
 import webhookPage from './pages/webhook.js';
 import importsPage from './pages/imports.js';
+import exportsPage from './pages/exports.js';
 import catalogPage from './pages/catalog.js';
 import productPage from './pages/product.js';
 import attributesPage from './pages/attributes.js';
@@ -21,6 +22,7 @@ const NAV = [
   { id: 'keys', label: 'API keys', href: '#/keys', scope: MANAGE },
   { id: 'webhooks', label: 'Webhooks', href: '#/webhooks', scope: MANAGE },
   { id: 'imports', label: 'Imports', href: '#/imports', scope: WRITE },
+  { id: 'exports', label: 'Exports', href: '#/exports', scope: READ },
   { id: 'products', label: 'Products', href: '#/products', scope: READ },
   { id: 'variants', label: 'Variants', href: '#/variants', scope: READ },
   { id: 'skus', label: 'SKUs', href: '#/skus', scope: READ },
@@ -32,6 +34,7 @@ const ROUTES = [
   { pattern: '/webhooks', nav: 'webhooks', title: 'Webhooks', scope: MANAGE, page: webhooksPage },
   { pattern: '/webhooks/:id', nav: 'webhooks', title: 'Webhook', scope: MANAGE, page: webhookPage },
   { pattern: '/imports', nav: 'imports', title: 'Imports', scope: WRITE, page: importsPage },
+  { pattern: '/exports', nav: 'exports', title: 'Exports', scope: READ, page: exportsPage },
   { pattern: '/products', nav: 'products', title: 'Products', scope: READ, page: (ctx) => catalogPage(ctx, 'products') },
   { pattern: '/products/:identifier', nav: 'products', title: 'Product', scope: READ, page: productPage },
   { pattern: '/variants', nav: 'variants', title: 'Variants', scope: READ, page: (ctx) => catalogPage(ctx, 'variants') },
