@@ -14,7 +14,7 @@ use crate::search::engine::Cut;
 use crate::search::parse::parse_json;
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
-use crate::usecases::listing::{bad_param, matching};
+use crate::usecases::listing::{bad_param, matching, Refresh};
 pub use crate::usecases::listing::{CompletenessQuery, Selecting};
 use crate::usecases::references::with_included;
 use serde_json::Value;
@@ -159,7 +159,15 @@ pub async fn page(
         Start::After(id) => Cut::After(id),
     };
     let limit = req.paging.limit as usize;
-    let (entries, total, more) = matching(app, call.org(), kind, &req.select, cut, limit).await?;
+    let (entries, total, more) = matching(
+        app,
+        call.org(),
+        kind,
+        &req.select,
+        (cut, limit),
+        Refresh::Now,
+    )
+    .await?;
     let next_after = more.then(|| entries.last().map(|e| e.id.clone())).flatten();
     Ok(ListPage {
         req,

@@ -3,7 +3,7 @@
 //! entity rendered exactly as `GET /<entity>/{identifier}` shows it with the same include
 //! and selectors (decisions.md, "Exports and gapless sync").
 
-use super::listing::{matching, Selecting};
+use super::listing::{matching, Refresh, Selecting};
 use crate::context::Context;
 use crate::domain::selection::Selection;
 use crate::error::ApiError;
@@ -133,23 +133,24 @@ pub struct Lines {
 /// How many entities the export's list holds now; its filter checked against the
 /// definitions as the list checks it (a refusal names the problem).
 pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, ApiError> {
-    let (_, total, _) = matching(cx, org, spec.entity, &spec.select, Cut::Index(0), 0).await?;
+    let first = (Cut::Index(0), 0);
+    let (_, total, _) = matching(cx, org, spec.entity, &spec.select, first, Refresh::Now).await?;
     Ok(total as u64)
 }
 
-/// The walk's page after `after` (from the start with `None`): the list engine brought up
-/// to date selects the page in identifier order, one round trip reads it as the list
-/// routes do, and each entity is rendered as its detail route shows it. An entity deleted
-/// between the two is left out.
+/// The walk's page after `after` (from the start with `None`): the list engine (brought up
+/// to date first with [`Refresh::Now`]) selects the page in identifier order, one round
+/// trip reads it as the list routes do, and each entity is rendered as its detail route
+/// shows it. An entity deleted between the two is left out.
 pub async fn page(
     cx: &Context,
     org: &str,
     spec: &ExportSpec,
-    after: Option<&str>,
-    limit: usize,
+    (after, limit): (Option<&str>, usize),
+    refresh: Refresh,
 ) -> Result<Lines, ApiError> {
-    let cut = after.map_or(Cut::Index(0), Cut::After);
-    let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, limit).await?;
+    let cut = (after.map_or(Cut::Index(0), Cut::After), limit);
+    let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, refresh).await?;
     let (embed, sel) = (spec.embed, &spec.selection);
     let store = &cx.store;
     let rendered: Vec<Value> = match spec.entity {

@@ -24,6 +24,13 @@ pub struct Selecting {
     pub completeness: Option<CompletenessQuery>,
 }
 
+/// Whether a list call first brings the engine up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    Now,
+    Skip,
+}
+
 /// A refused query parameter.
 pub(crate) fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request(format!("query parameter '{name}': {problem}"))
@@ -60,18 +67,25 @@ fn levels(target: EntityKind, req: &Selecting) -> Vec<EntityKind> {
 /// their total, from the list engine (`search/engine.rs`): one round trip brings it up to
 /// date (the embedded engine: one delta Query per shard of each entity type involved) and,
 /// with `search` or completeness, reads the definitions, scopes and profile they name (one
-/// BatchGetItem). Only the page's entries are copied out of the engine.
+/// BatchGetItem). Only the page's entries are copied out of the engine. With
+/// [`Refresh::Skip`] the engine answers from what it knows (an export's later pages: the
+/// first page of its run brought it up to date past the export's `asOf`).
 pub async fn matching(
     cx: &Context,
     org: &str,
     target: EntityKind,
     req: &Selecting,
-    cut: Cut<'_>,
-    limit: usize,
+    (cut, limit): (Cut<'_>, usize),
+    refresh: Refresh,
 ) -> Result<Page, ApiError> {
     let engine = &cx.lists;
     let kinds = levels(target, req);
-    let refresh = engine.refresh(org, &kinds);
+    let refresh = async {
+        match refresh {
+            Refresh::Now => engine.refresh(org, &kinds).await,
+            Refresh::Skip => Ok(()),
+        }
+    };
     let mut criteria = Criteria {
         any: req.any,
         updated_after: req.updated_after,

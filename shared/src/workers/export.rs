@@ -12,6 +12,7 @@ use crate::imports::{export_key, ImportConfig};
 use crate::store::exports::{ExportItem, ExportPart, ExportStatus};
 use crate::store::StoreError;
 use crate::usecases::export::{page, ExportRequest, ExportSpec};
+use crate::usecases::listing::Refresh;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use flate2::write::GzEncoder;
@@ -48,6 +49,13 @@ pub(crate) struct Exporter<'a> {
     pub config: &'a ImportConfig,
 }
 
+/// This process's peak resident memory (Linux's `VmHWM`, as Lambda runs), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    line.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
 /// The export a queue message names (`{"export": {"org", "id"}}`: its start or its
 /// continuation).
 pub(crate) fn export_target(body: &str) -> Option<(String, String)> {
@@ -61,7 +69,18 @@ impl Exporter<'_> {
     /// one is due; an error when the run failed (the message comes back, and the next run
     /// resumes from the last part saved).
     pub async fn run(&self, org: &str, id: &str, stop_at: Instant) -> Result<Option<i32>, String> {
-        match self.advance(org, id, stop_at).await {
+        let started = Instant::now();
+        let (advanced, cost) = crate::store::metrics::counted(self.advance(org, id, stop_at)).await;
+        // the run's cost, for the logs' metric filters and the bench
+        tracing::info!(
+            %org,
+            export = %id,
+            ddb_requests = cost.requests,
+            ms = started.elapsed().as_millis() as u64,
+            peak_rss_kib = peak_rss_kib(),
+            "export run"
+        );
+        match advanced {
             Ok(true) => Ok(Some(0)),
             Ok(false) => Ok(None),
             // another worker saved it since: it carries on (a minute later, this finds
@@ -108,8 +127,9 @@ impl Exporter<'_> {
                 u
             }
         };
+        let mut fresh = false;
         loop {
-            let (part, done) = match self.part(org, &spec, &mut job, stop_at).await {
+            let (part, done) = match self.part(org, &spec, &mut job, stop_at, &mut fresh).await {
                 Ok(p) => p,
                 Err(Err(why)) => return self.fail(org, &mut job, &why).await,
                 Err(Ok(stop)) => return Err(stop),
@@ -155,20 +175,21 @@ impl Exporter<'_> {
         spec: &ExportSpec,
         job: &mut ExportItem,
         stop_at: Instant,
+        fresh: &mut bool,
     ) -> Result<(Vec<u8>, bool), Result<Stop, String>> {
         let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
         let (mut after, mut written) = (job.after.clone(), job.written);
         let done = loop {
-            let lines = match page(
-                self.cx,
-                org,
-                spec,
-                after.as_deref(),
-                spec.page_size(self.config.export_page_items),
-            )
-            .await
-            {
-                Ok(lines) => lines,
+            // the run's first page brings the engine up to date (past `asOf`: the run
+            // started after the export was asked for); the others walk what it holds, as
+            // nothing else reads lists in this invocation (no eviction, no reload)
+            let refresh = if *fresh { Refresh::Skip } else { Refresh::Now };
+            let size = spec.page_size(self.config.export_page_items);
+            let lines = match page(self.cx, org, spec, (after.as_deref(), size), refresh).await {
+                Ok(lines) => {
+                    *fresh = true;
+                    lines
+                }
                 Err(e) if e.status == 503 && Instant::now() < stop_at => {
                     // the list index is loading: it goes on from where it stopped
                     tokio::time::sleep(Duration::from_millis(500)).await;

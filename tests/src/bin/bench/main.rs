@@ -25,11 +25,13 @@
 //!
 //! 7. Events (`--destinations N`, `--filtered N`): `events.rs`.
 //! 8. History (`--history N`): the change feed's cost of it, `history.rs`.
+//! 9. Export (`--export N`): N products exported with their variants and SKUs, `export.rs`.
 //!
 //! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 mod events;
+mod export;
 mod history;
 mod isolation;
 mod shapes;
@@ -59,6 +61,7 @@ struct Args {
     filtered: usize,
     filtered_subs: usize,
     history: usize,
+    export: usize,
     isolation: usize,
     write_shapes: usize,
     samples: usize,
@@ -67,7 +70,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
@@ -76,6 +79,7 @@ fn usage() -> ! {
          --destinations  product writes to SQS and EventBridge destinations, each alone and beside a refusing one (at --webhook-rate, default 10 a second)\n\
          --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
          --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
+         --export    products exported with their variants and SKUs: time, file, the worker's requests and memory\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
@@ -95,6 +99,7 @@ fn parse_args() -> Args {
         filtered: 0,
         filtered_subs: 20,
         history: 0,
+        export: 0,
         isolation: 0,
         write_shapes: 0,
         samples: 30,
@@ -117,6 +122,7 @@ fn parse_args() -> Args {
             "--filtered" => args.filtered = number(),
             "--filtered-subs" => args.filtered_subs = number().max(1),
             "--history" => args.history = number(),
+            "--export" => args.export = number(),
             "--isolation" => args.isolation = number(),
             "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
@@ -717,19 +723,21 @@ async fn import(args: &Args) {
 #[tokio::main]
 async fn main() {
     let args = parse_args();
-    if args.import > 0 || args.products > 0 {
-        // the import stack (its bucket also holds the list checkpoints) must be in the
-        // functions' environment before any starts
-        catalog_e2e::imports::imports_as_deployed().await;
-    }
-    if (args.filtered > 0 || args.history > 0) && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
-        // the change feed's per-batch cost is read from its log
+    let logged = args.filtered > 0 || args.history > 0 || args.export > 0;
+    if logged && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
+        // the change feed's per-batch cost and the export worker's per-run cost are read
+        // from their logs
         let dir = std::path::Path::new("target").join("bench-logs");
         std::env::set_var("CATALOG_E2E_LOG_DIR", dir);
-        // at info: the change feed's per-batch line
+        // at info: their per-batch and per-run lines
         if std::env::var("CATALOG_E2E_LOG").is_err() {
             std::env::set_var("CATALOG_E2E_LOG", "info");
         }
+    }
+    if args.import > 0 || args.products > 0 || args.export > 0 {
+        // the import stack (its bucket also holds the list checkpoints) must be in the
+        // functions' environment before any starts
+        catalog_e2e::imports::imports_as_deployed().await;
     }
     if args.webhooks > 0 || args.destinations > 0 || args.filtered > 0 || args.history > 0 {
         // so must the webhook stack, with the window scaled down to 2 s
@@ -768,6 +776,9 @@ async fn main() {
     }
     if args.history > 0 {
         history::history(args.history, args.timeout).await;
+    }
+    if args.export > 0 {
+        export::export(args.export, args.timeout).await;
     }
     if args.write_shapes > 0 {
         shapes::write_shapes(args.write_shapes).await;
