@@ -2,7 +2,8 @@
 //! batch names from their checkpoints (a run that fails is reported for retry).
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use catalog::workers::import::{deadline_from, Importer};
+use catalog::workers::deadline_from;
+use catalog::workers::import::Importer;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 
 #[tokio::main]

@@ -61,6 +61,13 @@ pub struct ExportItem {
     pub parts: Vec<ExportPart>,
     /// The last identifier in the uploaded parts: the walk goes on after it.
     pub after: Option<String>,
+    /// The highest part number a run has claimed (a claimed part may never have been
+    /// uploaded: numbers may skip, S3 takes ascending ones).
+    #[serde(default)]
+    pub claimed: i32,
+    /// When a run last saved the export.
+    #[serde(default, rename = "savedAt")]
+    pub saved_at: Option<Timestamp>,
     /// The organization's export slot this export holds while it runs.
     pub slot: Option<Slot>,
     pub ver: u64,
@@ -84,6 +91,8 @@ impl ExportItem {
             upload_id: None,
             parts: Vec::new(),
             after: None,
+            claimed: 0,
+            saved_at: None,
             slot: None,
             ver: 1,
             ttl: now.millis() / 1000 + (EXPORT_FILE_DAYS + 1) * 86_400,

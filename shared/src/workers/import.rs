@@ -19,7 +19,7 @@ use crate::store::imports::{ImportItem, ImportStatus};
 use crate::store::writes::Origin;
 use crate::store::StoreError;
 use crate::usecases::bulk::write_items;
-use crate::workers::export::{export_target, Exporter};
+use crate::workers::export::{export_target, Exporter, Target, Times};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -133,8 +133,9 @@ impl Importer {
         let mut response = SqsBatchResponse::default();
         for m in &event.records {
             let body = m.body.as_deref().unwrap_or_default();
-            if let Some((org, id)) = export_target(body) {
-                if let Err(e) = self.export(&org, &id, deadline).await {
+            if let Some(target) = export_target(body) {
+                if let Err(e) = self.export(&target, deadline).await {
+                    let (org, id) = (&target.org, &target.id);
                     tracing::warn!(%org, export = %id, error = %e, "export deferred");
                     response.add_failure(m.message_id.clone().unwrap_or_default());
                 }
@@ -189,28 +190,31 @@ impl Importer {
 
     /// Runs export `id` of `org` from its checkpoint for at most its slice; a run that
     /// fails is retried from its checkpoint (the message comes back).
-    pub async fn export(&self, org: &str, id: &str, deadline: Instant) -> Result<(), String> {
-        let started = Instant::now();
-        let reserved = deadline.checked_sub(self.config.reserve).unwrap_or(started);
-        let stop_at = (started + self.config.export_slice).min(reserved);
+    async fn export(&self, target: &Target, deadline: Instant) -> Result<(), String> {
+        let times = Times::for_run(deadline, &self.config);
         let exporter = Exporter {
             cx: self.cx,
             s3: &self.s3,
             config: &self.config,
         };
-        match exporter.run(org, id, stop_at).await? {
-            Some(delay) => self.send_later("export", org, id, delay).await,
+        match exporter.run(target, times).await? {
+            Some((delay, ver)) => {
+                let (org, id) = (&target.org, &target.id);
+                let next = json!({"export": {"org": org, "id": id, "ver": ver}});
+                self.send_later(next, delay).await
+            }
             None => Ok(()),
         }
     }
 
     /// Queues the import's continuation on the import queue, `delay` seconds from now.
     async fn continue_later(&self, org: &str, id: &str, delay: i32) -> Result<(), String> {
-        self.send_later("import", org, id, delay).await
+        self.send_later(json!({"import": {"org": org, "id": id}}), delay)
+            .await
     }
 
-    /// Queues `{"<job>": {"org", "id"}}` on the import queue, `delay` seconds from now.
-    async fn send_later(&self, job: &str, org: &str, id: &str, delay: i32) -> Result<(), String> {
+    /// Queues `body` on the import queue, `delay` seconds from now.
+    async fn send_later(&self, body: Value, delay: i32) -> Result<(), String> {
         let url = self
             .config
             .queue_url
@@ -219,7 +223,7 @@ impl Importer {
         self.sqs
             .send_message()
             .queue_url(url)
-            .message_body(json!({job: {"org": org, "id": id}}).to_string())
+            .message_body(body.to_string())
             .delay_seconds(delay)
             .send()
             .await
@@ -524,12 +528,6 @@ impl Importer {
             }
         }
     }
-}
-
-/// The invocation's deadline as an `Instant`, from Lambda's `deadline_ms` (epoch millis).
-pub fn deadline_from(deadline_ms: u64) -> Instant {
-    let now_ms = chrono::Utc::now().timestamp_millis().max(0) as u64;
-    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }
 
 #[cfg(test)]
