@@ -110,6 +110,11 @@ pub fn export_key(org: &str, id: &str) -> String {
     format!("exports/{org}/{id}.ndjson.gz")
 }
 
+/// Where an export keeps a part still short of its size between two runs.
+pub fn export_pending_key(org: &str, id: &str) -> String {
+    format!("exports/{org}/{id}.pending")
+}
+
 /// The organization and import of an object key (as S3 event notifications give it,
 /// URL-encoded with `+` for spaces).
 pub fn parse_object_key(encoded: &str) -> Option<(String, String)> {

@@ -24,6 +24,14 @@ pub enum ExportStatus {
     Failed,
 }
 
+/// A part still short of its size when a run's time was up: its gzip bytes are kept beside
+/// the file (any size), and the next run goes on gathering from here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    pub after: Option<String>,
+    pub written: u64,
+}
+
 /// One uploaded part of the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportPart {
@@ -65,6 +73,9 @@ pub struct ExportItem {
     /// uploaded: numbers may skip, S3 takes ascending ones).
     #[serde(default)]
     pub claimed: i32,
+    /// The part gathered so far, when a run's time was up before it was full.
+    #[serde(default)]
+    pub pending: Option<Pending>,
     /// When a run last saved the export.
     #[serde(default, rename = "savedAt")]
     pub saved_at: Option<Timestamp>,
@@ -92,6 +103,7 @@ impl ExportItem {
             parts: Vec::new(),
             after: None,
             claimed: 0,
+            pending: None,
             saved_at: None,
             slot: None,
             ver: 1,

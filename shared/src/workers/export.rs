@@ -8,8 +8,8 @@
 
 use crate::context::Context;
 use crate::domain::time::Timestamp;
-use crate::imports::{export_key, ImportConfig};
-use crate::store::exports::{ExportItem, ExportPart, ExportStatus};
+use crate::imports::{export_key, export_pending_key, ImportConfig};
+use crate::store::exports::{ExportItem, ExportPart, ExportStatus, Pending};
 use crate::store::StoreError;
 use crate::usecases::export::{page, ExportRequest, ExportSpec};
 use crate::usecases::listing::Refresh;
@@ -34,8 +34,6 @@ const LIVE: Duration = Duration::from_secs(5 * 60);
 enum Stop {
     /// Another worker saved the export since this one read it: it owns it now.
     Lost,
-    /// The run's time is up mid-part: what it had of the part is dropped and redone.
-    Later,
     /// The list index is still loading, storage or S3 failed: the run resumes later.
     Failed(String),
     /// The multipart upload is gone: a run completed it (and died before saving), or it
@@ -76,26 +74,28 @@ where
     }
 }
 
-/// What a run may spend: no part starts after `stop_at` (a part that would end past it, as
-/// long as the last one took, neither), and a part still gathering at `hard_stop` (just
-/// before the invocation's deadline) is dropped.
+/// What a part's gathering ended with.
+enum Gathered {
+    /// The part (its bytes, last identifier and count after it), and whether it is the last.
+    Full(Vec<u8>, Option<String>, u64, bool),
+    /// The run's time was up before the part was full: kept until the next run.
+    Short(Vec<u8>, Option<String>, u64),
+}
+
+/// What a run may spend: its slice, ended the reserve before the invocation's deadline at
+/// the latest. A part still gathering then is kept short until the next run.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Times {
     pub stop_at: Instant,
-    pub hard_stop: Instant,
 }
 
 impl Times {
-    /// A run's times from its invocation's deadline: its slice, ended the reserve before
-    /// the deadline at the latest, and a hard stop 5 s before it.
+    /// A run's times from its invocation's deadline.
     pub fn for_run(deadline: Instant, config: &ImportConfig) -> Self {
         let started = Instant::now();
         let reserved = deadline.checked_sub(config.reserve).unwrap_or(started);
         Self {
             stop_at: (started + config.export_slice).min(reserved),
-            hard_stop: deadline
-                .checked_sub(Duration::from_secs(5))
-                .unwrap_or(started),
         }
     }
 }
@@ -155,7 +155,7 @@ impl Exporter<'_> {
         );
         let ver = job.map_or(0, |j: ExportItem| j.ver);
         match advanced {
-            Ok(true) | Err(Stop::Later) => Ok(Some((0, ver))),
+            Ok(true) => Ok(Some((0, ver))),
             Ok(false) => Ok(None),
             // another worker saved it since: it carries on, and this chain ends a minute
             // later unless that one has stopped saving meanwhile (`LIVE`)
@@ -255,18 +255,31 @@ impl Exporter<'_> {
                 u
             }
         };
-        let (mut fresh, mut last_part) = (false, None::<Duration>);
+        let mut fresh = false;
         loop {
-            if last_part.is_some_and(|took| Instant::now() + took >= times.stop_at) {
+            if fresh && Instant::now() >= times.stop_at {
                 return Ok(true);
             }
-            let began = Instant::now();
             job.claimed = job.claimed.max(job.parts.last().map_or(0, |p| p.number)) + 1;
             self.save(job).await?;
             let number = job.claimed;
-            let gathered = self.part(org, spec, job, times.hard_stop, &mut fresh).await;
+            let gathered = self.part(org, spec, job, times.stop_at, &mut fresh).await;
             let (part, after, written, done) = match gathered {
-                Ok(p) => p,
+                Ok(Gathered::Full(part, after, written, done)) => (part, after, written, done),
+                Ok(Gathered::Short(part, after, written)) => {
+                    // kept beside the file until the next run fills it
+                    self.s3
+                        .put_object()
+                        .bucket(bucket)
+                        .key(export_pending_key(org, &job.id))
+                        .body(ByteStream::from(part))
+                        .send()
+                        .await
+                        .map_err(|e| s3_stop("PutObject", e))?;
+                    job.pending = Some(Pending { after, written });
+                    self.save(job).await?;
+                    return Ok(true);
+                }
                 Err(Err(why)) => return self.fail(org, job, &why).await,
                 Err(Ok(stop)) => return Err(stop),
             };
@@ -285,33 +298,48 @@ impl Exporter<'_> {
                 number,
                 etag: uploaded.e_tag.unwrap_or_default(),
             });
-            (job.after, job.written) = (after, written);
+            (job.after, job.written, job.pending) = (after, written, None);
             if done {
                 return self.complete(org, job, bucket, &key, &upload_id).await;
             }
             self.save(job).await?;
-            last_part = Some(began.elapsed());
         }
     }
 
-    /// The next part: gzip of the pages after `job.after` until it holds the part size or
-    /// the list ends (`true`), with the last identifier and the count after it. A request
-    /// the list refuses now (`Err(Err(why))`: its filter names a definition deleted since)
-    /// fails the export; past `hard_stop` the part is dropped ([`Stop::Later`]).
-    #[allow(clippy::type_complexity)]
+    /// The next part: gzip of the pages after `job.after` (or after the pending part's, its
+    /// bytes first) until it holds the part size or the list ends (`true`), with the last
+    /// identifier and the count after it. A request the list refuses now (`Err(Err(why))`:
+    /// its filter names a definition deleted since) fails the export; at `stop_at` the part
+    /// is handed back short, to be kept until the next run (after one page at least: every
+    /// run moves on).
     async fn part(
         &self,
         org: &str,
         spec: &ExportSpec,
         job: &ExportItem,
-        hard_stop: Instant,
+        stop_at: Instant,
         fresh: &mut bool,
-    ) -> Result<(Vec<u8>, Option<String>, u64, bool), Result<Stop, String>> {
-        let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-        let (mut after, mut written) = (job.after.clone(), job.written);
+    ) -> Result<Gathered, Result<Stop, String>> {
+        let (mut after, mut written, held) = match &job.pending {
+            None => (job.after.clone(), job.written, Vec::new()),
+            Some(p) => {
+                let key = export_pending_key(org, &job.id);
+                (
+                    p.after.clone(),
+                    p.written,
+                    self.pending_bytes(&key).await.map_err(Ok)?,
+                )
+            }
+        };
+        // gzip members one after another are one gzip file: the held bytes, then this run's
+        let mut gz = GzEncoder::new(held, Compression::fast());
+        let mut pages = 0;
         let done = loop {
-            if Instant::now() >= hard_stop {
-                return Err(Ok(Stop::Later));
+            if pages > 0 && Instant::now() >= stop_at {
+                let part = gz
+                    .finish()
+                    .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
+                return Ok(Gathered::Short(part, after, written));
             }
             // the run's first page brings the engine up to date (past `asOf`: the run
             // started after the export was asked for); the others walk what it holds, as
@@ -338,6 +366,7 @@ impl Exporter<'_> {
                 .and_then(|()| gz.flush())
                 .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
             written += lines.count;
+            pages += 1;
             if lines.last.is_some() {
                 after = lines.last;
             }
@@ -351,7 +380,25 @@ impl Exporter<'_> {
         let part = gz
             .finish()
             .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
-        Ok((part, after, written, done))
+        Ok(Gathered::Full(part, after, written, done))
+    }
+
+    /// The bytes of the pending part.
+    async fn pending_bytes(&self, key: &str) -> Result<Vec<u8>, Stop> {
+        let out = self
+            .s3
+            .get_object()
+            .bucket(self.bucket()?)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| Stop::Failed(format!("GetObject: {e:?}")))?;
+        let bytes = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| Stop::Failed(format!("GetObject: {e}")))?;
+        Ok(bytes.into_bytes().to_vec())
     }
 
     async fn complete(
