@@ -22,12 +22,17 @@ pub async fn export(n: usize, timeout: Duration) {
         .expect("the catalog seeded");
     let from = super::events::log_len(&log);
     let started = Instant::now();
-    let r = org
-        .post(
-            "/v1/exports",
-            json!({"entity": "products", "include": ["variants", "skus"]}),
-        )
-        .await;
+    // a cold `imports` process loads the organization's list index first: 503 with
+    // Retry-After until it has, as the list routes answer
+    let body = json!({"entity": "products", "include": ["variants", "skus"]});
+    let r = eventually("the export accepted", Duration::from_secs(600), || async {
+        let r = org.post("/v1/exports", body.clone()).await;
+        match r.status {
+            503 => None,
+            _ => Some(r),
+        }
+    })
+    .await;
     assert_eq!(r.status, 202, "{:?}", r.body);
     let id = r.body["result"]["id"].as_str().unwrap().to_string();
     let job: Value = eventually("the export", Duration::from_secs(3600), || async {
