@@ -197,7 +197,9 @@ impl Importer {
             s3: &self.s3,
             config: &self.config,
         };
-        match exporter.run(target, times).await? {
+        // boxed: the walk's futures nest deep enough to overflow the compiler's layout
+        // query depth in the worker's binary otherwise
+        match Box::pin(exporter.run(target, times)).await? {
             Some((delay, ver)) => {
                 let (org, id) = (&target.org, &target.id);
                 let next = json!({"export": {"org": org, "id": id, "ver": ver}});
