@@ -210,6 +210,25 @@ async fn requests_are_checked_as_the_lists_check_them_and_refusals_change_nothin
         let said = r.body["error"].as_str().unwrap();
         assert!(said.contains(error), "{body}: {said}");
     }
+    // the request is kept in the export's item: bounded in bytes before anything is read
+    let selectors: Vec<String> = (0..2000)
+        .map(|i| format!("product.key_{i:05}_padding"))
+        .collect();
+    let r = org
+        .post(
+            "/v1/exports",
+            json!({"entity": "products", "attributes": selectors}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{:?}", r.body);
+    assert!(
+        r.body["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("bytes as JSON, more than the 32768 an export keeps"),
+        "{:?}",
+        r.body
+    );
     let r = org.get("/v1/exports").await;
     assert_eq!(r.body["result"], json!([]));
 

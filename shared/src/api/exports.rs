@@ -24,6 +24,9 @@ use std::time::Duration;
 /// has committed by the time the walk reads (docs/architecture.md, "Exports").
 const AS_OF_OVERLAP_MS: i64 = 5_000;
 
+/// The most an export's request (its filter, include and selectors as JSON) may hold.
+const MAX_REQUEST_BYTES: usize = 32 * 1024;
+
 /// How long a download URL works (decisions.md).
 const URL_TTL: Duration = Duration::from_secs(3600);
 
@@ -101,6 +104,14 @@ pub async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Query::parse(&call.request.query, &[])?;
     let body: ExportRequest = call.body(app)?;
     let spec = body.spec()?;
+    // kept in the export's item (DynamoDB's 400 KB): bounded before any read or write
+    let request = serde_json::to_string(&body).map_err(|_| ApiError::internal())?;
+    if request.len() > MAX_REQUEST_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "the export's request is {} bytes as JSON, more than the {MAX_REQUEST_BYTES} an export keeps",
+            request.len()
+        )));
+    }
     let (Some(_), Some(_), Some(sqs), Some(queue)) = (
         &app.s3,
         &app.config.imports.bucket,
@@ -129,7 +140,6 @@ pub async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             )
             .with_header("retry-after", BUSY_RETRY_SECONDS.to_string())
         })?;
-    let request = serde_json::to_string(&body).map_err(|_| ApiError::internal())?;
     let id = prefixed_ulid("exp_");
     let mut job = ExportItem::new(org, &id, request, now, as_of);
     job.total = total;

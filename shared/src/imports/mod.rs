@@ -130,6 +130,19 @@ pub fn parse_object_key(encoded: &str) -> Option<(String, String)> {
     (plain(org) && plain(id)).then(|| (org.to_string(), id.to_string()))
 }
 
+/// Whether `key` exists in `bucket` (HeadObject): the import and export workers' check.
+pub async fn object_exists(
+    s3: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+) -> Result<bool, String> {
+    match s3.head_object().bucket(bucket).key(key).send().await {
+        Ok(_) => Ok(true),
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
+        Err(e) => Err(format!("HeadObject: {e:?}")),
+    }
+}
+
 /// An S3 client for the configured endpoint: path-style addressing when an endpoint
 /// override is set (a local S3), virtual-hosted otherwise.
 pub fn s3_client(shared: &aws_config::SdkConfig) -> aws_sdk_s3::Client {

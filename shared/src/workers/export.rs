@@ -484,18 +484,9 @@ impl Exporter<'_> {
     }
 
     async fn file_exists(&self, key: &str) -> Result<bool, Stop> {
-        match self
-            .s3
-            .head_object()
-            .bucket(self.bucket()?)
-            .key(key)
-            .send()
+        crate::imports::object_exists(self.s3, self.bucket()?, key)
             .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
-            Err(e) => Err(Stop::Failed(format!("HeadObject: {e:?}"))),
-        }
+            .map_err(Stop::Failed)
     }
 
     fn bucket(&self) -> Result<&str, Stop> {

@@ -488,12 +488,9 @@ impl Importer {
     }
 
     async fn exists(&self, key: &str) -> Result<bool, Stop> {
-        let bucket = self.bucket()?;
-        match self.s3.head_object().bucket(bucket).key(key).send().await {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
-            Err(e) => Err(Stop::Failed(format!("HeadObject: {e:?}"))),
-        }
+        crate::imports::object_exists(&self.s3, self.bucket()?, key)
+            .await
+            .map_err(Stop::Failed)
     }
 
     fn bucket(&self) -> Result<&str, Stop> {
