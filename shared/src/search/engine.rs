@@ -5,7 +5,7 @@
 //! organizations past one process (docs/scaling.md) would be a second adapter.
 
 use super::packed::PackedValues;
-use super::select::{select, Criteria};
+use super::select::{reselect, select, Criteria};
 use super::selections::SelectedIds;
 use super::snapshot::{Levels, SnapshotPolicy, Snapshots};
 use crate::domain::values::identifiers_in;
@@ -152,14 +152,19 @@ impl ListEngine for Embedded {
         }
         // A filtered list is selected once for as long as the snapshots stay the same.
         let selected = |levels: &Levels<'_>| -> SelectedIds {
-            select(levels, target, criteria)
-                .iter()
-                .map(|e| e.id.clone())
-                .collect()
+            std::sync::Arc::new(
+                select(levels, target, criteria)
+                    .iter()
+                    .map(|e| e.id.clone())
+                    .collect(),
+            )
         };
         let key = criteria.selection_key();
+        let maintained = |levels: &Levels<'_>, old: SelectedIds, affected: &_| {
+            reselect(levels, target, criteria, old, affected)
+        };
         self.snapshots
-            .with_selection(org, target, key, selected, |levels, all| {
+            .with_selection(org, target, key, selected, maintained, |levels, all| {
                 let start = match cut {
                     Cut::Index(i) => i.min(all.len()),
                     Cut::After(id) => all.partition_point(|e| &**e <= id),

@@ -9,11 +9,15 @@ use crate::domain::attributes::{AttributeType, TargetEntity};
 use crate::domain::time::Timestamp;
 use crate::search::entities::Entry;
 use crate::search::packed::{Attr, Value};
+use crate::search::selections::SelectedIds;
 use crate::search::snapshot::Levels;
 use crate::store::items::EntityKind;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
+#[cfg(test)]
+pub(crate) mod scale;
 #[cfg(test)]
 mod tests;
 
@@ -122,7 +126,7 @@ fn rank(kind: EntityKind) -> u8 {
 
 /// The entity's hierarchy-aware `updatedAt` (docs/architecture.md, Change tracking).
 fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
-    let su = |k: EntityKind, id: &Option<std::sync::Arc<str>>| {
+    let su = |k: EntityKind, id: &Option<Arc<str>>| {
         id.as_deref()
             .and_then(|id| levels.of(k).get(id))
             .map(|p| p.self_updated_at)
@@ -294,6 +298,139 @@ fn updated_after<'a>(levels: &'a Levels<'_>, target: EntityKind, t: Timestamp) -
         }
     }
     ids.into_iter().filter_map(|id| own.get(id)).collect()
+}
+
+/// Whether `f` holds for `e` of `target`, looked up through `e`'s ancestor or descendants
+/// (what `plan` decides for every entity at once, for one entity).
+fn filter_holds(
+    levels: &Levels<'_>,
+    target: EntityKind,
+    f: &Filter,
+    e: &Entry,
+    now: Timestamp,
+) -> bool {
+    let level = filter_level(f, target);
+    if level == target {
+        return entity_matches(levels, target, e, f, now);
+    }
+    let at = levels.of(level);
+    if rank(level) < rank(target) {
+        let via = if level == EntityKind::Product {
+            Via::Pid
+        } else {
+            Via::Vid
+        };
+        return via
+            .key(e)
+            .and_then(|id| at.get(id))
+            .is_some_and(|a| entity_matches(levels, level, a, f, now));
+    }
+    let below: Box<dyn Iterator<Item = &Arc<str>>> = if target == EntityKind::Product {
+        Box::new(at.of_product(&e.id))
+    } else {
+        Box::new(at.of_variant(&e.id))
+    };
+    below
+        .filter_map(|id| at.get(id))
+        .any(|d| entity_matches(levels, level, d, f, now))
+}
+
+/// Whether product `e` is complete as `c` counts it (its own values, its variants' and
+/// SKUs').
+fn complete(levels: &Levels<'_>, e: &Entry, c: &Completeness) -> bool {
+    c.required.iter().all(|r| {
+        if r.level == EntityKind::Product {
+            return satisfies(e, r, c);
+        }
+        let at = levels.of(r.level);
+        at.of_product(&e.id)
+            .filter_map(|id| at.get(id))
+            .all(|child| satisfies(child, r, c))
+    })
+}
+
+/// Whether the list of `target` that `criteria` asks for holds `e`: the decision `select`
+/// makes, for one entity.
+fn holds(levels: &Levels<'_>, target: EntityKind, criteria: &Criteria, e: &Entry) -> bool {
+    let now = criteria.now.unwrap_or_else(Timestamp::now);
+    if criteria
+        .updated_after
+        .is_some_and(|t| updated_at(levels, target, e) <= t)
+    {
+        return false;
+    }
+    let filtered = criteria.filters.is_empty() || {
+        let mut each = criteria
+            .filters
+            .iter()
+            .map(|f| filter_holds(levels, target, f, e, now));
+        if criteria.any {
+            each.any(|h| h)
+        } else {
+            each.all(|h| h)
+        }
+    };
+    filtered
+        && criteria
+            .completeness
+            .as_ref()
+            .is_none_or(|c| complete(levels, e, c) == c.complete)
+}
+
+/// The selection `old` brought up to date after the entities of `target` in `affected`
+/// (and only they) may have entered or left it: each is decided again, the rest kept.
+pub fn reselect(
+    levels: &Levels<'_>,
+    target: EntityKind,
+    criteria: &Criteria,
+    old: SelectedIds,
+    affected: &BTreeSet<Arc<str>>,
+) -> SelectedIds {
+    let entities = levels.of(target);
+    let fixed = Criteria {
+        now: Some(criteria.now.unwrap_or_else(Timestamp::now)),
+        ..criteria.clone()
+    };
+    let old = Arc::try_unwrap(old).unwrap_or_else(|shared| (*shared).clone());
+    Arc::new(merge(old, affected, |id| {
+        entities
+            .get(id)
+            .is_some_and(|e| holds(levels, target, &fixed, e))
+    }))
+}
+
+/// `old` with each identifier of `affected` taken out, or put in its place when `holds`
+/// says so. The runs between them are moved as they are (found by a binary search each):
+/// no kept identifier is compared, cloned or dropped, which over a large selection would
+/// cost a cache miss each.
+fn merge(
+    old: Vec<Arc<str>>,
+    affected: &BTreeSet<Arc<str>>,
+    holds: impl Fn(&Arc<str>) -> bool,
+) -> Vec<Arc<str>> {
+    let cuts: Vec<(usize, bool)> = affected
+        .iter()
+        .map(|id| {
+            let at = old.partition_point(|x| x < id);
+            (at, old.get(at) == Some(id))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(old.len() + affected.len());
+    let mut rest = old.into_iter();
+    let mut taken = 0;
+    for (id, (at, present)) in affected.iter().zip(cuts) {
+        out.extend(rest.by_ref().take(at - taken));
+        taken = at;
+        if present {
+            rest.next();
+            taken += 1;
+        }
+        if holds(id) {
+            out.push(id.clone());
+        }
+    }
+    out.extend(rest);
+    out
 }
 
 /// The entities of `target` the list returns, in identifier order.

@@ -1,13 +1,15 @@
-//! Filtered lists already computed over the snapshots, kept while no snapshot of their
-//! organization has changed since: paging through a filtered list evaluates it once, and
-//! every further page costs its slice.
+//! Filtered lists already computed over the snapshots, kept with the snapshot generations
+//! they were computed at: paging through a filtered list evaluates it once, every further
+//! page costs its slice, and after a write only what changed is decided again
+//! (`snapshot::Levels::affected`, `select::reselect`).
 
 use crate::store::items::EntityKind;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// The identifiers a list selected, in identifier order.
-pub type SelectedIds = Arc<[Arc<str>]>;
+/// The identifiers a list selected, in identifier order (a `Vec`, so that the one owner of a
+/// kept selection can move its identifiers into the next one instead of copying them).
+pub type SelectedIds = Arc<Vec<Arc<str>>>;
 
 /// Most selections kept, and most identifiers among them (16 bytes each).
 const MAX_SELECTIONS: usize = 32;
@@ -28,25 +30,20 @@ struct Kept {
 pub struct Selections(VecDeque<Kept>);
 
 impl Selections {
-    /// The selection `key` names, if it was computed from these generations.
-    pub fn get(
+    /// Takes out the selection `key` names, with the generations it was computed from
+    /// (`put` it back, or its successor).
+    pub fn take(
         &mut self,
         org: &str,
         target: EntityKind,
         key: &str,
-        generations: &[u64],
-    ) -> Option<SelectedIds> {
+    ) -> Option<(SelectedIds, Vec<u64>)> {
         let at = self
             .0
             .iter()
             .position(|k| k.org == org && k.target == target && k.key == key)?;
         let kept = self.0.remove(at)?;
-        if kept.generations != generations {
-            return None;
-        }
-        let ids = kept.ids.clone();
-        self.0.push_back(kept);
-        Some(ids)
+        Some((kept.ids, kept.generations))
     }
 
     /// Keeps a selection, dropping the least recently used ones past the bounds.
@@ -83,21 +80,38 @@ mod tests {
     use super::*;
 
     fn sel(ids: &[&str]) -> SelectedIds {
-        ids.iter().map(|s| Arc::from(*s)).collect()
+        Arc::new(ids.iter().map(|s| Arc::from(*s)).collect())
+    }
+
+    /// Takes `key`'s selection and puts it back, as a call that serves it does.
+    fn used(s: &mut Selections, key: &str) -> bool {
+        let p = EntityKind::Product;
+        match s.take("o", p, key) {
+            Some((ids, generations)) => {
+                s.put("o", p, key.into(), generations, ids);
+                true
+            }
+            None => false,
+        }
     }
 
     #[test]
-    fn a_selection_serves_only_its_org_target_key_and_generations() {
+    fn a_selection_serves_only_its_org_target_and_key_with_its_generations() {
         let p = EntityKind::Product;
         let mut s = Selections::default();
         s.put("o", p, "k".into(), vec![1, 2], sel(&["a", "b"]));
-        assert_eq!(s.get("o", p, "k", &[1, 2]).unwrap().len(), 2);
-        assert!(s.get("o2", p, "k", &[1, 2]).is_none());
-        assert!(s.get("o", EntityKind::Sku, "k", &[1, 2]).is_none());
-        assert!(s.get("o", p, "k2", &[1, 2]).is_none());
-        // a snapshot changed: stale, and forgotten
-        assert!(s.get("o", p, "k", &[1, 3]).is_none());
-        assert!(s.get("o", p, "k", &[1, 2]).is_none());
+        assert!(s.take("o2", p, "k").is_none());
+        assert!(s.take("o", EntityKind::Sku, "k").is_none());
+        assert!(s.take("o", p, "k2").is_none());
+        let (ids, generations) = s.take("o", p, "k").unwrap();
+        assert_eq!((ids.len(), generations), (2, vec![1, 2]));
+        assert_eq!(Arc::strong_count(&ids), 1, "taken: its one owner");
+        assert!(s.take("o", p, "k").is_none());
+        // brought up to date: its successor put in its place
+        s.put("o", p, "k".into(), vec![1, 3], sel(&["a"]));
+        s.put("o", p, "k".into(), vec![1, 4], sel(&["b"]));
+        assert_eq!(s.0.len(), 1);
+        assert_eq!(s.take("o", p, "k").unwrap().1, vec![1, 4]);
     }
 
     #[test]
@@ -107,16 +121,13 @@ mod tests {
         for i in 0..MAX_SELECTIONS {
             s.put("o", p, i.to_string(), vec![1], sel(&["a"]));
         }
-        assert!(s.get("o", p, "0", &[1]).is_some());
+        assert!(used(&mut s, "0"));
         s.put("o", p, "new".into(), vec![1], sel(&["a"]));
-        assert!(s.get("o", p, "0", &[1]).is_some(), "used, so kept");
-        assert!(s.get("o", p, "1", &[1]).is_none(), "the oldest went");
-        let big: SelectedIds = (0..MAX_IDS).map(|i| Arc::from(i.to_string())).collect();
+        assert!(used(&mut s, "0"), "used, so kept");
+        assert!(!used(&mut s, "1"), "the oldest went");
+        let big: SelectedIds = Arc::new((0..MAX_IDS).map(|i| Arc::from(i.to_string())).collect());
         s.put("o", p, "big".into(), vec![1], big);
-        assert!(s.get("o", p, "big", &[1]).is_some());
-        assert!(
-            s.get("o", p, "0", &[1]).is_none(),
-            "dropped for the ids bound"
-        );
+        assert!(used(&mut s, "big"));
+        assert!(!used(&mut s, "0"), "dropped for the ids bound");
     }
 }

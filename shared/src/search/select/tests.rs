@@ -159,107 +159,11 @@ fn updated_after_through_the_indexes_is_the_hierarchy_aware_updated_at() {
 #[test]
 #[ignore]
 fn select_at_scale() {
-    use super::super::parse::{Condition, Operand};
-    let n = 50_000;
-    let text = |v: String, t| StoredAttribute::single(t, &v);
-    let mut products = Vec::new();
-    let mut variants = Vec::new();
-    let mut skus = Vec::new();
-    for i in 0..n {
-        let pid = format!("bench-{i:07}");
-        let mut p = entity(&pid, None, None, 1, 1);
-        p.values = PackedValues::pack(&StoredValues::from([
-            (
-                "brand".into(),
-                text(format!("Brand {:02}", i % 40), AttributeType::Text),
-            ),
-            (
-                "color".into(),
-                text(
-                    ["red", "blue", "green"][i % 3].into(),
-                    AttributeType::Select,
-                ),
-            ),
-            (
-                "price".into(),
-                text(format!("{}.00 EUR", 5 + i % 200), AttributeType::Price),
-            ),
-        ]));
-        products.push(p);
-        let vid = format!("{pid}-v");
-        variants.push(entity(&vid, Some(&pid), None, 1, 1));
-        for s in 0..3 {
-            let mut k = entity(&format!("{pid}-s{s}"), Some(&pid), Some(&vid), 1, 1);
-            k.values = PackedValues::pack(&StoredValues::from([
-                (
-                    "price".into(),
-                    text(
-                        format!("{}.00 EUR", 10 + (i + s) % 90),
-                        AttributeType::Price,
-                    ),
-                ),
-                (
-                    "ean".into(),
-                    text(format!("400{i:07}{s}"), AttributeType::Text),
-                ),
-            ]));
-            skus.push(k);
-        }
-    }
-    let filter = |entity, key: &str, attr_type, op, operand| Filter {
-        key: format!("{entity:?}.{key}"),
-        field: Field::Attribute {
-            entity,
-            key: key.into(),
-            attr_type,
-        },
-        conditions: vec![Condition { op, operand }],
-    };
-    let both = Criteria {
-        filters: vec![
-            filter(
-                TargetEntity::Product,
-                "brand",
-                AttributeType::Text,
-                Operator::Contains,
-                Operand::Text("brand 1".into()),
-            ),
-            filter(
-                TargetEntity::Sku,
-                "price",
-                AttributeType::Price,
-                Operator::LessThan,
-                Operand::Number {
-                    value: 20.0,
-                    currency: Some("EUR".into()),
-                },
-            ),
-        ],
-        ..Criteria::default()
-    };
-    let colors = Criteria {
-        filters: vec![filter(
-            TargetEntity::Product,
-            "color",
-            AttributeType::Select,
-            Operator::In,
-            Operand::Texts(vec!["red".into(), "blue".into()]),
-        )],
-        ..Criteria::default()
-    };
-    let all = vec![
-        (EntityKind::Product, products),
-        (EntityKind::Variant, variants),
-        (EntityKind::Sku, skus),
-    ];
-    with_levels(all, |levels| {
-        for (name, target, c) in [
-            ("products, brand + sku price", EntityKind::Product, &both),
-            ("skus, product color", EntityKind::Sku, &colors),
-        ] {
+    with_levels(super::scale::catalog(50_000), |levels| {
+        for (name, target, c) in super::scale::lists() {
             for _ in 0..3 {
                 let t = std::time::Instant::now();
-                let hits = select(levels, target, c).len();
+                let hits = select(levels, target, &c).len();
                 println!("{name}: {hits} in {:?}", t.elapsed());
             }
         }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::store::changes::SnapshotPolicy;
 
+mod changelog;
 mod checkpoint;
 mod refresh;
 mod writer;
@@ -70,6 +71,11 @@ impl Rows {
     /// Applies rows in change order; re-applying a row already seen changes nothing.
     /// Returns how many entities changed.
     fn apply(&mut self, rows: Vec<Row>) -> usize {
+        self.apply_noting(rows, |_| {})
+    }
+
+    /// `apply`, showing `note` the old and the new image of each entity that changed.
+    fn apply_noting(&mut self, rows: Vec<Row>, mut note: impl FnMut(&Entry)) -> usize {
         let mut changed = 0;
         for Row { entry: row, del } in rows {
             if del {
@@ -79,6 +85,7 @@ impl Rows {
                     .is_none_or(|e| e.updated_at <= row.updated_at)
                 {
                     if let Some(old) = self.entries.remove(&row.id) {
+                        note(&old);
                         self.bytes -= old.weight();
                         changed += 1;
                     }
@@ -102,7 +109,9 @@ impl Rows {
                 Some(e) if (e.updated_at, e.ver) >= (row.updated_at, row.ver) => {}
                 _ => {
                     self.bytes += row.weight();
+                    note(&row);
                     if let Some(old) = self.entries.insert(row) {
+                        note(&old);
                         self.bytes -= old.weight();
                     }
                     changed += 1;
@@ -210,6 +219,8 @@ struct TypeSnapshot {
     generation: u64,
     /// Whether a new checkpoint of it is due (`writer.rs`).
     checkpoint: writer::CheckpointState,
+    /// What the deltas since the last full read changed (`changelog.rs`).
+    log: changelog::ChangeLog,
 }
 
 /// A generation no snapshot of this process had before.
@@ -228,6 +239,7 @@ impl TypeSnapshot {
             load: None,
             generation: 0,
             checkpoint: writer::CheckpointState::default(),
+            log: changelog::ChangeLog::default(),
         }
     }
 
@@ -241,9 +253,13 @@ impl TypeSnapshot {
 
     /// Applies a delta read that started at `started`.
     fn apply(&mut self, rows: Vec<Row>, started: Timestamp, overlap: Duration) {
-        let changed = self.rows.apply(rows);
+        let mut touched = Vec::new();
+        let changed = self
+            .rows
+            .apply_noting(rows, |e| touched.push(changelog::Touched::from(e)));
         if changed > 0 {
             self.generation = next_generation();
+            self.log.push(self.generation, touched);
         }
         self.checkpoint.count(changed);
         self.synced = Some(started);
@@ -311,18 +327,6 @@ impl Levels<'_> {
             .get(&(self.org.to_string(), kind))
             .map(|s| &s.rows.entries)
             .unwrap_or(&EMPTY)
-    }
-
-    /// The generations of the organization's snapshots: equal exactly while none changed.
-    fn generations(&self) -> Vec<u64> {
-        [EntityKind::Product, EntityKind::Variant, EntityKind::Sku]
-            .iter()
-            .map(|k| {
-                self.map
-                    .get(&(self.org.to_string(), *k))
-                    .map_or(0, |s| s.generation)
-            })
-            .collect()
     }
 }
 
@@ -419,6 +423,7 @@ impl Snapshots {
             } => {
                 snap.rows = rows;
                 snap.generation = next_generation();
+                snap.log.reset(snap.generation);
                 snap.loaded = Instant::now();
                 snap.load = None;
                 snap.checkpoint.restart(checkpoint);

@@ -1,6 +1,8 @@
 //! Refreshing an organization's snapshots from the byChange index: full loads in budgeted, resumable slices and deltas after them, all types and shards in parallel.
 
 use super::*;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 impl Snapshots {
     /// Brings the snapshots of `kinds` up to date from `store`, all types and shards in
@@ -240,14 +242,17 @@ impl Snapshots {
     }
 
     /// Runs `f` over the organization's snapshots and the identifiers of `target` that
-    /// `select` picks: when `key` names a selection computed before from the same
-    /// snapshots, that one, without running `select` again.
+    /// `select` picks: when `key` names a selection computed before, that one, as it was
+    /// when no snapshot changed since, else brought up to date by `reselect` (given the
+    /// entities whose place can have changed), or computed again by `select` when the
+    /// snapshots' logs do not reach back to it or a quarter of the entities changed.
     pub fn with_selection<R>(
         &self,
         org: &str,
         target: EntityKind,
         key: Option<String>,
         select: impl FnOnce(&Levels<'_>) -> SelectedIds,
+        reselect: impl FnOnce(&Levels<'_>, SelectedIds, &BTreeSet<Arc<str>>) -> SelectedIds,
         f: impl FnOnce(&Levels<'_>, &SelectedIds) -> R,
     ) -> R {
         let map = self.lock();
@@ -257,14 +262,20 @@ impl Snapshots {
         };
         let generations = levels.generations();
         let mut kept = self.selections.lock().unwrap_or_else(|e| e.into_inner());
-        let ids = match kept.get(org, target, &key, &generations) {
-            Some(ids) => ids,
-            None => {
-                let ids = select(&levels);
-                kept.put(org, target, key, generations, ids.clone());
-                ids
+        let ids = match kept.take(org, target, &key) {
+            Some((ids, at)) if at == generations => ids,
+            found => {
+                let affected = found.and_then(|(ids, at)| {
+                    let affected = levels.affected(target, &at)?;
+                    (affected.len() * 4 <= levels.of(target).len()).then_some((ids, affected))
+                });
+                match affected {
+                    Some((ids, affected)) => reselect(&levels, ids, &affected),
+                    None => select(&levels),
+                }
             }
         };
+        kept.put(org, target, key, generations, ids.clone());
         drop(kept);
         f(&levels, &ids)
     }
