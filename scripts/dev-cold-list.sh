@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 N="${1:-50000}"
 export CATALOG_DEV_DIR="$PWD/.local-cold"
 export CATALOG_DDB_PORT=18000 CATALOG_API_PORT=19000 CATALOG_SQS_PORT=19324
+# the checkpoint builder runs every 10 s here (5 minutes as deployed, 60 s in make dev)
+export CATALOG_CHECKPOINT_SCHEDULE_SECONDS=10
 seeded="$CATALOG_DEV_DIR/seeded-$N"
 if [ -f "$seeded" ]; then
   # a second run reuses the catalog, without the checkpoints the last one kept
@@ -98,9 +100,10 @@ first_answer() {
     'BEGIN { printf "%.2f s, %d calls, %d DynamoDB requests\n", ns / 1e9, c, r }'
 }
 echo "[cold-list] first filtered /products call, fresh stack: $(first_answer)"
-# the processes that read the index write the products' and SKUs' checkpoints in the
-# background: wait for both (the stack saves what its S3 holds when it stops)
-written() { grep 'checkpoint written' "$CATALOG_DEV_DIR/watch.log" | grep -c "\"kind\":\"$1\"" || true; }
+# the processes that read the index ask for the products' and SKUs' checkpoints, and the
+# checkpoint builder (every CATALOG_CHECKPOINT_SCHEDULE_SECONDS) writes them: wait for both
+# (the stack saves what its S3 holds when it stops)
+written() { grep '"checkpoint build"' "$CATALOG_DEV_DIR/watch.log" | grep '"wrote":true' | grep -c "\"kind\":\"$1\"" || true; }
 for _ in $(seq 1 1200); do
   [ "$(written product)" -ge 1 ] && [ "$(written sku)" -ge 1 ] && break
   sleep 0.5

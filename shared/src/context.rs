@@ -57,14 +57,11 @@ impl Context {
         });
         let mut cx = Self::new(config, store);
         if let Some(checkpoints) = checkpoints {
-            let key = crate::search::snapshot::CheckpointKey::new(
-                cx.config.cursor_key.derive("catalog list checkpoints"),
-            );
             cx.lists = Box::new(Embedded::with_checkpoints(
                 cx.store.clone(),
                 cx.config.snapshots,
                 checkpoints,
-                key,
+                checkpoint_key(&cx.config),
             ));
         }
         cx.queue = queue;
@@ -78,4 +75,11 @@ impl Context {
         let shared = aws_config::load_from_env().await;
         Box::leak(Box::new(Self::from_sdk(config, &shared)))
     }
+}
+
+/// What the deployment seals its list checkpoints with (derived from its cursor secret).
+pub fn checkpoint_key(config: &Config) -> crate::search::snapshot::CheckpointKey {
+    crate::search::snapshot::CheckpointKey::new(
+        config.cursor_key.derive("catalog list checkpoints"),
+    )
 }

@@ -5,7 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use catalog::imports::checkpoints::SYNCED;
+use catalog::imports::checkpoints::{FULL, SYNCED};
 
 const PREFIX: &str = "checkpoints/";
 
@@ -40,7 +40,11 @@ pub async fn save(s3: &aws_sdk_s3::Client, bucket: &str, dir: &Path) -> Result<u
                 .send()
                 .await
                 .map_err(|e| format!("GetObject {key}: {e}"))?;
-            let synced = object.metadata().and_then(|m| m.get(SYNCED)).cloned();
+            // the `.synced` file: the position, then the full read it descends from
+            let synced = object.metadata().and_then(|m| {
+                let full = m.get(FULL).map_or("0", String::as_str);
+                Some(format!("{}\n{full}", m.get(SYNCED)?))
+            });
             let bytes = object
                 .body
                 .collect()
@@ -76,16 +80,20 @@ pub async fn restore(s3: &aws_sdk_s3::Client, bucket: &str, dir: &Path) -> Resul
             if path.extension().is_some_and(|e| e == "synced") {
                 continue;
             }
-            let Ok(synced) = std::fs::read_to_string(path.with_extension("synced")) else {
+            let Ok(stamp) = std::fs::read_to_string(path.with_extension("synced")) else {
                 continue;
             };
+            let mut lines = stamp.lines().map(str::trim);
+            let synced = lines.next().unwrap_or_default().to_string();
+            let full = lines.next().unwrap_or("0").to_string();
             let rel = path.strip_prefix(dir).map_err(|e| e.to_string())?;
             let key = format!("{PREFIX}{}", rel.to_string_lossy());
             let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
             s3.put_object()
                 .bucket(bucket)
                 .key(&key)
-                .metadata(SYNCED, synced.trim())
+                .metadata(SYNCED, synced)
+                .metadata(FULL, full)
                 .body(bytes.into())
                 .send()
                 .await

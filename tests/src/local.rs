@@ -354,6 +354,33 @@ pub async fn create_import_resources(
     Ok(queue_url)
 }
 
+/// The event an EventBridge schedule hands its target (`detail-type` "Scheduled Event").
+pub fn scheduled_event() -> Value {
+    json!({
+        "version": "0",
+        "id": format!("local-{}", chrono::Utc::now().timestamp_millis()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "000000000000",
+        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:000000000000:rule/local-schedule"],
+        "detail": {}
+    })
+}
+
+/// Invokes `function` with a scheduled event every `every`, forever, as the template's
+/// schedule rule does (the checkpoint builder); a failed run is logged and the next one
+/// comes on time.
+pub async fn run_schedule(function: String, every: Duration, invoke: Invoker) {
+    loop {
+        tokio::time::sleep(every).await;
+        if let Err(e) = invoke(function.clone(), scheduled_event()).await {
+            eprintln!("[local-poller] {function}: {e}");
+        }
+    }
+}
+
 /// Polls a queue forever with `concurrency` pollers, each feeding `function` batches of up
 /// to 10 messages and waiting for the answer, as the SQS event source mapping does with
 /// its `MaximumConcurrency`.

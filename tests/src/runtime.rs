@@ -137,7 +137,8 @@ impl Emulator {
     /// with list snapshots read again in full every 2 s (900 s as deployed), `@shortauth`
     /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
     /// invocation queue (as Lambda hands each call to a free instance), `@ckpt…` with list
-    /// checkpoints and `@fullread…` without (both reading the index in 5-item pages),
+    /// checkpoints and `@fullread…` without (both reading the index in 5-item pages;
+    /// `@ckptreload…` reloading every 2 s),
     /// `@coldckpt…` with list checkpoints and pages as deployed.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         for _ in 0..instances(function) {
@@ -197,7 +198,13 @@ impl Emulator {
                 ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
             ]),
             // full reads of 5-item pages, with (`@ckpt…`) or without (`@fullread…`) list
-            // checkpoints in the import stack's bucket (call `imports().await` first)
+            // checkpoints in the import stack's bucket (call `imports().await` first);
+            // `@ckptreload…` also with snapshots due for their reload every 2 s
+            v if v.starts_with("ckptreload") => env.extend([
+                ("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()),
+                ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
+                ("CATALOG_LIST_RELOAD_SECONDS", "2".into()),
+            ]),
             v if v.starts_with("ckpt") => env.extend([
                 ("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()),
                 ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),

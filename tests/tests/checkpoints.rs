@@ -1,16 +1,19 @@
-//! List checkpoints (issue 30; docs/scaling.md, "Checkpoints"): a process whose full read of
-//! the index completes saves a checkpoint of each type's snapshot in S3 (in the background);
-//! a cold process loads it and reads only the changes after it. Its lists equal, answer for
+//! List checkpoints (issue 30, issue 44 items 1-2; docs/scaling.md, "Checkpoints"): the
+//! checkpoint builder (its own function, on a schedule) writes a checkpoint of each list a
+//! serving process asked for after its full read; a serving process never writes one. A
+//! cold process loads it and reads only the changes after it. Its lists equal, answer for
 //! answer, those of a process that read the index in full, with deletes, renames, new
 //! entities and descendant changes made between the checkpoint and the load; and its first
-//! call costs the delta Queries instead of the full read. A warm process writes the
-//! checkpoint again once 5 % of a type changed, and never over a newer one.
+//! call costs the delta Queries instead of the full read. The builder writes the checkpoint
+//! again once 5 % of a type changed, and never over a newer one. A warm process's reload
+//! takes a checkpoint of a newer full read instead of reading the index again.
 
 use catalog_e2e::imports::{imports, s3_client, BUCKET};
+use catalog_e2e::local::scheduled_event;
 use catalog_e2e::webhooks::moto;
-use catalog_e2e::{encode, send_to, Org, Request, Response};
+use catalog_e2e::{encode, invoke, send_to, Org, Request, Response};
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The position of the checkpoint at `key` (its `synced` metadata), once there is one.
 async fn synced(s3: &aws_sdk_s3::Client, key: &str) -> Option<i64> {
@@ -21,20 +24,29 @@ async fn synced(s3: &aws_sdk_s3::Client, key: &str) -> Option<i64> {
     synced.parse().ok()
 }
 
-/// Polls until the checkpoint at `key` is past `after` (checkpoints are written in the
-/// background); its position.
-async fn written_after(s3: &aws_sdk_s3::Client, key: &str, after: i64) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match synced(s3, key).await {
-            Some(at) if at > after => return at,
-            seen => assert!(
-                Instant::now() < deadline,
-                "no checkpoint after {after} at {key} within 60 s (there: {seen:?})"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Whether there is an object at `key`.
+async fn exists(s3: &aws_sdk_s3::Client, key: &str) -> bool {
+    s3.head_object()
+        .bucket(BUCKET)
+        .key(key)
+        .send()
+        .await
+        .is_ok()
+}
+
+/// Runs the checkpoint builder over `org`'s lists, as its schedule does over every
+/// organization's; its report.
+async fn build(org: &Org) -> Value {
+    let mut event = scheduled_event();
+    event["org"] = json!(org.id);
+    invoke("checkpoint-builder@ckpt", event).await
+}
+
+/// The position of the checkpoint at `key` once a build is over: it must be there.
+async fn written(s3: &aws_sdk_s3::Client, key: &str) -> i64 {
+    synced(s3, key)
+        .await
+        .unwrap_or_else(|| panic!("no checkpoint at {key}"))
 }
 
 /// Product `i` with a variant and two SKUs, colored by `i`.
@@ -98,18 +110,45 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
     let r = org.patch("/v1/products", Value::Array(items)).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 
-    // a first process reads the index in full and saves the checkpoints
+    // a first process reads the index in full and asks for checkpoints, writing none
     let first = lists(&org, "products@ckpt-a").await;
+    assert_eq!(first[0]["pagination"]["totalResults"], json!(300));
     let s3 = s3_client(moto());
     let key = |kind: &str| format!("checkpoints/{}/{kind}/2", org.id);
-    let mut product_at = 0;
     for kind in ["product", "variant", "sku"] {
-        let at = written_after(&s3, &key(kind), 0).await;
-        if kind == "product" {
-            product_at = at;
-        }
+        let wanted = format!("checkpoints/{}/{kind}/wanted", org.id);
+        assert!(exists(&s3, &wanted).await, "no note at {wanted}");
+        assert_eq!(
+            synced(&s3, &key(kind)).await,
+            None,
+            "a serving process wrote {kind}'s"
+        );
     }
-    assert_eq!(first[0]["pagination"]["totalResults"], json!(300));
+    // the builder writes them: each list read in full (there was no checkpoint)
+    let run = build(&org).await;
+    assert_eq!(
+        (
+            &run["lists"],
+            &run["built"],
+            &run["written"],
+            &run["readInFull"],
+            &run["failed"]
+        ),
+        (&json!(3), &json!(3), &json!(3), &json!(3), &json!(0)),
+        "{run}"
+    );
+    let product_at = written(&s3, &key("product")).await;
+    for kind in ["variant", "sku"] {
+        written(&s3, &key(kind)).await;
+    }
+    // nothing changed since: built again, nothing written
+    let run = build(&org).await;
+    assert_eq!(
+        (&run["built"], &run["written"]),
+        (&json!(3), &json!(0)),
+        "{run}"
+    );
+    assert_eq!(written(&s3, &key("product")).await, product_at);
 
     // changes after the checkpoint: deletes, a rename, new trees, descendant changes
     for id in ["c000", "c150", "c299"] {
@@ -154,20 +193,29 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
         lists(&org, "products@fullread").await
     );
 
-    // the load brought 14 product changes of 307 (under 5 %); 20 new trees more (34 of 327,
-    // over it): the warm process writes the product checkpoint again, after the one it
-    // loaded, and a cold process from that one lists the same
-    let news: Vec<Value> = (310..330).map(tree).collect();
+    // 16 of 307 products changed since the checkpoint (the deletes, the rename, the new
+    // trees, and the SKU change and delete that move their products' tree time): over 5 %,
+    // so the builder writes the product checkpoint again, from the one there and the
+    // changes after it, and a cold process from the new one lists the same
+    let run = build(&org).await;
     assert_eq!(
-        org.patch("/v1/products", Value::Array(news)).await.status,
-        200
+        (&run["readInFull"], &run["failed"]),
+        (&json!(0), &json!(0)),
+        "{run}"
     );
-    get(&org, "products@ckpt-b", "/v1/products?limit=1").await;
-    written_after(&s3, &key("product"), product_at).await;
+    let product_at_2 = written(&s3, &key("product")).await;
+    assert!(product_at_2 > product_at, "{run}");
+    // one change more (1 of 307): not written again
+    let r = org
+        .patch("/v1/products/c011", json!({"name": "Again"}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let run = build(&org).await;
+    assert_eq!(written(&s3, &key("product")).await, product_at_2, "{run}");
     let from_new = get(&org, "products@ckpt-c", "/v1/products?limit=200&page=2").await;
     let full_read = get(&org, "products@fullread", "/v1/products?limit=200&page=2").await;
     assert_eq!(from_new.body, full_read.body);
-    assert_eq!(from_new.body["pagination"]["totalResults"], json!(327));
+    assert_eq!(from_new.body["pagination"]["totalResults"], json!(307));
 }
 
 /// A checkpoint is written only over an older one, through S3's conditional writes (moto's
@@ -176,7 +224,7 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
 async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts() {
     use catalog::domain::time::Timestamp;
     use catalog::imports::checkpoints::S3Checkpoints;
-    use catalog::search::snapshot::CheckpointStore;
+    use catalog::search::snapshot::{CheckpointStore, Stamp};
     imports().await;
     let store = S3Checkpoints {
         client: s3_client(moto()),
@@ -184,7 +232,10 @@ async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts()
     };
     let org = Org::new().await;
     let key = format!("checkpoints/{}/product/2", org.id);
-    let at = Timestamp::from_millis;
+    let at = |ms| Stamp {
+        synced: Timestamp::from_millis(ms),
+        full: Timestamp::from_millis(ms - 1),
+    };
     assert_eq!(store.get(&key).await, Ok(None));
     assert_eq!(
         store.put_newer(&key, b"100".to_vec(), at(100)).await,
@@ -198,18 +249,24 @@ async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts()
         store.put_newer(&key, b"100 again".to_vec(), at(100)).await,
         Ok(false)
     );
-    assert_eq!(store.get(&key).await, Ok(Some(b"100".to_vec())));
+    assert_eq!(
+        store.get(&key).await.map(|o| o.map(|(b, _)| b)),
+        Ok(Some(b"100".to_vec()))
+    );
+    assert_eq!(store.stamp(&key).await, Ok(Some(at(100))));
     assert_eq!(
         store.put_newer(&key, b"208".to_vec(), at(208)).await,
         Ok(true)
     );
-    assert_eq!(store.get(&key).await, Ok(Some(b"208".to_vec())));
+    // the object and the full read it descends from, from one read
+    let full = Timestamp::from_millis(207);
+    assert_eq!(store.get(&key).await, Ok(Some((b"208".to_vec(), full))));
     assert_eq!(synced(&s3_client(moto()), &key).await, Some(208));
     // 20 MiB: three ranged parts, fetched in parallel, put back in order
     let big: Vec<u8> = (0..20 << 20).map(|i: u32| (i % 251) as u8).collect();
     assert_eq!(store.put_newer(&key, big.clone(), at(300)).await, Ok(true));
     assert!(
-        store.get(&key).await == Ok(Some(big)),
+        store.get(&key).await == Ok(Some((big, Timestamp::from_millis(299)))),
         "the parts do not make the object"
     );
 }
@@ -235,12 +292,13 @@ async fn a_checkpoint_copied_to_another_organization_is_refused() {
             .status,
         201
     );
-    // A's process reads its index in full and saves its checkpoint
+    // A's process reads its index in full; the builder saves its checkpoint
     get(&a, "products@ckpt-copy-a", "/v1/products?limit=200").await;
+    build(&a).await;
     let s3 = s3_client(moto());
     let from = format!("checkpoints/{}/product/2", a.id);
     let to = format!("checkpoints/{}/product/2", c.id);
-    written_after(&s3, &from, 0).await;
+    written(&s3, &from).await;
     s3.copy_object()
         .bucket(BUCKET)
         .copy_source(format!("{BUCKET}/{from}"))
@@ -257,4 +315,57 @@ async fn a_checkpoint_copied_to_another_organization_is_refused() {
         r.body
     );
     assert_eq!(r.body["result"][0]["identifier"], json!("c-own"));
+}
+
+/// A warm process whose snapshot is due for its reload (every 2 s here, 15 minutes as
+/// deployed) no longer reads the index again: it takes the builder's checkpoint of a newer
+/// full read (or, without one, keeps its snapshot with the deltas), so the reloading call
+/// costs what any warm call costs. Before, every reload read the whole index again, and
+/// that call cost the full read's Queries.
+#[tokio::test]
+async fn a_due_reload_takes_a_newer_checkpoint_instead_of_reading_the_index_again() {
+    imports().await;
+    let org = Org::new().await;
+    let items: Vec<Value> = (0..100)
+        .map(|i| json!({"identifier": format!("r{i:03}"), "name": format!("Reload {i}")}))
+        .collect();
+    assert_eq!(
+        org.patch("/v1/products", Value::Array(items)).await.status,
+        200
+    );
+    let path = "/v1/products?limit=10";
+    let function = "products@ckptreload";
+    // the first call reads the index in full (5-item pages) and asks for a checkpoint
+    let first = get(&org, function, path).await;
+    let warm = get(&org, function, path).await;
+    assert!(
+        first.ddb_requests() > warm.ddb_requests(),
+        "the full read: {} requests, a warm call {}",
+        first.ddb_requests(),
+        warm.ddb_requests()
+    );
+    // the builder's full read: newer than the one the process's snapshot comes from
+    let run = build(&org).await;
+    assert_eq!(
+        (&run["written"], &run["readInFull"]),
+        (&json!(1), &json!(1)),
+        "{run}"
+    );
+    let renamed = org
+        .patch("/v1/products/r050", json!({"name": "Renamed"}))
+        .await;
+    assert_eq!(renamed.status, 200, "{:?}", renamed.body);
+    for round in 0..2 {
+        // the reload is due after 2 s: the snapshot's age, not a synchronization
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        let reloaded = get(&org, function, path).await;
+        assert_eq!(
+            reloaded.ddb_requests(),
+            warm.ddb_requests(),
+            "round {round}: a reload read more than a warm call"
+        );
+        let page = get(&org, function, "/v1/products?limit=200").await;
+        assert_eq!(page.body["pagination"]["totalResults"], json!(100));
+        assert_eq!(page.body["result"][50]["name"], json!("Renamed"));
+    }
 }

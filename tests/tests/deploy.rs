@@ -1011,7 +1011,7 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
 
     // A release that reserves concurrency: 5 for every function (Globals) but products,
     // which reserves WebhookDeliveryConcurrency (10; deployed, `sam package` writes it in
-    // the long form, "Ref: ..." on a line of its own): 16 × 5 + 10 = 90. A create needs it all unreserved; on an update
+    // the long form, "Ref: ..." on a line of its own): 17 × 5 + 10 = 95. A create needs it all unreserved; on an update
     // the functions hold it already.
     edit_release(&ws, |t| {
         t.replacen("    Tracing: Active\n", "    Tracing: Active\n    ReservedConcurrentExecutions: 5\n", 1)
@@ -1026,11 +1026,11 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 201 of its Lambda concurrency available (201 unreserved of 1000), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 201 of its Lambda concurrency available (201 unreserved of 1000), catalog-prod needs 207 (95 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
     // An update: the deployed stack (the release before, which reserves nothing) holds
-    // none of the 90, so they must be unreserved too (before, the release's own 90 were
+    // none of the 95, so they must be unreserved too (before, the release's own 95 were
     // counted as held, and this update went ahead into a failing deploy).
     status(Some("UPDATE_COMPLETE"));
     account(1000, 112);
@@ -1038,20 +1038,20 @@ fn a_deploy_refuses_an_account_without_the_concurrency_the_stack_needs() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 112 of its Lambda concurrency available (112 unreserved of 1000), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] not enough Lambda concurrency: account {ACCOUNT} (eu-west-1) has 112 of its Lambda concurrency available (112 unreserved of 1000), catalog-prod needs 207 (95 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
     assert_eq!(changed(&ws.calls()), Vec::<String>::new());
-    account(1000, 202);
+    account(1000, 207);
     let out = ws.deploy(&[("STAGE", "prod")]);
     assert!(out.status.success(), "{}", text(&out));
-    // Deployed, its functions hold the 90: the next update needs only the rest.
+    // Deployed, its functions hold the 95: the next update needs only the rest.
     account(1000, 112);
     let out = ws.deploy(&[("STAGE", "prod")]);
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     assert!(
-        shown.contains(&format!("[deploy] Lambda concurrency: account {ACCOUNT} (eu-west-1) has 202 of its Lambda concurrency available (112 unreserved of 1000 + 90 its functions already reserve), catalog-prod needs 202 (90 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
+        shown.contains(&format!("[deploy] Lambda concurrency: account {ACCOUNT} (eu-west-1) has 207 of its Lambda concurrency available (112 unreserved of 1000 + 95 its functions already reserve), catalog-prod needs 207 (95 reserved by its functions + 12 for its queue consumers' MaximumConcurrency + 100 that Lambda keeps unreserved)\n")),
         "{shown}"
     );
 }
@@ -1894,6 +1894,7 @@ fn sample(kind: &str, action: &str) -> Option<String> {
         "AWS::CodeDeploy::Application" => format!("arn:aws:codedeploy:{r}:{a}:application:catalog-prod-ServerlessDeploymentApplication-1A2B3C4D5E6F"),
         "AWS::CodeDeploy::DeploymentGroup" => format!("arn:aws:codedeploy:{r}:{a}:deploymentgroup:catalog-prod-ServerlessDeploymentApplication-1A2B3C4D5E6F/catalog-prod-ProductsFunctionDeploymentGroup-7G8H9I"),
         "AWS::DynamoDB::Table" => format!("arn:aws:dynamodb:{r}:{a}:table/catalog-prod"),
+        "AWS::Events::Rule" => format!("arn:aws:events:{r}:{a}:rule/catalog-prod-checkpoint-builder"),
         "AWS::IAM::Role" => format!("arn:aws:iam::{a}:role/catalog-prod-ProductsRole-1A2B3C4D5E6F"),
         "AWS::KMS::Alias" => format!("arn:aws:kms:{r}:{a}:alias/catalog-prod-alarms"),
         "AWS::KMS::Key" => format!("arn:aws:kms:{r}:{a}:key/1234abcd-12ab-34cd-56ef-1234567890ab"),

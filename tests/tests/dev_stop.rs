@@ -88,7 +88,7 @@ async fn ctrl_c_keeps_the_list_checkpoints() {
         ),
         (
             Some(b"a snapshot".to_vec()),
-            Some("1764201600000".to_string())
+            Some("1764201600000\n0".to_string())
         ),
         "the checkpoint was not saved ({status}):\n{text}\n{errors}"
     );

@@ -225,9 +225,10 @@ fn list_checkpoints_have_a_bucket_of_their_own_that_the_stack_can_delete() {
     }
     assert_eq!(
         using,
-        // the list functions, and the two that run exports (`POST /exports` counts the
-        // list, the import worker walks it)
+        // the list functions, the two that run exports (`POST /exports` counts the
+        // list, the import worker walks it), and the checkpoint builder
         BTreeSet::from([
+            "CheckpointBuilderFunction",
             "ImportWorkerFunction",
             "ImportsFunction",
             "MetaobjectsFunction",
@@ -332,6 +333,7 @@ fn no_role_reaches_checkpoints_in_the_import_bucket_and_only_the_list_functions_
     assert_eq!(
         granted,
         BTreeSet::from([
+            "CheckpointBuilderRole",
             "ImportWorkerRole",
             "ImportsRole",
             "MetaobjectsRole",

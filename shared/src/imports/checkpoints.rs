@@ -4,12 +4,14 @@
 //! a checkpoint is written only over an older one (conditional PutObject on the ETag seen).
 
 use crate::domain::time::Timestamp;
-use crate::search::snapshot::CheckpointStore;
+use crate::search::snapshot::{list_of, CheckpointStore, Fetched, Stamp, CHECKPOINT_PREFIX};
+use crate::store::items::EntityKind;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, SdkBody};
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
+use std::collections::BTreeSet;
 
 /// Bytes per ranged GET.
 const PART: u64 = 8 << 20;
@@ -20,6 +22,9 @@ const PARALLEL: usize = 8;
 const MAX_BYTES: u64 = 8 << 30;
 /// The user metadata that holds a checkpoint's position (milliseconds since the epoch).
 pub const SYNCED: &str = "synced";
+/// The user metadata that holds the start of the full read a checkpoint descends from
+/// (milliseconds since the epoch; absent on checkpoints written before it: the oldest).
+pub const FULL: &str = "full";
 /// Conditional writes tried: each lost one means another writer's succeeded, so this many
 /// processes may write the same checkpoint at once before one gives up (leaving a valid,
 /// older one).
@@ -29,6 +34,15 @@ const WRITE_TRIES: usize = 8;
 pub struct S3Checkpoints {
     pub client: aws_sdk_s3::Client,
     pub bucket: String,
+}
+
+/// A checkpoint's stamp, from its user metadata.
+fn stamp_of(metadata: Option<&std::collections::HashMap<String, String>>) -> Option<Stamp> {
+    let ms = |name: &str| metadata?.get(name)?.parse::<i64>().ok();
+    Some(Stamp {
+        synced: Timestamp::from_millis(ms(SYNCED)?),
+        full: Timestamp::from_millis(ms(FULL).unwrap_or(0)),
+    })
 }
 
 /// The total size in a `Content-Range` answer (`bytes 0-8388607/12345678`).
@@ -63,8 +77,25 @@ impl S3Checkpoints {
             .map_err(|e| format!("GetObject body: {e}"))
     }
 
-    /// The ETag and the position of the checkpoint at `key`, when there is one.
-    async fn head(&self, key: &str) -> Result<Option<(String, Option<i64>)>, String> {
+    /// The lists with a checkpoint or a note that they want one, in key order.
+    pub async fn lists(&self) -> Result<BTreeSet<(String, EntityKind)>, String> {
+        let mut out = BTreeSet::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(CHECKPOINT_PREFIX)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| format!("ListObjectsV2: {e}"))?;
+            out.extend(page.contents().iter().filter_map(|o| list_of(o.key()?)));
+        }
+        Ok(out)
+    }
+
+    /// The ETag and the stamp of the checkpoint at `key`, when there is one.
+    async fn head(&self, key: &str) -> Result<Option<(String, Option<Stamp>)>, String> {
         match self
             .client
             .head_object()
@@ -73,13 +104,10 @@ impl S3Checkpoints {
             .send()
             .await
         {
-            Ok(out) => {
-                let synced = out
-                    .metadata()
-                    .and_then(|m| m.get(SYNCED))
-                    .and_then(|v| v.parse().ok());
-                Ok(Some((out.e_tag().unwrap_or_default().to_string(), synced)))
-            }
+            Ok(out) => Ok(Some((
+                out.e_tag().unwrap_or_default().to_string(),
+                stamp_of(out.metadata()),
+            ))),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
             Err(e) => Err(format!("HeadObject: {e}")),
         }
@@ -87,7 +115,7 @@ impl S3Checkpoints {
 }
 
 impl CheckpointStore for S3Checkpoints {
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>> {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Fetched>, String>> {
         Box::pin(async move {
             let first = self
                 .client
@@ -107,6 +135,7 @@ impl CheckpointStore for S3Checkpoints {
                 }
             };
             let etag = first.e_tag().unwrap_or_default().to_string();
+            let full = stamp_of(first.metadata()).map_or(Timestamp::from_millis(0), |s| s.full);
             let total = total_of(first.content_range());
             let mut bytes = first
                 .body
@@ -133,17 +162,25 @@ impl CheckpointStore for S3Checkpoints {
             if bytes.len() as u64 != total {
                 return Err(format!("read {} of {total} bytes", bytes.len()));
             }
-            Ok(Some(bytes))
+            Ok(Some((bytes, full)))
         })
     }
 
-    fn position<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Timestamp>, String>> {
+    fn stamp<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Stamp>, String>> {
+        Box::pin(async move { Ok(self.head(key).await?.and_then(|(_, stamp)| stamp)) })
+    }
+
+    fn want<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            Ok(self
-                .head(key)
-                .await?
-                .and_then(|(_, synced)| synced)
-                .map(Timestamp::from_millis))
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .body(ByteStream::from_static(b""))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("PutObject (note): {e}"))
         })
     }
 
@@ -151,7 +188,7 @@ impl CheckpointStore for S3Checkpoints {
         &'a self,
         key: &'a str,
         bytes: Vec<u8>,
-        synced: Timestamp,
+        stamp: Stamp,
     ) -> BoxFuture<'a, Result<bool, String>> {
         Box::pin(async move {
             let body = SdkBody::from(bytes);
@@ -161,9 +198,10 @@ impl CheckpointStore for S3Checkpoints {
                     .put_object()
                     .bucket(&self.bucket)
                     .key(key)
-                    .metadata(SYNCED, synced.millis().to_string());
+                    .metadata(SYNCED, stamp.synced.millis().to_string())
+                    .metadata(FULL, stamp.full.millis().to_string());
                 let put = match self.head(key).await? {
-                    Some((_, Some(theirs))) if theirs >= synced.millis() => return Ok(false),
+                    Some((_, Some(theirs))) if theirs.synced >= stamp.synced => return Ok(false),
                     Some((etag, _)) => put.if_match(etag),
                     None => put.if_none_match("*"),
                 };

@@ -72,7 +72,7 @@ impl Embedded {
         }
     }
 
-    /// The engine whose cold snapshots start from `checkpoints` (and save them there),
+    /// The engine whose cold snapshots start from `checkpoints` (and reload from them),
     /// sealed with `key`.
     pub fn with_checkpoints(
         store: Store,

@@ -5,7 +5,7 @@ use crate::domain::values::StoredValues;
 use serde::{Deserialize, Serialize};
 
 /// The level of a catalog entity in its product tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntityKind {
     Product,
@@ -20,6 +20,13 @@ impl EntityKind {
             Self::Variant => "variant",
             Self::Sku => "sku",
         }
+    }
+
+    /// The kind `as_str` names.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Product, Self::Variant, Self::Sku]
+            .into_iter()
+            .find(|k| k.as_str() == s)
     }
 }
 

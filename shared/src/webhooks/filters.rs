@@ -115,12 +115,7 @@ impl FilterBody {
 
 /// The level of the tree an entity type is on (`None`: not a product, variant or SKU).
 fn level(entity_type: &str) -> Option<EntityKind> {
-    match entity_type {
-        "product" => Some(EntityKind::Product),
-        "variant" => Some(EntityKind::Variant),
-        "sku" => Some(EntityKind::Sku),
-        _ => None,
-    }
+    EntityKind::parse(entity_type)
 }
 
 fn depth(kind: EntityKind) -> u8 {

@@ -1,7 +1,9 @@
 //! The functions that serve no HTTP: the change feed on the table's stream, the webhook
-//! delivery worker and the import worker on their queues. They run on a
+//! delivery worker and the import worker on their queues, the checkpoint builder on its
+//! schedule. They run on a
 //! [`Context`](crate::context::Context), never on the HTTP app or its handlers.
 
+pub mod checkpoints;
 pub mod deliver;
 pub(crate) mod export;
 pub mod feed;

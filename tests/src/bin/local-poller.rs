@@ -15,8 +15,8 @@
 
 use catalog_e2e::kept_checkpoints;
 use catalog_e2e::local::{
-    create_delivery_queues, create_import_resources, run_queue, run_stream, stream_arn, Invoker,
-    Start,
+    create_delivery_queues, create_import_resources, run_queue, run_schedule, run_stream,
+    stream_arn, Invoker, Start,
 };
 use catalog_e2e::runtime::DELIVERY_CONCURRENCY;
 use std::sync::Arc;
@@ -86,13 +86,23 @@ async fn main() {
                 sqs,
                 env("CATALOG_IMPORT_QUEUE_URL"),
                 "import-worker".into(),
-                invoke,
+                invoke.clone(),
                 1,
             ));
+            // the template's schedule is every 5 minutes; a local stack builds sooner
+            let every = std::env::var("CATALOG_CHECKPOINT_SCHEDULE_SECONDS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(60);
+            let build = tokio::spawn(run_schedule(
+                "checkpoint-builder".into(),
+                std::time::Duration::from_secs(every),
+                invoke,
+            ));
             eprintln!(
-                "[local-poller] stream -> change-feed, deliveries -> webhook-delivery, imports -> import-worker"
+                "[local-poller] stream -> change-feed, deliveries -> webhook-delivery, imports -> import-worker, every {every} s -> checkpoint-builder"
             );
-            let _ = tokio::join!(feed, deliver, import);
+            let _ = tokio::join!(feed, deliver, import, build);
         }
         Some("checkpoints") => {
             let s3 = catalog::imports::s3_client(&shared);

@@ -170,7 +170,7 @@ fn read_in_full(snaps: &Snapshots, kind: EntityKind, entries: Vec<Entry>) {
         rows,
         delta_started: Timestamp::from_millis(1),
         delta: vec![],
-        checkpoint: None,
+        full: Timestamp::from_millis(0),
     };
     snaps.keep("o", kind, outcome);
 }

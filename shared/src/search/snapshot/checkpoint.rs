@@ -79,28 +79,65 @@ impl Seal<'_> {
     }
 }
 
+/// Where a checkpoint stands: the position its rows are synced to, and the start of the
+/// full read of the index it descends from (a checkpoint built from another one and the
+/// changes after it keeps that one's `full`). A serving process reloads only from a
+/// checkpoint whose full read is newer than the one its own snapshot descends from: that is
+/// what heals a change a delta could have missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub synced: Timestamp,
+    pub full: Timestamp,
+}
+
+/// A checkpoint's bytes and the start of the full read it descends from.
+pub type Fetched = (Vec<u8>, Timestamp);
+
 /// Where checkpoints are kept (S3 as deployed, `imports/checkpoints.rs`): whole objects by
 /// key. Errors are text: a checkpoint that cannot be read or written is only a slower start.
 pub trait CheckpointStore: Send + Sync {
-    /// The object at `key`, whole, or `None` when there is none.
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, String>>;
-    /// The position of the checkpoint at `key` (without reading it), or `None` when there
-    /// is none.
-    fn position<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Timestamp>, String>>;
-    /// Writes `bytes`, a checkpoint synced to `synced`, at `key` unless the checkpoint there
-    /// is synced to `synced` or later (atomically: a slower writer never replaces a newer
+    /// The object at `key`, whole, with the start of the full read it descends from, or
+    /// `None` when there is none.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Fetched>, String>>;
+    /// Where the checkpoint at `key` stands (without reading it), or `None` when there is
+    /// none.
+    fn stamp<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Stamp>, String>>;
+    /// Writes `bytes`, a checkpoint at `stamp`, at `key` unless the checkpoint there is
+    /// synced to `stamp.synced` or later (atomically: a slower writer never replaces a newer
     /// checkpoint with an older one). Whether it wrote.
     fn put_newer<'a>(
         &'a self,
         key: &'a str,
         bytes: Vec<u8>,
-        synced: Timestamp,
+        stamp: Stamp,
     ) -> BoxFuture<'a, Result<bool, String>>;
+    /// Notes at `key` (a [`wanted_key`]) that a list needs a checkpoint built: the
+    /// checkpoint builder finds the lists it keeps by their checkpoints and these notes.
+    fn want<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The object key of the checkpoint of `org`'s entities of `kind`, in format 2.
 pub fn key(org: &str, kind: EntityKind) -> String {
-    format!("checkpoints/{org}/{}/{VERSION}", kind.as_str())
+    format!("{PREFIX}{org}/{}/{VERSION}", kind.as_str())
+}
+
+/// The object key of the note that `org`'s list of `kind` wants a checkpoint.
+pub fn wanted_key(org: &str, kind: EntityKind) -> String {
+    format!("{PREFIX}{org}/{}/{WANTED}", kind.as_str())
+}
+
+/// Where checkpoints and notes live.
+pub const PREFIX: &str = "checkpoints/";
+const WANTED: &str = "wanted";
+
+/// The list an object key under [`PREFIX`] is about (its checkpoint in this format, or a
+/// note that it wants one).
+pub fn list_of(object_key: &str) -> Option<(String, EntityKind)> {
+    let mut parts = object_key.strip_prefix(PREFIX)?.split('/');
+    let (org, kind, last) = (parts.next()?, parts.next()?, parts.next()?);
+    let current = last == WANTED || last == VERSION.to_string();
+    let kind = EntityKind::parse(kind)?;
+    (parts.next().is_none() && current && !org.is_empty()).then(|| (org.to_string(), kind))
 }
 
 /// Entries per block of the checkpoints a process writes.

@@ -1,6 +1,7 @@
 //! A warm Lambda's copy of what lists sort and filter on: per organization and entity type,
-//! every entity's identifier, parents, timestamps, name, family and values. It is read once
-//! from the type's `byChange` partition, then brought up to date on every list call by one
+//! every entity's identifier, parents, timestamps, name, family and values. It is loaded
+//! once from the checkpoint builder's checkpoint (`builder.rs`) or read from the type's
+//! `byChange` partition, then brought up to date on every list call by one
 //! Query of the entries changed since (tombstones bring deletions), so a filtered page of any
 //! depth is computed in memory and only the page's items are read. The store reads the
 //! index (`store/changes.rs`); what is kept, and how, is here.
@@ -22,12 +23,16 @@ use std::time::{Duration, Instant};
 
 pub use crate::store::changes::SnapshotPolicy;
 
+mod builder;
 mod changelog;
 mod checkpoint;
 mod refresh;
-mod writer;
 
-pub use checkpoint::{CheckpointKey, CheckpointStore};
+pub use builder::{BuildPlace, Built};
+pub use checkpoint::{
+    list_of, wanted_key, CheckpointKey, CheckpointStore, Fetched, Stamp,
+    PREFIX as CHECKPOINT_PREFIX,
+};
 
 #[cfg(test)]
 mod tests;
@@ -217,8 +222,12 @@ struct TypeSnapshot {
     load: Option<Load>,
     /// Changes whenever the entities change (unique in the process, never reused).
     generation: u64,
-    /// Whether a new checkpoint of it is due (`writer.rs`).
-    checkpoint: writer::CheckpointState,
+    /// The start of the full read the rows descend from (through a checkpoint, or this
+    /// process's own read); `None` until one completed.
+    full: Option<Timestamp>,
+    /// Entities changed by deltas since the rows were loaded (a checkpoint builder's
+    /// measure of how far a checkpoint is behind, `builder.rs`).
+    changed: usize,
     /// What the deltas since the last full read changed (`changelog.rs`).
     log: changelog::ChangeLog,
 }
@@ -238,7 +247,8 @@ impl TypeSnapshot {
             used: Instant::now(),
             load: None,
             generation: 0,
-            checkpoint: writer::CheckpointState::default(),
+            full: None,
+            changed: 0,
             log: changelog::ChangeLog::default(),
         }
     }
@@ -261,7 +271,7 @@ impl TypeSnapshot {
             self.generation = next_generation();
             self.log.push(self.generation, touched);
         }
-        self.checkpoint.count(changed);
+        self.changed += changed;
         self.synced = Some(started);
         self.rows
             .forget_deletions_before(started.millis() - 2 * overlap.as_millis() as i64);
@@ -284,7 +294,7 @@ pub struct Snapshots {
     checkpoints: Option<std::sync::Arc<dyn CheckpointStore>>,
     /// What they are sealed with.
     checkpoint_key: CheckpointKey,
-    /// Shared with the checkpoint writes under way (`writer.rs`).
+    /// Shared with a checkpoint's encoding (`builder.rs`).
     inner: std::sync::Arc<Mutex<Map>>,
     /// Filtered lists computed over the snapshots (always locked after `inner`).
     selections: Mutex<Selections>,
@@ -334,10 +344,12 @@ impl Levels<'_> {
 enum Step {
     /// Changes since a time, applied to a serving snapshot.
     Delta(Timestamp),
-    /// Continue (or start) a full read; `serving` when an older snapshot still answers.
+    /// Continue (or start) a full read; `serving` when an older snapshot still answers
+    /// (descended from the full read that started at `full`).
     Load {
         load: Load,
         serving: Option<Timestamp>,
+        full: Option<Timestamp>,
     },
 }
 
@@ -356,7 +368,8 @@ impl Snapshots {
         }
     }
 
-    /// These snapshots, loaded from and saved to `checkpoints` when cold, sealed with `key`.
+    /// These snapshots, loaded from `checkpoints` when cold and reloaded from a newer full
+    /// read's, sealed with `key`; a full read leaves a note that the list wants one.
     pub fn with_checkpoints(
         mut self,
         checkpoints: std::sync::Arc<dyn CheckpointStore>,
@@ -394,6 +407,7 @@ impl Snapshots {
                     (serving, _, load) => Step::Load {
                         load: load.unwrap_or_else(|| Load::new(shards)),
                         serving,
+                        full: snap.full,
                     },
                 };
                 (*k, step)
@@ -414,19 +428,28 @@ impl Snapshots {
                 snap.apply(rows, started, self.policy.overlap)
             }
             Outcome::Delta { .. } => {}
+            // No newer full read to reload from: the deltas keep serving it until the next
+            // reload is due.
+            Outcome::Postponed { started, rows } if snap.synced.is_some() => {
+                snap.apply(rows, started, self.policy.overlap);
+                snap.loaded = Instant::now();
+                snap.load = None;
+            }
+            Outcome::Postponed { .. } => {}
             Outcome::Loading(load) => snap.load = Some(load),
             Outcome::Loaded {
                 rows,
                 delta_started,
                 delta,
-                checkpoint,
+                full,
             } => {
                 snap.rows = rows;
                 snap.generation = next_generation();
                 snap.log.reset(snap.generation);
                 snap.loaded = Instant::now();
                 snap.load = None;
-                snap.checkpoint.restart(checkpoint);
+                snap.full = Some(full);
+                snap.changed = 0;
                 snap.apply(delta, delta_started, self.policy.overlap);
             }
         }
@@ -464,12 +487,18 @@ enum Outcome {
         rows: Vec<Row>,
     },
     Loading(Load),
+    /// A reload that found no newer full read: the changes since, and the next reload
+    /// after another period.
+    Postponed {
+        started: Timestamp,
+        rows: Vec<Row>,
+    },
     /// A full read, or a checkpoint, and the changes after it.
     Loaded {
         rows: Rows,
         delta_started: Timestamp,
         delta: Vec<Row>,
-        /// The position of the checkpoint the rows come from (`None`: a full read).
-        checkpoint: Option<Timestamp>,
+        /// The start of the full read the rows descend from.
+        full: Timestamp,
     },
 }

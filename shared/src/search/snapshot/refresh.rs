@@ -44,7 +44,6 @@ impl Snapshots {
                 }
             }
         }
-        self.write_due_checkpoints(org, kinds);
         match (failed, loading) {
             (Some(e), _) => Err(e),
             (None, Some(read)) => Err(StoreError::Loading { read }),
@@ -64,14 +63,30 @@ impl Snapshots {
         began: Instant,
     ) -> Result<(Outcome, Option<usize>), StoreError> {
         let policy = self.policy();
-        let (mut load, serving) = match step {
+        let (mut load, serving, full) = match step {
             Step::Delta(since) => {
                 let started = Timestamp::now();
                 let rows = delta_rows(store, org, kind, since).await?;
                 return Ok((Outcome::Delta { started, rows }, None));
             }
-            Step::Load { load, serving } => (load, serving),
+            Step::Load {
+                load,
+                serving,
+                full,
+            } => (load, serving, full),
         };
+        // A serving snapshot due for its reload takes a checkpoint of a newer full read
+        // (the checkpoint builder's) instead of reading the index again; without one, its
+        // deltas keep it as it is. Only one synced longer ago than the tombstones let a
+        // delta see every deletion reads the index again.
+        if let Some(since) = serving.filter(|s| !too_old_for_a_delta(*s)) {
+            if self.checkpoints.is_some() && load.untouched() {
+                let outcome = self
+                    .reload_or_postpone(store, org, kind, since, full, began)
+                    .await?;
+                return Ok((outcome, None));
+            }
+        }
         // A cold type (nothing served, nothing read yet) starts from its checkpoint when
         // there is a usable one: then only the changes after it are read. All of it within
         // the call's budget; past it, or without a checkpoint, the full read (tried once).
@@ -149,15 +164,65 @@ impl Snapshots {
         } else {
             (load.started, Vec::new())
         };
+        // the checkpoint builder finds this list by the note
+        if let Some(checkpoints) = &self.checkpoints {
+            if let Err(e) = checkpoints.want(&checkpoint::wanted_key(org, kind)).await {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not asked for");
+            }
+        }
         Ok((
             Outcome::Loaded {
+                full: load.started,
                 rows: load.into_rows(),
                 delta_started,
                 delta,
-                checkpoint: None,
             },
             None,
         ))
+    }
+
+    /// A serving snapshot's reload: from the checkpoint when its full read is newer than
+    /// `full` (the one the snapshot descends from) and it loads within the call's budget;
+    /// else the changes since `since`, and the next try a reload period later.
+    async fn reload_or_postpone(
+        &self,
+        store: &Store,
+        org: &str,
+        kind: EntityKind,
+        since: Timestamp,
+        full: Option<Timestamp>,
+        began: Instant,
+    ) -> Result<Outcome, StoreError> {
+        let policy = self.policy();
+        let stamp = match &self.checkpoints {
+            Some(checkpoints) => checkpoints.stamp(&checkpoint::key(org, kind)).await,
+            None => Ok(None),
+        };
+        let newer = match stamp {
+            Ok(stamp) => stamp.is_some_and(|s| full.is_none_or(|f| s.full > f)),
+            Err(e) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not looked at");
+                false
+            }
+        };
+        if newer {
+            let restored = tokio::time::timeout_at(
+                (began + policy.load_budget).into(),
+                self.restore_with_delta(store, org, kind, policy),
+            )
+            .await;
+            match restored {
+                Ok(Ok(Some(outcome))) => return Ok(outcome),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    tracing::warn!(%org, kind = kind.as_str(), "checkpoint not reloaded within the budget")
+                }
+            }
+        }
+        let started = Timestamp::now();
+        let rows = delta_rows(store, org, kind, since).await?;
+        Ok(Outcome::Postponed { started, rows })
     }
 
     /// The checkpoint of `org`'s `kind` and the changes after it, when there is a usable
@@ -169,7 +234,7 @@ impl Snapshots {
         kind: EntityKind,
         policy: SnapshotPolicy,
     ) -> Result<Option<Outcome>, StoreError> {
-        let Some((rows, synced)) = self.restore(org, kind).await else {
+        let Some((rows, synced, full)) = self.restore(org, kind).await else {
             return Ok(None);
         };
         let since = Timestamp::from_millis(
@@ -183,16 +248,21 @@ impl Snapshots {
             rows,
             delta_started: started,
             delta,
-            checkpoint: Some(synced),
+            full,
         }))
     }
 
-    /// The checkpoint of `org`'s `kind`, decoded, when there is one young enough that the
-    /// index still holds every deletion after it (tombstones are kept a day: half of it),
-    /// and not ahead of this clock.
-    async fn restore(&self, org: &str, kind: EntityKind) -> Option<(Rows, Timestamp)> {
+    /// The checkpoint of `org`'s `kind`, decoded, with its position and the start of the
+    /// full read it descends from, when there is one young enough that the index still
+    /// holds every deletion after it (tombstones are kept a day: half of it), and not ahead
+    /// of this clock.
+    pub(super) async fn restore(
+        &self,
+        org: &str,
+        kind: EntityKind,
+    ) -> Option<(Rows, Timestamp, Timestamp)> {
         let checkpoints = self.checkpoints.as_ref()?;
-        let bytes = match checkpoints.get(&checkpoint::key(org, kind)).await {
+        let (bytes, full) = match checkpoints.get(&checkpoint::key(org, kind)).await {
             Ok(found) => found?,
             Err(e) => {
                 tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not read");
@@ -222,10 +292,9 @@ impl Snapshots {
         match decoded {
             Ok((rows, synced))
                 if synced.millis() <= now.saturating_add(overlap)
-                    && now.saturating_sub(synced.millis())
-                        < TOMBSTONE_RETENTION_SECS * 1000 / 2 =>
+                    && !too_old_for_a_delta(synced) =>
             {
-                Some((rows, synced))
+                Some((rows, synced, full))
             }
             Ok(_) => None,
             Err(e) => {
@@ -279,6 +348,12 @@ impl Snapshots {
         drop(kept);
         f(&levels, &ids)
     }
+}
+
+/// Whether a delta from `since` could miss a deletion: the index keeps tombstones a day,
+/// and a snapshot or checkpoint is used only within half of it.
+fn too_old_for_a_delta(since: Timestamp) -> bool {
+    Timestamp::now().millis().saturating_sub(since.millis()) >= TOMBSTONE_RETENTION_SECS * 1000 / 2
 }
 
 /// Index entries of a type changed after `since`, from every shard in parallel.

@@ -129,7 +129,7 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
             rows: load.into_rows(),
             delta_started: T,
             delta: Vec::new(),
-            checkpoint: None,
+            full: Timestamp::from_millis(0),
         }
     };
     snaps.keep("o1", EntityKind::Product, loaded(2));
@@ -175,7 +175,7 @@ fn a_load_counts_its_shards_until_every_one_is_done() {
             rows: load.into_rows(),
             delta_started: T,
             delta: vec![row("c", 60, 1, false), row("a", 61, 0, true)],
-            checkpoint: None,
+            full: Timestamp::from_millis(0),
         },
     );
     let map = snaps.lock();
