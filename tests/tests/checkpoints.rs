@@ -34,6 +34,16 @@ async fn exists(s3: &aws_sdk_s3::Client, key: &str) -> bool {
         .is_ok()
 }
 
+/// Deletes the note at `key`, as the bucket's lifecycle does a day after its last refresh.
+async fn forget_note(s3: &aws_sdk_s3::Client, key: &str) {
+    s3.delete_object()
+        .bucket(BUCKET)
+        .key(key)
+        .send()
+        .await
+        .expect("the note deleted");
+}
+
 /// Runs the checkpoint builder over `org`'s lists, as its schedule does over every
 /// organization's; its report.
 async fn build(org: &Org) -> Value {
@@ -149,6 +159,13 @@ async fn a_cold_process_starts_from_the_checkpoint_and_lists_what_a_full_read_do
         "{run}"
     );
     assert_eq!(written(&s3, &key("product")).await, product_at);
+    // a list no serving process noted (its note expired after a day) is not built; the
+    // cold processes below note theirs again as they load
+    for kind in ["product", "variant", "sku"] {
+        forget_note(&s3, &format!("checkpoints/{}/{kind}/wanted", org.id)).await;
+    }
+    let run = build(&org).await;
+    assert_eq!(run["lists"], json!(0), "{run}");
 
     // changes after the checkpoint: deletes, a rename, new trees, descendant changes
     for id in ["c000", "c150", "c299"] {
@@ -355,7 +372,11 @@ async fn a_due_reload_takes_a_newer_checkpoint_instead_of_reading_the_index_agai
         .patch("/v1/products/r050", json!({"name": "Renamed"}))
         .await;
     assert_eq!(renamed.status, 200, "{:?}", renamed.body);
+    // each reload notes the list again (a note keeps its checkpoint built)
+    let s3 = s3_client(moto());
+    let wanted = format!("checkpoints/{}/product/wanted", org.id);
     for round in 0..2 {
+        forget_note(&s3, &wanted).await;
         // the reload is due after 2 s: the snapshot's age, not a synchronization
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         let reloaded = get(&org, function, path).await;
@@ -367,5 +388,9 @@ async fn a_due_reload_takes_a_newer_checkpoint_instead_of_reading_the_index_agai
         let page = get(&org, function, "/v1/products?limit=200").await;
         assert_eq!(page.body["pagination"]["totalResults"], json!(100));
         assert_eq!(page.body["result"][50]["name"], json!("Renamed"));
+        assert!(
+            exists(&s3, &wanted).await,
+            "round {round}: the reload noted nothing"
+        );
     }
 }

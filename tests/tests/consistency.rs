@@ -193,6 +193,12 @@ async fn sample_events_work_against_the_real_functions() {
         ("import-worker", "events/import-worker/s3-upload.json", 0),
         // Not HTTP: a batch whose records all succeed reports no failures.
         ("change-feed", "events/change-feed/stream-batch.json", 0),
+        // Not HTTP: the schedule's event; without a checkpoint bucket, nothing to build.
+        (
+            "checkpoint-builder",
+            "events/checkpoint-builder/schedule.json",
+            -1,
+        ),
         (
             "webhook-delivery",
             "events/webhook-delivery/sqs-batch.json",
@@ -205,6 +211,12 @@ async fn sample_events_work_against_the_real_functions() {
         let out = invoke(function, event).await;
         if status == 0 {
             assert_eq!(out, serde_json::json!({"batchItemFailures": []}), "{file}");
+        } else if status < 0 {
+            assert_eq!(
+                (&out["lists"], &out["failed"]),
+                (&serde_json::json!(0), &serde_json::json!(0)),
+                "{file}: {out}"
+            );
         } else {
             assert_eq!(out["statusCode"], status, "{file}: {out}");
         }
@@ -614,6 +626,7 @@ fn every_alarm_names_a_metric_that_exists() {
         "AWS/DynamoDB ReadThrottleEvents",
         "AWS/DynamoDB WriteThrottleEvents",
         "custom ImportRunsDeferred",
+        "custom CheckpointAgeMs",
     ] {
         assert!(seen.contains(wanted), "no alarm on {wanted}: {seen:?}");
     }
@@ -621,10 +634,17 @@ fn every_alarm_names_a_metric_that_exists() {
     // alarm pages on it (api_failures_are_counted_apart_from_retry_after_answers).
     assert!(!seen.contains("AWS/ApiGateway 5xx"), "{seen:?}");
     let functions = of_type("AWS::Lambda::Function").len();
-    assert_eq!(functions, 17);
-    assert_eq!(alarms.len(), 2 * functions + 15);
-    // The deferred-import metric counts a line the worker really logs.
+    assert_eq!(functions, 18);
+    // every function's errors and throttles (the scheduled checkpoint builder's errors
+    // only), and 16 more
+    assert_eq!(alarms.len(), 2 * functions - 1 + 16);
+    // The deferred-import metric counts a line the worker really logs, and so do the
+    // checkpoint builder's.
     assert!(read("shared/src/workers/import.rs").contains("\"import deferred\""));
+    let builder = read("shared/src/workers/checkpoints.rs");
+    assert!(
+        builder.contains("\"checkpoint build\"") && builder.contains("\"checkpoint not built\"")
+    );
 }
 
 /// `make deploy STAGE=<stage>` deploys with the stage's section of infra/samconfig.toml:

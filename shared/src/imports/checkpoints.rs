@@ -4,14 +4,16 @@
 //! a checkpoint is written only over an older one (conditional PutObject on the ETag seen).
 
 use crate::domain::time::Timestamp;
-use crate::search::snapshot::{list_of, CheckpointStore, Fetched, Stamp, CHECKPOINT_PREFIX};
+use crate::search::snapshot::{
+    list_of, wanted_key, CheckpointStore, Fetched, Stamp, CHECKPOINT_PREFIX,
+};
 use crate::store::items::EntityKind;
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, SdkBody};
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Bytes per ranged GET.
 const PART: u64 = 8 << 20;
@@ -77,9 +79,11 @@ impl S3Checkpoints {
             .map_err(|e| format!("GetObject body: {e}"))
     }
 
-    /// The lists with a checkpoint or a note that they want one, in key order.
-    pub async fn lists(&self) -> Result<BTreeSet<(String, EntityKind)>, String> {
-        let mut out = BTreeSet::new();
+    /// The lists in use (those with a note, refreshed by the serving processes that load
+    /// them), the ones whose checkpoint is oldest (or missing) first.
+    pub async fn lists(&self) -> Result<Vec<(String, EntityKind)>, String> {
+        let mut noted = BTreeSet::new();
+        let mut written = HashMap::new();
         let mut pages = self
             .client
             .list_objects_v2()
@@ -89,8 +93,21 @@ impl S3Checkpoints {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| format!("ListObjectsV2: {e}"))?;
-            out.extend(page.contents().iter().filter_map(|o| list_of(o.key()?)));
+            for object in page.contents() {
+                let Some(key) = object.key() else { continue };
+                let Some((org, kind)) = list_of(key) else {
+                    continue;
+                };
+                if key == wanted_key(&org, kind) {
+                    noted.insert((org, kind));
+                } else {
+                    let at = object.last_modified().map_or(0, |t| t.secs());
+                    written.insert((org, kind), at);
+                }
+            }
         }
+        let mut out: Vec<(String, EntityKind)> = noted.into_iter().collect();
+        out.sort_by_key(|list| written.get(list).copied().unwrap_or(i64::MIN));
         Ok(out)
     }
 
@@ -201,7 +218,12 @@ impl CheckpointStore for S3Checkpoints {
                     .metadata(SYNCED, stamp.synced.millis().to_string())
                     .metadata(FULL, stamp.full.millis().to_string());
                 let put = match self.head(key).await? {
-                    Some((_, Some(theirs))) if theirs.synced >= stamp.synced => return Ok(false),
+                    // a newer full read wins; then a later position
+                    Some((_, Some(theirs)))
+                        if (theirs.full, theirs.synced) >= (stamp.full, stamp.synced) =>
+                    {
+                        return Ok(false)
+                    }
                     Some((etag, _)) => put.if_match(etag),
                     None => put.if_none_match("*"),
                 };

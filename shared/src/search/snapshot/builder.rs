@@ -96,9 +96,19 @@ impl Snapshots {
         let every = place.full_every.as_millis() as i64;
         let start_over =
             stamp.is_none_or(|s| now.millis().saturating_sub(s.full.millis()) >= every);
-        let mut snaps = Snapshots::new(place.policy);
+        // no read outlasts the run: each refresh reads until its budget ends
+        let policy = SnapshotPolicy {
+            load_budget: place
+                .policy
+                .load_budget
+                .min(place.deadline.saturating_duration_since(Instant::now())),
+            ..place.policy
+        };
+        let mut snaps = Snapshots::new(policy);
         if !start_over {
             snaps = snaps.with_checkpoints(place.checkpoints.clone(), place.key.clone());
+            // the builder's own loads keep no list alive (only serving processes' notes do)
+            snaps.notes = false;
         }
         loop {
             match snaps.refresh(place.store, org, &[kind]).await {

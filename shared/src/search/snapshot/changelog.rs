@@ -8,8 +8,11 @@ use crate::store::items::EntityKind;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
-/// Most identifiers a snapshot's log holds; past it, the oldest deltas are forgotten (a
-/// selection older than what is left is evaluated again in full).
+/// Most identifiers a snapshot's log holds: a quarter of its entities (past that share of
+/// changes a kept selection is evaluated again in full anyway), at least `MIN_LOGGED` and at
+/// most `MAX_LOGGED`; past it, the oldest deltas are forgotten (a selection older than what
+/// is left is evaluated again in full).
+const MIN_LOGGED: usize = 1_024;
 const MAX_LOGGED: usize = 100_000;
 
 /// One image of a changed entity: its identifier and parents (a change notes its old and
@@ -48,17 +51,25 @@ impl ChangeLog {
         self.ids = 0;
     }
 
-    /// Notes what the delta that made `generation` changed.
-    pub(super) fn push(&mut self, generation: u64, touched: Vec<Touched>) {
+    /// Notes what the delta that made `generation` changed, in the log of a snapshot of
+    /// `entities` entities.
+    pub(super) fn push(&mut self, generation: u64, touched: Vec<Touched>, entities: usize) {
         self.ids += touched.len();
         self.deltas.push_back((generation, touched));
-        while self.ids > MAX_LOGGED {
+        let cap = (entities / 4).clamp(MIN_LOGGED, MAX_LOGGED);
+        while self.ids > cap {
             let Some((oldest, gone)) = self.deltas.pop_front() else {
                 break;
             };
             self.base = oldest;
             self.ids -= gone.len();
         }
+    }
+
+    /// Bytes the log holds (what the snapshots' budget counts): its own rows; the
+    /// identifiers are mostly shared with the entries.
+    pub(super) fn bytes(&self) -> usize {
+        self.ids * std::mem::size_of::<Touched>()
     }
 
     /// What changed after `generation`, when the log reaches back that far.

@@ -406,3 +406,35 @@ fn selection_under_writes_at_scale() {
         );
     }
 }
+
+#[test]
+fn a_log_keeps_the_changes_of_at_most_a_quarter_of_its_entities() {
+    use super::{ChangeLog, Touched};
+    let touched = |n: u64| {
+        vec![Touched::from(&entity(
+            S,
+            (n % 32) as u8,
+            0,
+            "x",
+            0,
+            n as i64,
+        ))]
+    };
+    let mut log = ChangeLog::default();
+    log.reset(1);
+    // a large snapshot: all 3,000 changes kept
+    for g in 2..3_002 {
+        log.push(g, touched(g), 400_000);
+    }
+    assert_eq!(log.ids, 3_000);
+    assert!(log.after(1).is_some());
+    // a snapshot of 100 entities keeps 1,024 at least, the newest
+    for g in 3_002..5_002 {
+        log.push(g, touched(g), 100);
+    }
+    assert_eq!(log.ids, 1_024);
+    assert!(log.after(3_976).is_none(), "forgotten");
+    assert_eq!(log.after(3_977).map(Iterator::count), Some(1_024));
+    assert_eq!(log.after(3_978).map(Iterator::count), Some(1_023));
+    assert_eq!(log.bytes(), 1_024 * std::mem::size_of::<Touched>());
+}

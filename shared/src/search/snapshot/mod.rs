@@ -228,6 +228,8 @@ struct TypeSnapshot {
     /// Entities changed by deltas since the rows were loaded (a checkpoint builder's
     /// measure of how far a checkpoint is behind, `builder.rs`).
     changed: usize,
+    /// The full read of a checkpoint a reload could not load: not tried again.
+    refused: Option<Timestamp>,
     /// What the deltas since the last full read changed (`changelog.rs`).
     log: changelog::ChangeLog,
 }
@@ -249,12 +251,14 @@ impl TypeSnapshot {
             generation: 0,
             full: None,
             changed: 0,
+            refused: None,
             log: changelog::ChangeLog::default(),
         }
     }
 
     fn bytes(&self) -> usize {
         self.rows.bytes
+            + self.log.bytes()
             + self
                 .load
                 .as_ref()
@@ -269,7 +273,8 @@ impl TypeSnapshot {
             .apply_noting(rows, |e| touched.push(changelog::Touched::from(e)));
         if changed > 0 {
             self.generation = next_generation();
-            self.log.push(self.generation, touched);
+            self.log
+                .push(self.generation, touched, self.rows.entries.len());
         }
         self.changed += changed;
         self.synced = Some(started);
@@ -294,6 +299,10 @@ pub struct Snapshots {
     checkpoints: Option<std::sync::Arc<dyn CheckpointStore>>,
     /// What they are sealed with.
     checkpoint_key: CheckpointKey,
+    /// Whether loads and reloads leave a note that the list is in use (serving processes;
+    /// the checkpoint builder builds only noted lists, and a note unrefreshed for a day
+    /// expires with the bucket's lifecycle).
+    notes: bool,
     /// Shared with a checkpoint's encoding (`builder.rs`).
     inner: std::sync::Arc<Mutex<Map>>,
     /// Filtered lists computed over the snapshots (always locked after `inner`).
@@ -363,6 +372,7 @@ impl Snapshots {
             },
             checkpoints: None,
             checkpoint_key: CheckpointKey::default(),
+            notes: false,
             inner: Default::default(),
             selections: Mutex::default(),
         }
@@ -377,6 +387,7 @@ impl Snapshots {
     ) -> Self {
         self.checkpoints = Some(checkpoints);
         self.checkpoint_key = key;
+        self.notes = true;
         self
     }
 
@@ -407,7 +418,8 @@ impl Snapshots {
                     (serving, _, load) => Step::Load {
                         load: load.unwrap_or_else(|| Load::new(shards)),
                         serving,
-                        full: snap.full,
+                        // a checkpoint that could not be loaded counts as known
+                        full: snap.full.max(snap.refused),
                     },
                 };
                 (*k, step)
@@ -430,10 +442,15 @@ impl Snapshots {
             Outcome::Delta { .. } => {}
             // No newer full read to reload from: the deltas keep serving it until the next
             // reload is due.
-            Outcome::Postponed { started, rows } if snap.synced.is_some() => {
+            Outcome::Postponed {
+                started,
+                rows,
+                refused,
+            } if snap.synced.is_some() => {
                 snap.apply(rows, started, self.policy.overlap);
                 snap.loaded = Instant::now();
                 snap.load = None;
+                snap.refused = snap.refused.max(refused);
             }
             Outcome::Postponed { .. } => {}
             Outcome::Loading(load) => snap.load = Some(load),
@@ -492,6 +509,8 @@ enum Outcome {
     Postponed {
         started: Timestamp,
         rows: Vec<Row>,
+        /// The full read of a checkpoint that could not be loaded.
+        refused: Option<Timestamp>,
     },
     /// A full read, or a checkpoint, and the changes after it.
     Loaded {

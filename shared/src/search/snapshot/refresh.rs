@@ -98,7 +98,10 @@ impl Snapshots {
             )
             .await;
             match restored {
-                Ok(Ok(Some(outcome))) => return Ok((outcome, None)),
+                Ok(Ok(Some(outcome))) => {
+                    self.note(org, kind).await;
+                    return Ok((outcome, None));
+                }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
                     self.keep(org, kind, Outcome::Loading(load));
@@ -164,12 +167,7 @@ impl Snapshots {
         } else {
             (load.started, Vec::new())
         };
-        // the checkpoint builder finds this list by the note
-        if let Some(checkpoints) = &self.checkpoints {
-            if let Err(e) = checkpoints.want(&checkpoint::wanted_key(org, kind)).await {
-                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not asked for");
-            }
-        }
+        self.note(org, kind).await;
         Ok((
             Outcome::Loaded {
                 full: load.started,
@@ -181,9 +179,23 @@ impl Snapshots {
         ))
     }
 
+    /// Notes that `org`'s list of `kind` is in use, so that the checkpoint builder keeps
+    /// its checkpoint (serving processes only; a note is refreshed at every load and
+    /// reload, and expires a day after the last).
+    async fn note(&self, org: &str, kind: EntityKind) {
+        let Some(checkpoints) = self.checkpoints.as_ref().filter(|_| self.notes) else {
+            return;
+        };
+        if let Err(e) = checkpoints.want(&checkpoint::wanted_key(org, kind)).await {
+            tracing::warn!(%org, kind = kind.as_str(), error = %e, "list not noted for its checkpoint");
+        }
+    }
+
     /// A serving snapshot's reload: from the checkpoint when its full read is newer than
-    /// `full` (the one the snapshot descends from) and it loads within the call's budget;
-    /// else the changes since `since`, and the next try a reload period later.
+    /// `full` (the one the snapshot descends from, or one that could not be loaded before)
+    /// and it loads within the call's budget; else the changes since `since`, and the next
+    /// try a reload period later (a checkpoint that could not be loaded is not tried again
+    /// until a newer full read's).
     async fn reload_or_postpone(
         &self,
         store: &Store,
@@ -194,18 +206,24 @@ impl Snapshots {
         began: Instant,
     ) -> Result<Outcome, StoreError> {
         let policy = self.policy();
-        let stamp = match &self.checkpoints {
-            Some(checkpoints) => checkpoints.stamp(&checkpoint::key(org, kind)).await,
-            None => Ok(None),
-        };
-        let newer = match stamp {
-            Ok(stamp) => stamp.is_some_and(|s| full.is_none_or(|f| s.full > f)),
-            Err(e) => {
-                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not looked at");
-                false
+        let stamp = async {
+            match &self.checkpoints {
+                Some(checkpoints) => checkpoints.stamp(&checkpoint::key(org, kind)).await,
+                None => Ok(None),
             }
         };
-        if newer {
+        let (stamp, ()) = futures_util::join!(stamp, self.note(org, kind));
+        let newer = match stamp {
+            Ok(stamp) => stamp
+                .map(|s| s.full)
+                .filter(|f| full.is_none_or(|known| *f > known)),
+            Err(e) => {
+                tracing::warn!(%org, kind = kind.as_str(), error = %e, "checkpoint not looked at");
+                None
+            }
+        };
+        let mut refused = None;
+        if let Some(newer) = newer {
             let restored = tokio::time::timeout_at(
                 (began + policy.load_budget).into(),
                 self.restore_with_delta(store, org, kind, policy),
@@ -213,16 +231,20 @@ impl Snapshots {
             .await;
             match restored {
                 Ok(Ok(Some(outcome))) => return Ok(outcome),
-                Ok(Ok(None)) => {}
                 Ok(Err(e)) => return Err(e),
-                Err(_) => {
-                    tracing::warn!(%org, kind = kind.as_str(), "checkpoint not reloaded within the budget")
+                Ok(Ok(None)) | Err(_) => {
+                    tracing::warn!(%org, kind = kind.as_str(), "checkpoint not reloaded (unusable, or not within the budget)");
+                    refused = Some(newer);
                 }
             }
         }
         let started = Timestamp::now();
         let rows = delta_rows(store, org, kind, since).await?;
-        Ok(Outcome::Postponed { started, rows })
+        Ok(Outcome::Postponed {
+            started,
+            rows,
+            refused,
+        })
     }
 
     /// The checkpoint of `org`'s `kind` and the changes after it, when there is a usable
