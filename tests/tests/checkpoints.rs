@@ -34,6 +34,18 @@ async fn exists(s3: &aws_sdk_s3::Client, key: &str) -> bool {
         .is_ok()
 }
 
+/// Writes `n` products, `name(i)` giving each its identifier and name, in one bulk call.
+async fn seed(org: &Org, n: usize, name: impl Fn(usize) -> (String, String)) {
+    let items: Vec<Value> = (0..n)
+        .map(|i| {
+            let (identifier, name) = name(i);
+            json!({"identifier": identifier, "name": name})
+        })
+        .collect();
+    let r = org.patch("/v1/products", Value::Array(items)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+}
+
 /// Deletes the note at `key`, as the bucket's lifecycle does a day after its last refresh.
 async fn forget_note(s3: &aws_sdk_s3::Client, key: &str) {
     s3.delete_object()
@@ -296,13 +308,7 @@ async fn a_checkpoint_is_written_only_over_an_older_one_and_read_back_in_parts()
 async fn a_checkpoint_copied_to_another_organization_is_refused() {
     imports().await;
     let (a, c) = (Org::new().await, Org::new().await);
-    let items: Vec<Value> = (0..30)
-        .map(|i| json!({"identifier": format!("a{i:02}"), "name": format!("A's {i}")}))
-        .collect();
-    assert_eq!(
-        a.patch("/v1/products", Value::Array(items)).await.status,
-        200
-    );
+    seed(&a, 30, |i| (format!("a{i:02}"), format!("A's {i}"))).await;
     assert_eq!(
         c.patch("/v1/products/c-own", json!({"name": "C's own"}))
             .await
@@ -343,13 +349,7 @@ async fn a_checkpoint_copied_to_another_organization_is_refused() {
 async fn a_due_reload_takes_a_newer_checkpoint_instead_of_reading_the_index_again() {
     imports().await;
     let org = Org::new().await;
-    let items: Vec<Value> = (0..100)
-        .map(|i| json!({"identifier": format!("r{i:03}"), "name": format!("Reload {i}")}))
-        .collect();
-    assert_eq!(
-        org.patch("/v1/products", Value::Array(items)).await.status,
-        200
-    );
+    seed(&org, 100, |i| (format!("r{i:03}"), format!("Reload {i}"))).await;
     let path = "/v1/products?limit=10";
     let function = "products@ckptreload";
     // the first call reads the index in full (5-item pages) and asks for a checkpoint

@@ -116,14 +116,6 @@ fn kind_of(entity: TargetEntity) -> Option<EntityKind> {
     }
 }
 
-fn rank(kind: EntityKind) -> u8 {
-    match kind {
-        EntityKind::Product => 0,
-        EntityKind::Variant => 1,
-        EntityKind::Sku => 2,
-    }
-}
-
 /// The entity's hierarchy-aware `updatedAt` (docs/architecture.md, Change tracking).
 fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
     let su = |k: EntityKind, id: &Option<Arc<str>>| {
@@ -214,7 +206,7 @@ fn plan<'a, 'f>(
         .of(level)
         .values()
         .filter(|e| entity_matches(levels, level, e, f, now));
-    if rank(level) < rank(target) {
+    if level < target {
         let via = if level == EntityKind::Product {
             Via::Pid
         } else {
@@ -314,7 +306,7 @@ fn filter_holds(
         return entity_matches(levels, target, e, f, now);
     }
     let at = levels.of(level);
-    if rank(level) < rank(target) {
+    if level < target {
         let via = if level == EntityKind::Product {
             Via::Pid
         } else {

@@ -4,7 +4,8 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
 use serde::{Deserialize, Serialize};
 
-/// The level of a catalog entity in its product tree.
+/// The level of a catalog entity in its product tree, ordered from the root down (a
+/// product before its variants, a variant before its SKUs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntityKind {

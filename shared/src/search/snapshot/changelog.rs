@@ -85,10 +85,6 @@ impl ChangeLog {
 
 const LEVELS: [EntityKind; 3] = [EntityKind::Product, EntityKind::Variant, EntityKind::Sku];
 
-fn depth(kind: EntityKind) -> usize {
-    LEVELS.iter().position(|k| *k == kind).unwrap_or(0)
-}
-
 impl Levels<'_> {
     /// The snapshot of `kind`, if this process holds one.
     fn snapshot(&self, kind: EntityKind) -> Option<&TypeSnapshot> {
@@ -118,7 +114,7 @@ impl Levels<'_> {
             }
             let changed = self.snapshot(*kind)?.log.after(*since)?;
             for t in changed {
-                match depth(*kind).cmp(&depth(target)) {
+                match kind.cmp(&target) {
                     std::cmp::Ordering::Equal => {
                         out.insert(t.id.clone());
                     }
