@@ -242,6 +242,45 @@ async fn a_filtered_subscription_follows_its_set() {
     assert_eq!(got[4].json["match"], json!("left"));
 }
 
+/// A product's deletion cascades to its SKUs in more stream records than one batch holds
+/// (four a SKU: the SKU, its identity item, its tombstone and its deletion record; the local
+/// poller reads 100 at a time, as Lambda does), so most SKUs' removals reach the feed in a
+/// batch without the product's: each is judged by the state the product ended (kept on its
+/// tombstone), and every SKU leaves the set.
+#[tokio::test]
+async fn a_product_deleted_across_stream_batches_takes_every_sku_out() {
+    const SKUS: usize = 60;
+    webhooks().await;
+    let org = Org::new().await;
+    define(&org).await;
+    let skus = Receiver::start(0).await;
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": skus.url(), "topics": ["sku.*"], "filter": {"search": red()}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let ids: Vec<String> = (0..SKUS).map(|i| format!("big-s{i:02}")).collect();
+    let tree = json!({"name": "Big", "values": {"color": "red"},
+        "variants": [{"identifier": "big-v", "skus": ids.iter()
+            .map(|id| json!({"identifier": id, "values": {"stock": 1}}))
+            .collect::<Vec<_>>()}]});
+    let r = org.patch("/v1/products/big", tree).await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let every = |event: &str, side: &str| -> Vec<(String, String, String)> {
+        ids.iter()
+            .map(|id| (id.clone(), event.to_string(), side.to_string()))
+            .collect()
+    };
+    skus.wait_for_distinct(SKUS, DELIVERY).await;
+    assert_eq!(seen(&skus, 0, SKUS), every("sku.created", "entered"));
+
+    assert_eq!(org.delete("/v1/products/big").await.status, 200);
+    skus.wait_for_distinct(2 * SKUS, DELIVERY).await;
+    assert_eq!(seen(&skus, SKUS, 2 * SKUS), every("sku.deleted", "left"));
+}
+
 #[tokio::test]
 async fn random_writes_against_random_filters_deliver_exactly_the_set_changes() {
     webhooks().await;

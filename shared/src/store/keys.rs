@@ -187,6 +187,21 @@ pub fn tombstone_pk(org: &str, entity_type: &str, identifier: &str) -> String {
     format!("O#{org}#X#{entity_type}#{identifier}")
 }
 pub const TOMBSTONE_SK: &str = "DEL";
+/// A deleted product's or variant's tombstone attribute holding the state it ended.
+pub const LAST_STATE: &str = "last";
+
+/// The tombstone of the product or variant at (`pk`, `sk`) of a product tree (`None` for
+/// a SKU or any other item).
+pub fn tree_tombstone_pk(pk: &str, sk: &str) -> Option<String> {
+    use super::items::EntityKind;
+    let (org, product) = pk.strip_prefix("O#")?.split_once("#P#")?;
+    let (kind, identifier) = match sk.strip_prefix("L2/") {
+        Some(variant) => (EntityKind::Variant, variant),
+        None if sk == PRODUCT_SK => (EntityKind::Product, product),
+        None => return None,
+    };
+    Some(tombstone_pk(org, kind.as_str(), identifier))
+}
 
 /// One entity's change history (`store/history.rs`): a partition per product, variant, SKU
 /// or asset, sort key [`history_sk`], kept 90 days, outside every index.
@@ -383,5 +398,20 @@ mod tests {
         assert!(keys[3].starts_with(SKU_LEVEL) && keys[4].starts_with(SKU_LEVEL));
         // a variant's SKU prefix never matches a variant whose identifier extends it
         assert!(!sku_sk("ab", "s").starts_with(&variant_skus_prefix("a")));
+    }
+
+    #[test]
+    fn a_tree_item_names_its_tombstone() {
+        let pk = product_pk("abc123", "p#1");
+        assert_eq!(
+            tree_tombstone_pk(&pk, PRODUCT_SK),
+            Some(tombstone_pk("abc123", "product", "p#1"))
+        );
+        assert_eq!(
+            tree_tombstone_pk(&pk, &variant_sk("v#1")),
+            Some(tombstone_pk("abc123", "variant", "v#1"))
+        );
+        assert_eq!(tree_tombstone_pk(&pk, &sku_sk("v#1", "s")), None);
+        assert_eq!(tree_tombstone_pk(&org_pk("abc123"), PRODUCT_SK), None);
     }
 }

@@ -3,7 +3,8 @@
 
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
-    change_sk, entity_change_pk, product_pk, reshard, sku_sk, variant_sk, PRODUCT_SK, SKU_LEVEL,
+    change_sk, entity_change_pk, product_pk, reshard, sku_sk, tree_tombstone_pk, variant_sk,
+    LAST_STATE, PRODUCT_SK, SKU_LEVEL, TOMBSTONE_SK,
 };
 use super::ops::item_key;
 use super::ops::Expect;
@@ -256,5 +257,38 @@ impl Store {
                 )
             })
             .collect())
+    }
+
+    /// The states the deleted products and variants at `keys` ((PK, SK) of their tree
+    /// items) ended, from their tombstones' [`LAST_STATE`], by key: one BatchGetItem per
+    /// 100; keys of other items, and entities without a kept state, are absent. The change
+    /// feed judges a descendant's change against its ancestor's last state with it when the
+    /// ancestor is gone.
+    pub async fn last_states_at(
+        &self,
+        keys: &[(String, String)],
+    ) -> Result<HashMap<(String, String), super::ops::Item>, StoreError> {
+        let by_tombstone: HashMap<String, &(String, String)> = keys
+            .iter()
+            .filter_map(|key| Some((tree_tombstone_pk(&key.0, &key.1)?, key)))
+            .collect();
+        if by_tombstone.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let wanted = by_tombstone
+            .keys()
+            .map(|pk| item_key(pk.clone(), TOMBSTONE_SK))
+            .collect();
+        let mut out = HashMap::new();
+        for mut item in self.batch_get(wanted).await? {
+            let pk = item.get(super::keys::PK).and_then(|v| v.as_s().ok());
+            let Some(&key) = pk.and_then(|pk| by_tombstone.get(pk)) else {
+                continue;
+            };
+            if let Some(AttributeValue::M(last)) = item.remove(LAST_STATE) {
+                out.insert(key.clone(), last);
+            }
+        }
+        Ok(out)
     }
 }

@@ -154,8 +154,50 @@ pub(super) fn tombstone(org: &str, item: &EntityItem, at: Timestamp) -> Item {
         id: &item.id,
         was: item.self_updated_at,
     };
-    tombstone_item(org, kind, deleted, change_pk, at)
+    let mut t = tombstone_item(org, kind, deleted, change_pk, at);
+    if item.kind != EntityKind::Sku {
+        keep_last_state(&mut t, item);
+    }
+    t
 }
+
+/// The state a deleted ancestor ended, as the change feed's filters test it (the
+/// attributes of [`LAST_STATE`]).
+#[derive(serde::Serialize)]
+struct LastState<'a> {
+    id: &'a str,
+    vals: &'a StoredValues,
+    #[serde(rename = "familyId", skip_serializing_if = "Option::is_none")]
+    family_id: Option<i64>,
+    su: Timestamp,
+    tu: Timestamp,
+}
+
+/// Keeps the state a deleted product or variant ended on its tombstone, under
+/// [`LAST_STATE`] (outside the `byChange` projection): a descendant's deletion that the
+/// change feed reads in a later batch of stream records than its ancestor's is judged
+/// against it (`workers/feed/filtering.rs`). Left out when it would take the tombstone past
+/// DynamoDB's item size: those descendants are judged without the ancestor, as before.
+fn keep_last_state(tombstone: &mut Item, item: &EntityItem) {
+    let last = LastState {
+        id: &item.id,
+        vals: &item.values,
+        family_id: item.family_id,
+        su: item.self_updated_at,
+        tu: item.updated_at,
+    };
+    let Ok(last) = serde_dynamo::to_attribute_value::<_, AttributeValue>(&last) else {
+        return;
+    };
+    tombstone.insert(LAST_STATE.to_string(), last);
+    if limits::item_bytes(tombstone) > limits::ITEM_BYTES - STAMP_ROOM {
+        tombstone.remove(LAST_STATE);
+    }
+}
+
+/// Room a tombstone keeps below DynamoDB's item size for the writer's stamp (`by`), which
+/// the commit adds after the plan (an actor's encoding is well under it).
+const STAMP_ROOM: usize = 1024;
 
 /// What a tombstone names: the deleted item's identifier in its type (a metaobject's is
 /// `<definition>/<id>`), its `id`, and the `su` of its last state.

@@ -8,7 +8,7 @@ use super::counters::{self, Counts, Ref, COUNTED};
 use super::items::{EntityItem, EntityKind};
 use super::keys::{
     change_sk, deletions_pk, entity_change_pk, sku_ref_pk, tombstone_pk, variant_ref_pk, GSI1PK,
-    GSI2SK, REF_SK, TOMBSTONE_SK, TTL,
+    GSI2SK, LAST_STATE, REF_SK, TOMBSTONE_SK, TTL,
 };
 use super::limits::{self, TRANSACTION_ACTIONS, TRANSACTION_BYTES};
 use super::ops::{item_key, Item};

@@ -69,3 +69,56 @@ fn the_writers_stamp_is_counted_in_the_item_before_any_request() {
         Err(StoreError::TooLarge(m)) if m.starts_with("product 'p' would take 409616 bytes")
     ));
 }
+
+fn product_with(bytes: usize) -> EntityItem {
+    let note = crate::domain::values::StoredAttribute::single(
+        crate::domain::attributes::AttributeType::Text,
+        &"x".repeat(bytes),
+    );
+    let values = StoredValues::from([("note".to_string(), note)]);
+    let at = Timestamp::parse("2026-11-27T00:00:00.000Z").unwrap();
+    EntityItem {
+        pk: "O#o#P#p".into(),
+        sk: "L1".into(),
+        gsi1pk: String::new(),
+        gsi2sk: String::new(),
+        kind: EntityKind::Product,
+        id: "p".into(),
+        name: "p".into(),
+        pid: None,
+        vid: None,
+        values,
+        self_updated_at: at,
+        updated_at: at,
+        ver: 1,
+        family_id: Some(7),
+        attribute_keys: Vec::new(),
+        assets: Vec::new(),
+        categories: None,
+        src: None,
+        mr: None,
+    }
+}
+
+#[test]
+fn a_deleted_product_keeps_its_last_state_while_the_tombstone_fits() {
+    let at = Timestamp::parse("2026-11-28T00:00:00.000Z").unwrap();
+    let small = actions::tombstone("o", &product_with(100), at);
+    let Some(AttributeValue::M(last)) = small.get(LAST_STATE) else {
+        panic!("no last state: {small:?}");
+    };
+    assert_eq!(last.get("familyId"), Some(&AttributeValue::N("7".into())));
+    assert_eq!(
+        last.get("su"),
+        Some(&AttributeValue::S("2026-11-27T00:00:00.000Z".into()))
+    );
+    assert!(last.contains_key("vals") && last.contains_key("id"));
+    // a product near the item size keeps a tombstone that still fits, without the state
+    let big = actions::tombstone("o", &product_with(400 * 1024 - 600), at);
+    assert!(!big.contains_key(LAST_STATE));
+    assert!(limits::item_bytes(&big) < limits::ITEM_BYTES);
+    // a SKU is nobody's ancestor: it keeps none
+    let mut sku = product_with(100);
+    sku.kind = EntityKind::Sku;
+    assert!(!actions::tombstone("o", &sku, at).contains_key(LAST_STATE));
+}

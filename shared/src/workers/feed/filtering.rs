@@ -2,7 +2,8 @@
 //! entity before and after each change, from the record's images, with the ancestors its
 //! filters test. An ancestor the batch has records of is taken from them, as it stood at the
 //! change (the records of one product tree share a shard, in order); any other is read from
-//! the table, one BatchGetItem per batch for all of them.
+//! the table, one BatchGetItem per batch for all of them, and one that is gone (deleted in an
+//! earlier or later batch) is taken as its tombstone kept it.
 
 use super::Change;
 use crate::domain::time::Timestamp;
@@ -64,15 +65,8 @@ impl<'a> Filtering<'a> {
     ) -> Filtering<'a> {
         let (mut f, unread) = Self::plan(records, changes, subs);
         if !unread.is_empty() {
-            match store.items_at(&unread).await {
-                Ok(items) => {
-                    f.read = items
-                        .into_iter()
-                        .filter_map(|(k, item)| {
-                            Some((k, Facts::of(&serde_dynamo::Item::from(item))?))
-                        })
-                        .collect()
-                }
+            match read_ancestors(store, &unread).await {
+                Ok(read) => f.read = read,
                 Err(e) => f.unreadable = Some(e),
             }
         }
@@ -179,6 +173,37 @@ impl<'a> Filtering<'a> {
         let after = side(&record.change.new_image, change.action != Action::Deleted);
         Ok(Some((before, after)))
     }
+}
+
+/// The ancestors at `keys` as the table has them; those it no longer has, as their
+/// tombstones kept them: a deletion cascading from a product (or variant) can reach the feed
+/// in a later batch than the ancestor's own removal, and is judged by the state the
+/// ancestor ended (one more BatchGetItem, only when an ancestor is gone).
+async fn read_ancestors(store: &Store, keys: &[Key]) -> Result<HashMap<Key, Facts>, StoreError> {
+    let facts = |(k, item): (Key, crate::store::ops::Item)| {
+        Some((k, Facts::of(&serde_dynamo::Item::from(item))?))
+    };
+    let mut read: HashMap<Key, Facts> = store
+        .items_at(keys)
+        .await?
+        .into_iter()
+        .filter_map(facts)
+        .collect();
+    let gone: Vec<Key> = keys
+        .iter()
+        .filter(|k| !read.contains_key(*k))
+        .cloned()
+        .collect();
+    if !gone.is_empty() {
+        read.extend(
+            store
+                .last_states_at(&gone)
+                .await?
+                .into_iter()
+                .filter_map(facts),
+        );
+    }
+    Ok(read)
 }
 
 /// A kept filter that no longer compiles (it was validated when set): it matches nothing,
