@@ -7,38 +7,41 @@
 # and the arm64 release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's line says when it started (seconds into the run), so a slow run shows where.
+stage() { echo "[test] $* (at ${SECONDS}s)"; }
 
 # --dev: cargo-lambda too, which the local-stack test runs (and the arm64 build needs).
 scripts/tools.sh --dev
 # Debian's Chromium and Playwright (npm) for the console's browser test.
 scripts/browser-tools.sh
-echo "[test] cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
-echo "[test] cargo clippy"
+stage "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "[test] shared/src: no import circles, no import against the layers of docs/architecture.md, no file over 600 lines"
+stage "shared/src: no import circles, no import against the layers of docs/architecture.md, no file over 600 lines"
 python3 scripts/check-module-cycles.py
 python3 scripts/check-layers.py
 python3 scripts/check-file-sizes.py
-echo "[test] cargo build (binaries the e2e tests run)"
+stage "cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked
-echo "[test] infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
+stage "infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
 scripts/lint-template.sh
-echo "[test] docs/openapi.yaml: OpenAPI 3.1 validation"
+stage "docs/openapi.yaml: OpenAPI 3.1 validation"
 scripts/check-openapi.sh
-echo "[test] webhook verification snippets in docs/webhooks.md (python3, node)"
+stage "webhook verification snippets in docs/webhooks.md (python3, node)"
 scripts/check-snippets.sh
-echo "[test] cargo test"
+stage "cargo test"
 mkdir -p target
 # --no-fail-fast: a failing test binary does not hide the results of the others.
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log
-echo "[test] benchmark smoke run (make bench at 200 products, on the test build)"
+stage "benchmark smoke run (make bench at 200 products, on the test build)"
 BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --write-shapes 20 --samples 3
 # the event figures: AWS destinations and filtered subscriptions (issue 41)
 BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --destinations 5 --filtered 40 --filtered-subs 3
 # the change feed's cost of history (issue 42)
 BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --history 30
-echo "[test] arm64 build of every function (make build without fat LTO), with zip sizes"
+stage "arm64 build of every function (make build without fat LTO), with zip sizes"
 scripts/build.sh --no-lto
+stage "done"
 # One closing line for the whole run (cargo prints one per test binary, the last often "0 passed").
 awk '/^test result:/ {p += $4; f += $6} END {printf "summary: %d passed, %d failed\n", p, f}' target/test.log

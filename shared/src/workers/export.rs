@@ -122,6 +122,17 @@ fn peak_rss_kib() -> Option<u64> {
     line.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
+/// The CPU time this process's threads have had (Linux's per-thread `schedstat`), for a
+/// run's share of it: what a run costs where storage is not the bottleneck.
+fn cpu_time() -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(ns))
+}
+
 /// The export a queue message names (`{"export": {"org", "id", "ver"?}}`: its start, or a
 /// continuation).
 pub(crate) fn export_target(body: &str) -> Option<Target> {
@@ -139,17 +150,21 @@ impl Exporter<'_> {
     /// (the delay in seconds, and the version it expects); an error when the run failed
     /// (the message comes back, and the next run resumes from the last part saved).
     pub async fn run(&self, target: &Target, times: Times) -> Result<Option<(i32, u64)>, String> {
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), cpu_time());
         let (org, id) = (target.org.as_str(), target.id.as_str());
         let mut job = None;
         let advanced = crate::store::metrics::counted(self.advance(target, times, &mut job));
         let (advanced, cost) = advanced.await;
+        let cpu_ms = cpu_time()
+            .zip(cpu)
+            .map(|(now, then)| now.saturating_sub(then).as_millis() as u64);
         // the run's cost, for the logs' metric filters and the bench
         tracing::info!(
             %org,
             export = %id,
             ddb_requests = cost.requests,
             ms = started.elapsed().as_millis() as u64,
+            cpu_ms,
             peak_rss_kib = peak_rss_kib(),
             "export run"
         );

@@ -51,7 +51,7 @@ pub async fn export(n: usize, timeout: Duration) {
         .len();
     // the worker logs a line per run; the last may lag the status by a moment
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (mut runs, mut requests, mut ms, mut rss) = (0u64, 0u64, 0u64, 0u64);
+    let (mut runs, mut requests, mut ms, mut cpu_ms, mut rss) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let text = std::fs::read(&log).unwrap_or_default();
     for line in String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -62,18 +62,20 @@ pub async fn export(n: usize, timeout: Duration) {
             runs += 1;
             requests += f["ddb_requests"].as_u64().unwrap_or(0);
             ms += f["ms"].as_u64().unwrap_or(0);
+            cpu_ms += f["cpu_ms"].as_u64().unwrap_or(0);
             rss = rss.max(f["peak_rss_kib"].as_u64().unwrap_or(0));
         }
     }
     let entities = n * TREE;
-    println!("| products | entities | lines | file (MB, gzip) | from POST to succeeded (s) | worker time (s) | entities/s | worker runs | DynamoDB requests (per 1,000 entities) | worker's peak RSS (MiB) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| products | entities | lines | file (MB, gzip) | from POST to succeeded (s) | worker time (s) | worker CPU (s) | entities/s | worker runs | DynamoDB requests (per 1,000 entities) | worker's peak RSS (MiB) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| {n} | {entities} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {runs} | {requests} ({:.1}) | {:.0} |\n",
+        "| {n} | {entities} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {runs} | {requests} ({:.1}) | {:.0} |\n",
         job["written"],
         bytes as f64 / 1e6,
         took.as_secs_f64(),
         ms as f64 / 1000.0,
+        cpu_ms as f64 / 1000.0,
         entities as f64 / took.as_secs_f64().max(1e-9),
         requests as f64 * 1000.0 / entities.max(1) as f64,
         rss as f64 / 1024.0
