@@ -6,7 +6,10 @@ use catalog::workers::deadline_from;
 use catalog::workers::import::Importer;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 
-#[tokio::main]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let importer: &'static Importer = Box::leak(Box::new(

@@ -11,7 +11,7 @@ use crate::http::render::{self, Embed};
 use crate::search::engine::Cut;
 use crate::search::parse::parse_json;
 use crate::store::items::EntityKind;
-use crate::store::products::TreeDepth;
+use crate::store::products::{ProductTree, TreeDepth};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -118,12 +118,18 @@ impl ExportRequest {
     }
 }
 
-/// One page of an export's walk.
+/// One page of an export's walk, rendered.
 #[derive(Debug)]
 pub struct Lines {
     /// NDJSON text: one rendered entity per line.
     pub text: Vec<u8>,
     pub count: u64,
+}
+
+/// One page of an export's walk as read from the table, to be rendered.
+#[derive(Debug)]
+pub struct Fetched {
+    trees: Vec<ProductTree>,
     /// The last identifier the page covered (the walk goes on after it).
     pub last: Option<String>,
     /// Whether more follow.
@@ -139,59 +145,60 @@ pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, Ap
 }
 
 /// The walk's page after `after` (from the start with `None`): the list engine (brought up
-/// to date first with [`Refresh::Now`]) selects the page in identifier order, one round
-/// trip reads it as the list routes do, and each entity is rendered as its detail route
-/// shows it. An entity deleted between the two is left out.
-pub async fn page(
+/// to date first with [`Refresh::Now`]) selects the page in identifier order and one round
+/// trip reads it as the list routes do ([`Fetched::render`] renders it). An entity deleted
+/// between the two is left out.
+pub async fn fetch(
     cx: &Context,
     org: &str,
     spec: &ExportSpec,
     (after, limit): (Option<&str>, usize),
     refresh: Refresh,
-) -> Result<Lines, ApiError> {
+) -> Result<Fetched, ApiError> {
     let cut = (after.map_or(Cut::Index(0), Cut::After), limit);
     let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, refresh).await?;
-    let (embed, sel) = (spec.embed, &spec.selection);
     let store = &cx.store;
-    let rendered: Vec<Value> = match spec.entity {
+    let trees = match spec.entity {
         EntityKind::Product => {
-            let depth = match (embed.variants, embed.skus) {
+            let depth = match (spec.embed.variants, spec.embed.skus) {
                 (true, true) => TreeDepth::Skus,
                 (true, false) => TreeDepth::Variants,
                 _ => TreeDepth::Product,
             };
-            let trees = store.product_page(org, &entries, depth).await?;
-            trees
-                .iter()
-                .map(|t| render::product(t, embed, sel))
-                .collect()
+            store.product_page(org, &entries, depth).await?
         }
-        EntityKind::Variant => {
-            let trees = store.variant_page(org, &entries, embed.skus).await?;
-            trees
-                .iter()
-                .map(|t| render::variant(t, embed.skus, sel))
-                .collect()
-        }
-        EntityKind::Sku => {
-            let trees = store.sku_page(org, &entries).await?;
-            trees.iter().map(|t| render::sku(t, sel)).collect()
-        }
+        EntityKind::Variant => store.variant_page(org, &entries, spec.embed.skus).await?,
+        EntityKind::Sku => store.sku_page(org, &entries).await?,
     };
-    let mut text = Vec::new();
-    for v in &rendered {
-        serde_json::to_writer(&mut text, v).map_err(|e| {
-            tracing::error!(error = %e, "rendering an export line");
-            ApiError::internal()
-        })?;
-        text.push(b'\n');
-    }
-    Ok(Lines {
-        text,
-        count: rendered.len() as u64,
+    Ok(Fetched {
+        trees,
         last: entries.last().map(|e| e.id.to_string()),
         more,
     })
+}
+
+impl Fetched {
+    /// Each entity of the page as its detail route shows it, a line each.
+    pub fn render(&self, spec: &ExportSpec) -> Result<Lines, ApiError> {
+        let (embed, sel) = (spec.embed, &spec.selection);
+        let mut text = Vec::new();
+        for t in &self.trees {
+            let line = match spec.entity {
+                EntityKind::Product => render::product(t, embed, sel),
+                EntityKind::Variant => render::variant(t, embed.skus, sel),
+                EntityKind::Sku => render::sku(t, sel),
+            };
+            serde_json::to_writer(&mut text, &line).map_err(|e| {
+                tracing::error!(error = %e, "rendering an export line");
+                ApiError::internal()
+            })?;
+            text.push(b'\n');
+        }
+        Ok(Lines {
+            text,
+            count: self.trees.len() as u64,
+        })
+    }
 }
 
 impl ExportSpec {

@@ -11,7 +11,7 @@ use crate::domain::time::Timestamp;
 use crate::imports::{export_key, export_pending_key, ImportConfig};
 use crate::store::exports::{ExportItem, ExportPart, ExportStatus, Pending};
 use crate::store::StoreError;
-use crate::usecases::export::{page, ExportRequest, ExportSpec};
+use crate::usecases::export::{fetch, ExportRequest, ExportSpec, Fetched};
 use crate::usecases::listing::Refresh;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
@@ -349,6 +349,9 @@ impl Exporter<'_> {
         // gzip members one after another are one gzip file: the held bytes, then this run's
         let mut gz = GzEncoder::new(held, Compression::fast());
         let mut pages = 0;
+        let size = spec.page_size(self.config.export_page_items);
+        // the page read while the one before it was packed
+        let mut ahead: Option<Fetched> = None;
         let done = loop {
             if pages > 0 && Instant::now() >= stop_at {
                 let part = gz
@@ -356,36 +359,61 @@ impl Exporter<'_> {
                     .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
                 return Ok(Gathered::Short(part, after, written));
             }
-            // the run's first page brings the engine up to date (past `asOf`: the run
-            // started after the export was asked for); the others walk what it holds, as
-            // nothing else reads lists in this invocation (one message per invocation,
-            // the queue's BatchSize 1: no eviction, no reload)
-            let refresh = if *fresh { Refresh::Skip } else { Refresh::Now };
-            let size = spec.page_size(self.config.export_page_items);
-            let lines = match page(self.cx, org, spec, (after.as_deref(), size), refresh).await {
-                Ok(lines) => {
-                    *fresh = true;
-                    lines
+            let current = match ahead.take() {
+                Some(page) => page,
+                None => {
+                    // the run's first page brings the engine up to date (past `asOf`: the
+                    // run started after the export was asked for); the others walk what it
+                    // holds, as nothing else reads lists in this invocation (one message
+                    // per invocation, the queue's BatchSize 1: no eviction, no reload)
+                    let refresh = if *fresh { Refresh::Skip } else { Refresh::Now };
+                    match fetch(self.cx, org, spec, (after.as_deref(), size), refresh).await {
+                        Ok(page) => {
+                            *fresh = true;
+                            page
+                        }
+                        Err(e) if e.status == 503 => {
+                            // the list index is loading: it goes on from where it stopped
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                        Err(e) if e.status >= 500 => return Err(Ok(Stop::Failed(e.message))),
+                        Err(e) => return Err(Err(e.message)),
+                    }
                 }
-                Err(e) if e.status == 503 => {
-                    // the list index is loading: it goes on from where it stopped
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
-                Err(e) if e.status >= 500 => return Err(Ok(Stop::Failed(e.message))),
-                Err(e) => return Err(Err(e.message)),
             };
-            // flushed after each page, so the bytes held are the part's size (a sync flush
-            // a page costs a few bytes of the ratio)
-            gz.write_all(&lines.text)
-                .and_then(|()| gz.flush())
-                .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
-            written += lines.count;
+            // the next page's read is sent before this one is packed, so the table answers
+            // while this process renders (polled first, it sends its requests, then the
+            // packing runs to its end); one that failed is read again above, where its
+            // error is handled
+            let next = async {
+                match current.more {
+                    true => {
+                        let cut = (current.last.as_deref(), size);
+                        fetch(self.cx, org, spec, cut, Refresh::Skip).await.ok()
+                    }
+                    false => None,
+                }
+            };
+            let pack = async {
+                // flushed after each page, so the bytes held are the part's size (a sync
+                // flush a page costs a few bytes of the ratio)
+                let lines = current
+                    .render(spec)
+                    .map_err(|e| Ok(Stop::Failed(e.message)))?;
+                gz.write_all(&lines.text)
+                    .and_then(|()| gz.flush())
+                    .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
+                Ok::<_, Result<Stop, String>>(lines.count)
+            };
+            let (next, packed) = futures_util::future::join(next, pack).await;
+            written += packed?;
+            ahead = next;
             pages += 1;
-            if lines.last.is_some() {
-                after = lines.last;
+            if current.last.is_some() {
+                after = current.last;
             }
-            if !lines.more {
+            if !current.more {
                 break true;
             }
             if gz.get_ref().len() >= self.config.export_part_bytes {
