@@ -28,6 +28,8 @@ stage "infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
 scripts/lint-template.sh
 stage "docs/openapi.yaml: OpenAPI 3.1 validation"
 scripts/check-openapi.sh
+stage "clients generated from docs/openapi.yaml (Python, TypeScript), type-checked"
+scripts/clients.sh
 stage "webhook verification snippets in docs/webhooks.md (python3, node)"
 scripts/check-snippets.sh
 stage "cargo test"

@@ -27,6 +27,21 @@ use std::path::PathBuf;
 pub const TABLE: &str = "catalog-e2e";
 
 /// The repository's root folder.
+/// Runs an external tool (schemathesis, a generated client's workflow) to its end, off the
+/// runtime's threads: whether it succeeded, and its output (stdout, then stderr).
+pub async fn run_tool(mut command: std::process::Command) -> (bool, String) {
+    let out = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .expect("the tool's thread")
+        .expect("the tool runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -129,23 +129,12 @@ async fn schemathesis_finds_no_failures_on_any_operation() {
         "--no-color".into(),
     ];
     let workdir = repo_root().join("target");
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(exe)
-            .args(&args)
-            .current_dir(workdir)
-            .output()
-            .expect("schemathesis runs")
-    })
-    .await
-    .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut command = std::process::Command::new(exe);
+    command.args(&args).current_dir(workdir);
+    let (succeeded, text) = catalog_e2e::run_tool(command).await;
     // the run's report: operations, cases and checks (shown with --nocapture, and on failure)
     println!("{text}");
-    assert!(out.status.success(), "schemathesis found failures:\n{text}");
+    assert!(succeeded, "schemathesis found failures:\n{text}");
     // every operation, the document's own route included
     let tested: usize = catalog::api::FUNCTIONS
         .iter()

@@ -59,8 +59,23 @@ pub(super) fn payload_field(value: Option<&Value>) -> Result<Option<PayloadKind>
         .transpose()
 }
 
-pub(super) fn payload_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"enum": ["thin", "changes"]})
+/// The `payload` field's schema: the named `PayloadKind` (a generated client's type for the
+/// field, which an inline enum would name after its object and clash with `WebhookPayload`).
+pub(super) fn payload_kinds(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<PayloadKind>()
+}
+
+impl schemars::JsonSchema for PayloadKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PayloadKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What a subscription's deliveries carry: `thin`, the notice alone; `changes`, with the old and new values of what changed",
+            "enum": ["thin", "changes"]
+        })
+    }
 }
 
 /// The `filter` field (`webhooks/filters.rs`): `Some(None)` when it is `null` (cleared), else
