@@ -506,8 +506,8 @@ async fn credentials_never_issued_are_refused_without_a_read() {
 }
 
 /// Keys issued before tags (a 40-character secret) still authenticate, with a read; made-up
-/// ids of that shape are read at most 20 times a second per organization and process, then
-/// refused with 429 and no request.
+/// ids of that shape are read at most 20 times a second per organization and process (a
+/// window of a second), then refused with 429 and no request.
 #[tokio::test]
 async fn untagged_keys_still_work_and_their_reads_are_bounded() {
     let org = Org::new().await;
@@ -567,9 +567,12 @@ async fn untagged_keys_still_work_and_their_reads_are_bounded() {
             }
         }
     }
+    // the count is per window of a second from the process's first read (the legacy call's,
+    // at the latest), so calls within `seconds` started seconds can meet one window more:
+    // a busy machine, slow between that call and these, puts a window's end among them
     let seconds = started.elapsed().as_secs() as u32 + 1;
     assert!(
-        refused > 0 && reads <= 20 * seconds,
+        refused > 0 && reads <= 20 * (seconds + 1),
         "{reads} reads and {refused} refusals of {sent} calls in {seconds} started seconds"
     );
 }
