@@ -138,7 +138,7 @@ impl Emulator {
     /// with keys cached 3 s (60 s as deployed), `@fleet` as several processes sharing one
     /// invocation queue (as Lambda hands each call to a free instance), `@ckpt…` with list
     /// checkpoints and `@fullread…` without (both reading the index in 5-item pages;
-    /// `@ckptreload…` reloading every 2 s),
+    /// `@ckptreload…` reloading every 2 s, `@ckptswap…` too, with no room for two copies),
     /// `@coldckpt…` with list checkpoints and pages as deployed.
     fn launch(&self, function: &str, queue: Arc<Queue>) {
         for _ in 0..instances(function) {
@@ -200,6 +200,13 @@ impl Emulator {
             // full reads of 5-item pages, with (`@ckpt…`) or without (`@fullread…`) list
             // checkpoints in the import stack's bucket (call `imports().await` first);
             // `@ckptreload…` also with snapshots due for their reload every 2 s
+            // `@ckptswap…` as `@ckptreload…`, with a snapshot budget no two copies fit in
+            v if v.starts_with("ckptswap") => env.extend([
+                ("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()),
+                ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),
+                ("CATALOG_LIST_RELOAD_SECONDS", "2".into()),
+                ("CATALOG_SNAPSHOT_MAX_BYTES", "1".into()),
+            ]),
             v if v.starts_with("ckptreload") => env.extend([
                 ("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()),
                 ("CATALOG_LIST_LOAD_PAGE_ITEMS", "5".into()),

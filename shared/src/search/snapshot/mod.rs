@@ -234,6 +234,12 @@ struct TypeSnapshot {
     log: changelog::ChangeLog,
 }
 
+/// Whether the snapshots held (`total`, the serving one's `serving` bytes among them) and a
+/// reload's copy of the serving one would pass `max` bytes.
+fn two_copies_exceed(total: usize, serving: usize, max: usize) -> bool {
+    total.saturating_add(serving) > max
+}
+
 /// A generation no snapshot of this process had before.
 fn next_generation() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -471,6 +477,26 @@ impl Snapshots {
             }
         }
         self.evict(&mut map, org);
+    }
+
+    /// Before a reload from a checkpoint decodes its copy: drops `org`'s serving rows of
+    /// `kind` when they and a copy as large would not fit in the budget together with the
+    /// other snapshots, so that one copy is enough (the 5,000,000-entity design point in a
+    /// function of at most 4 GB, docs/scaling.md). The type is then cold: a reload that
+    /// fails answers 503 and the next call loads it as a first call does. Whether it did.
+    fn release_for_reload(&self, org: &str, kind: EntityKind) -> bool {
+        let mut map = self.lock();
+        let total: usize = map.values().map(TypeSnapshot::bytes).sum();
+        let Some(snap) = map.get_mut(&(org.to_string(), kind)) else {
+            return false;
+        };
+        if !two_copies_exceed(total, snap.bytes(), self.policy.max_bytes) {
+            return false;
+        }
+        let (used, refused) = (snap.used, snap.refused);
+        *snap = TypeSnapshot::new();
+        (snap.used, snap.refused) = (used, refused);
+        true
     }
 
     /// Drops the least recently used snapshots of other organizations while the process

@@ -81,10 +81,10 @@ impl Snapshots {
         // delta see every deletion reads the index again.
         if let Some(since) = serving.filter(|s| !too_old_for_a_delta(*s)) {
             if self.checkpoints.is_some() && load.untouched() {
-                let outcome = self
-                    .reload_or_postpone(store, org, kind, since, full, began)
-                    .await?;
-                return Ok((outcome, None));
+                let reload = Reload { since, full, began };
+                return self
+                    .reload_or_postpone(store, org, kind, reload, load)
+                    .await;
             }
         }
         // A cold type (nothing served, nothing read yet) starts from its checkpoint when
@@ -196,15 +196,19 @@ impl Snapshots {
     /// and it loads within the call's budget; else the changes since `since`, and the next
     /// try a reload period later (a checkpoint that could not be loaded is not tried again
     /// until a newer full read's).
+    ///
+    /// When the serving rows and the checkpoint's copy would not fit in the budget
+    /// together, the serving rows go first ([`Snapshots::release_for_reload`]); a reload
+    /// that then fails leaves the type cold, and the call answers 503 (a load under way:
+    /// `load`, untouched) rather than a list from nothing.
     async fn reload_or_postpone(
         &self,
         store: &Store,
         org: &str,
         kind: EntityKind,
-        since: Timestamp,
-        full: Option<Timestamp>,
-        began: Instant,
-    ) -> Result<Outcome, StoreError> {
+        Reload { since, full, began }: Reload,
+        load: Load,
+    ) -> Result<(Outcome, Option<usize>), StoreError> {
         let policy = self.policy();
         let stamp = async {
             match &self.checkpoints {
@@ -224,27 +228,38 @@ impl Snapshots {
         };
         let mut refused = None;
         if let Some(newer) = newer {
+            let released = self.release_for_reload(org, kind);
+            if released {
+                tracing::info!(%org, kind = kind.as_str(), "serving rows released: one copy through the reload");
+            }
             let restored = tokio::time::timeout_at(
                 (began + policy.load_budget).into(),
                 self.restore_with_delta(store, org, kind, policy),
             )
             .await;
             match restored {
-                Ok(Ok(Some(outcome))) => return Ok(outcome),
+                Ok(Ok(Some(outcome))) => return Ok((outcome, None)),
+                // released, the type is cold: the next call loads it as a first call does
                 Ok(Err(e)) => return Err(e),
                 Ok(Ok(None)) | Err(_) => {
-                    tracing::warn!(%org, kind = kind.as_str(), "checkpoint not reloaded (unusable, or not within the budget)");
+                    tracing::warn!(%org, kind = kind.as_str(), released, "checkpoint not reloaded (unusable, or not within the budget)");
+                    if released {
+                        return Ok((Outcome::Loading(load), Some(0)));
+                    }
                     refused = Some(newer);
                 }
             }
         }
         let started = Timestamp::now();
         let rows = delta_rows(store, org, kind, since).await?;
-        Ok(Outcome::Postponed {
-            started,
-            rows,
-            refused,
-        })
+        Ok((
+            Outcome::Postponed {
+                started,
+                rows,
+                refused,
+            },
+            None,
+        ))
     }
 
     /// The checkpoint of `org`'s `kind` and the changes after it, when there is a usable
@@ -370,6 +385,14 @@ impl Snapshots {
         drop(kept);
         f(&levels, &ids)
     }
+}
+
+/// A due reload of a serving snapshot: synced at `since`, descended from the full read at
+/// `full`, in a call that began at `began`.
+struct Reload {
+    since: Timestamp,
+    full: Option<Timestamp>,
+    began: Instant,
 }
 
 /// Whether a delta from `since` could miss a deletion: the index keeps tombstones a day,

@@ -139,6 +139,55 @@ fn eviction_keeps_the_calling_org_and_counts_bytes() {
     assert!(!map.contains_key(&("o1".to_string(), EntityKind::Product)));
 }
 
+/// A reload from a checkpoint keeps the serving rows while it decodes the new copy when both
+/// fit in the budget, and releases them first when they would not: one copy is enough.
+#[test]
+fn a_reload_releases_the_serving_rows_when_two_copies_would_not_fit() {
+    let one = row("0", 1, 1, false).entry.weight();
+    let snaps = |copies: usize| {
+        let snaps = Snapshots::new(SnapshotPolicy {
+            max_bytes: copies * one,
+            ..SnapshotPolicy::default()
+        });
+        let mut load = Load::new(1);
+        load.shards[0]
+            .rows
+            .apply((0..2).map(|i| row(&i.to_string(), 1, 1, false)).collect());
+        load.shards[0].cursor = Cursor::Done;
+        let full = Timestamp::from_millis(0);
+        snaps.keep(
+            "o1",
+            EntityKind::Product,
+            Outcome::Loaded {
+                rows: load.into_rows(),
+                delta_started: T,
+                delta: Vec::new(),
+                full,
+            },
+        );
+        snaps
+    };
+    // two entities serving: a budget of 4 holds the reload's copy beside them
+    let roomy = snaps(4);
+    assert!(!roomy.release_for_reload("o1", EntityKind::Product));
+    let map = roomy.lock();
+    let s = &map[&("o1".to_string(), EntityKind::Product)];
+    assert_eq!((s.rows.entries.len(), s.synced), (2, Some(T)));
+    drop(map);
+    // a budget of 3 does not: the serving rows go, and the type is cold
+    let tight = snaps(3);
+    assert!(tight.release_for_reload("o1", EntityKind::Product));
+    let map = tight.lock();
+    let s = &map[&("o1".to_string(), EntityKind::Product)];
+    assert_eq!((s.rows.entries.len(), s.synced, s.bytes()), (0, None, 0));
+    assert_eq!(s.full, None, "the next call loads it as a first call does");
+    drop(map);
+    assert!(
+        !tight.release_for_reload("o2", EntityKind::Product),
+        "nothing to release"
+    );
+}
+
 #[test]
 fn a_delta_never_completes_a_snapshot_that_was_not_read_in_full() {
     let snaps = Snapshots::new(SnapshotPolicy::default());
