@@ -2,8 +2,8 @@
 # make clients: generates the API's clients from docs/openapi.yaml and type-checks them, into
 # target/clients/ (git-ignored; generated anew each time, nothing to publish):
 # - Python: openapi-python-client (PyPI, pinned, .tools/clients-py), failing on any warning
-#   (a schema it cannot read is dropped from the client, silently otherwise), and Python
-#   compiling tests/clients/smoke.py, the workflow tests/tests/clients.rs runs with it;
+#   (a schema it cannot read is dropped from the client, silently otherwise), and mypy
+#   --strict over it and tests/clients/smoke.py, the workflow tests/tests/clients.rs runs;
 # - TypeScript: openapi-typescript's types with openapi-fetch's client (npm, pinned,
 #   .tools/clients-ts), and tsc over tests/clients/smoke.ts, the workflow
 #   tests/tests/clients.rs runs against the real functions (compiled to
@@ -13,15 +13,17 @@ cd "$(dirname "$0")/.."
 PY_CLIENT_VERSION="0.29.1"
 # what the generated client imports beside httpx and attrs (the generator brings those)
 DATEUTIL_VERSION="2.9.0.post0"
+MYPY_VERSION="1.18.2"
 TS_VERSIONS=(openapi-typescript@7.13.0 openapi-fetch@0.14.1 typescript@5.9.3 @types/node@22.19.1)
 PY=.tools/clients-py
 TS=.tools/clients-ts
 OUT=target/clients
-if [ ! -x "$PY/bin/openapi-python-client" ] || ! "$PY/bin/python" -c "import dateutil" 2>/dev/null; then
-  echo "[clients] installing openapi-python-client==$PY_CLIENT_VERSION from PyPI into $PY" >&2
+if [ ! -x "$PY/bin/openapi-python-client" ] || [ ! -x "$PY/bin/mypy" ] ||
+  ! "$PY/bin/python" -c "import dateutil" 2>/dev/null; then
+  echo "[clients] installing openapi-python-client==$PY_CLIENT_VERSION and mypy==$MYPY_VERSION from PyPI into $PY" >&2
   python3 -m venv "$PY"
   "$PY/bin/pip" install -q --disable-pip-version-check "openapi-python-client==$PY_CLIENT_VERSION" \
-    "python-dateutil==$DATEUTIL_VERSION"
+    "python-dateutil==$DATEUTIL_VERSION" "mypy==$MYPY_VERSION"
 fi
 if [ ! -x "$TS/node_modules/.bin/tsc" ] || [ ! -d "$TS/node_modules/@types/node" ]; then
   echo "[clients] installing ${TS_VERSIONS[*]} from npm into $TS" >&2
@@ -37,7 +39,8 @@ echo "post_hooks: []" > target/clients-python.yaml
 "$PY/bin/openapi-python-client" generate --path docs/openapi.yaml --output-path "$OUT/python" \
   --config target/clients-python.yaml --fail-on-warning
 [ -d "$OUT/python/catalog_api_client" ] || { echo "[clients] the Python client was not generated" >&2; exit 1; }
-"$PY/bin/python" -c "import py_compile; py_compile.compile('tests/clients/smoke.py', cfile='$OUT/smoke.pyc', doraise=True)"
+# the generated package and the smoke workflow, as strictly as mypy checks
+(cd "$OUT/python" && "../../../$PY/bin/mypy" --strict --no-incremental catalog_api_client ../../../tests/clients/smoke.py)
 echo "[clients] typescript: $OUT/typescript" >&2
 "$TS/node_modules/.bin/openapi-typescript" docs/openapi.yaml -o "$OUT/typescript/schema.d.ts" --silent
 cp tests/clients/smoke.ts "$OUT/typescript/"

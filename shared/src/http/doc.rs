@@ -58,7 +58,7 @@ impl Doc {
 
     /// A DELETE: no query, no body, `{"result": {"identifier", "deleted": true}}`.
     pub const fn delete(summary: &'static str) -> Self {
-        Self::new(summary, &[], None, 200, Body::Single("Deleted"))
+        Self::new(summary, &[], None, 200, Body::Single("DeleteResult"))
     }
 
     /// May sideload metaobjects under `included`.

@@ -253,8 +253,10 @@ pub(crate) const ANSWERS: &[super::doc::RequestSchema] = &[
     super::schema::answer::<WriteResult>,
 ];
 
-/// What a DELETE answers.
+/// What a DELETE answers (as the schema `DeleteResult`: a generated client names its model
+/// after the schema, and a model named like its `deleted` field is code that does not type).
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "DeleteResult")]
 struct Deleted<'a> {
     identifier: &'a str,
     #[schemars(schema_with = "always")]
