@@ -385,7 +385,8 @@ impl Exporter<'_> {
             // the next page's read is sent before this one is packed, so the table answers
             // while this process renders (polled first, it sends its requests, then the
             // packing runs to its end); one that failed is read again above, where its
-            // error is handled
+            // error is handled, and one still ahead when the part fills or the run's time is
+            // up is dropped and read again by the next part or run (a page per part)
             let next = async {
                 match current.more {
                     true => {
