@@ -126,10 +126,12 @@ pub const fn concat<T: Copy, const N: usize>(a: &[T], b: &[T]) -> [T; N] {
     out
 }
 
-/// What one function serves.
+/// What one function serves, and what it builds to serve it.
 pub struct Api {
     pub function: &'static str,
     pub endpoints: &'static [Endpoint],
+    /// The list engine and clients its handlers use (`context::Parts`).
+    pub parts: crate::context::Parts,
 }
 
 impl Api {
@@ -155,21 +157,22 @@ impl App {
         }
     }
 
-    /// Builds the app from the environment and keeps it for the process's lifetime.
-    pub async fn from_env() -> &'static App {
+    /// Builds the app that serves `api` from the environment (with the parts `api` names)
+    /// and keeps it for the process's lifetime.
+    pub async fn from_env(api: &Api) -> &'static App {
         let config = Context::config_from_env();
         let shared = aws_config::load_from_env().await;
-        let s3 = config
-            .imports
-            .bucket
-            .is_some()
-            .then(|| crate::imports::s3_client(&shared));
+        let s3 = api
+            .parts
+            .s3
+            .filter(|_| config.imports.bucket.is_some())
+            .map(|build| build(&shared));
         let sqs = config
             .imports
             .queue_url
             .is_some()
             .then(|| aws_sdk_sqs::Client::new(&shared));
-        let mut app = Self::over(Context::from_sdk(config, &shared));
+        let mut app = Self::over(Context::from_sdk(config, &shared, api.parts));
         app.s3 = s3;
         app.sqs = sqs;
         Box::leak(Box::new(app))

@@ -29,5 +29,5 @@ pub mod workers;
 
 pub use app::App;
 pub use config::Config;
-pub use context::Context;
+pub use context::{Context, Parts};
 pub use error::ApiError;

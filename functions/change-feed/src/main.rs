@@ -9,7 +9,7 @@ use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let feed: &'static ChangeFeed = Box::leak(Box::new(ChangeFeed {
-        cx: catalog::Context::leaked().await,
+        cx: catalog::Context::leaked(catalog::Parts::NONE).await,
     }));
     run(service_fn(|event: LambdaEvent<Event>| async move {
         Ok::<_, Error>(feed.handle(event.payload).await)

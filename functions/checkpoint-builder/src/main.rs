@@ -10,7 +10,7 @@ use serde_json::Value;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let builder = Builder::from_env(catalog::Context::leaked().await).await;
+    let builder = Builder::from_env(catalog::Context::leaked(catalog::Parts::NONE).await).await;
     let builder: &'static Builder = Box::leak(Box::new(builder));
     run(service_fn(|event: LambdaEvent<Value>| async move {
         let deadline = deadline_from(event.context.deadline);

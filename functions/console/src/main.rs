@@ -10,7 +10,8 @@ const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let app = catalog::App::from_env().await;
+    let api = &catalog::api::console::API;
+    let app = catalog::App::from_env(api).await;
     let site: &'static Site = Box::leak(Box::new(Site::from_env(FILES)));
-    app.run_with_site(&catalog::api::console::API, site).await
+    app.run_with_site(api, site).await
 }

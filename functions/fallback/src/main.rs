@@ -6,7 +6,7 @@ use lambda_http::Error;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let app = catalog::App::from_env().await;
     let api = catalog::api::fallback::api();
+    let app = catalog::App::from_env(api).await;
     app.run(api).await
 }

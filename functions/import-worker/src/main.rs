@@ -13,7 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let importer: &'static Importer = Box::leak(Box::new(
-        Importer::from_env(catalog::Context::leaked().await).await,
+        Importer::from_env(catalog::Context::leaked(catalog::Parts::LISTS).await).await,
     ));
     run(service_fn(|event: LambdaEvent<SqsEvent>| async move {
         let deadline = deadline_from(event.context.deadline);

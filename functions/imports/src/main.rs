@@ -5,6 +5,7 @@ use lambda_http::Error;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let app = catalog::App::from_env().await;
-    app.run(&catalog::api::imports::API).await
+    let api = &catalog::api::imports::API;
+    let app = catalog::App::from_env(api).await;
+    app.run(api).await
 }

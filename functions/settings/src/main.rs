@@ -7,6 +7,7 @@ use lambda_http::Error;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let app = catalog::App::from_env().await;
-    app.run(&catalog::api::settings::API).await
+    let api = &catalog::api::settings::API;
+    let app = catalog::App::from_env(api).await;
+    app.run(api).await
 }

@@ -8,8 +8,9 @@ use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
-    let deliverer: &'static Deliverer =
-        Box::leak(Box::new(Deliverer::new(catalog::Context::leaked().await)));
+    let deliverer: &'static Deliverer = Box::leak(Box::new(Deliverer::new(
+        catalog::Context::leaked(catalog::Parts::NONE).await,
+    )));
     run(service_fn(|event: LambdaEvent<SqsEvent>| async move {
         Ok::<_, Error>(deliverer.handle(event.payload).await)
     }))

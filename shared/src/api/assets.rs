@@ -159,6 +159,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "assets",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// The media type an asset URL suggests by its extension, when none was given.

@@ -76,6 +76,7 @@ const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "attributes",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// The answer types of this module, for the OpenAPI document.

@@ -76,6 +76,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "bundles",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// Most lines in one bundle: a write that replaces every line (the bundle, 40 additions and

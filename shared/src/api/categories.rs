@@ -70,6 +70,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "categories",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// Deepest category tree accepted: the write checks every ancestor.

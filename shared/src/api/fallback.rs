@@ -3,8 +3,9 @@
 //! a method it does not serve, after the same authentication (401 without a valid key), so
 //! that routing answers alike on AWS and locally (decisions.md, "Unknown routes"): 404
 //! `no route for <METHOD> <path>`, or 405 with `Allow` when the path is served with other
-//! methods. It matches against every function's route table, so `Allow` lists the methods
-//! of the whole API.
+//! methods. It matches against every function's routes (`served.rs`, generated from their
+//! tables without the handlers, which the fallback's binary therefore does not link), so
+//! `Allow` lists the methods of the whole API.
 
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::error::ApiError;
@@ -25,14 +26,14 @@ pub const ROUTER_PATHS: &[&str] = &["/", "/{*path}"];
 pub fn api() -> &'static Api {
     static API: OnceLock<Api> = OnceLock::new();
     API.get_or_init(|| {
-        let endpoints: Vec<Endpoint> = super::FUNCTIONS
+        let endpoints: Vec<Endpoint> = super::served::SERVED
             .iter()
-            .flat_map(|api| api.routes())
             .map(|route| Endpoint::new(*route, handler!(unrouted)))
             .collect();
         Api {
             function: FUNCTION,
             endpoints: Box::leak(endpoints.into_boxed_slice()),
+            parts: crate::context::Parts::NONE,
         }
     })
 }

@@ -50,6 +50,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "imports",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::LISTS.with_s3(),
 };
 
 /// An import as served (decisions.md).

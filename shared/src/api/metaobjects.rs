@@ -133,6 +133,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "metaobjects",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::LISTS,
 };
 
 /// Most fields one definition has.

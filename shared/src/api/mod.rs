@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod products;
 pub(crate) mod quotas;
 pub mod samples;
+mod served;
 pub mod settings;
 pub(crate) mod shelf_pages;
 pub mod skus;
@@ -69,8 +70,44 @@ pub fn router_toml() -> String {
     lines.concat()
 }
 
+/// The text of `served.rs`: every function's routes as the fallback matches them (method,
+/// path, scope), without their handlers, so that the fallback's binary links none of them.
+pub fn served_rs() -> String {
+    let mut out = String::from(SERVED_HEADER);
+    for route in FUNCTIONS.iter().flat_map(|api| api.routes()) {
+        let scope = route
+            .scope
+            .map_or("None".to_string(), |s| format!("Some(Scope::{s:?})"));
+        out.push_str(&format!(
+            "    Route::served(\"{}\", \"{}\", {scope}),\n",
+            route.method, route.path
+        ));
+    }
+    out.push_str("];\n");
+    out
+}
+
+const SERVED_HEADER: &str = "\
+//! Every function's routes as the fallback matches them: generated from the route tables
+//! (`catalog-admin served-rs > shared/src/api/served.rs`); a test keeps them equal.
+
+use crate::auth::Scope;
+use crate::http::Route;
+
+#[rustfmt::skip]
+pub const SERVED: &[Route] = &[
+";
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fallbacks_table_is_every_functions_routes() {
+        assert!(
+            include_str!("served.rs") == super::served_rs(),
+            "shared/src/api/served.rs is stale: run `cargo run -p catalog --bin catalog-admin -- served-rs > shared/src/api/served.rs`"
+        );
+    }
+
     #[test]
     fn every_path_belongs_to_one_function() {
         let toml = super::router_toml();

@@ -52,6 +52,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "products",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::LISTS,
 };
 
 const PRODUCT_INCLUDES: &[&str] = &["variants", "skus", "metaobjects"];

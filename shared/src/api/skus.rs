@@ -75,6 +75,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "skus",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::LISTS,
 };
 
 const SKU_INCLUDES: &[&str] = &["metaobjects"];

@@ -59,6 +59,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "variants",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::LISTS,
 };
 
 const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];

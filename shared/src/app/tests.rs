@@ -15,6 +15,7 @@ const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
 const API: Api = Api {
     function: "test",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 fn app() -> &'static App {

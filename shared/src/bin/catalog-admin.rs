@@ -13,6 +13,7 @@ Commands:
   create-table                         create the table (if missing) from the definition in code
   table-yaml                           print the table's CloudFormation properties
   router-toml                          print the cargo-lambda router entries for every route
+  served-rs                            print shared/src/api/served.rs (the fallback's routes)
   openapi                              print the OpenAPI 3.1 document (docs/openapi.yaml)
   create-org --name NAME               create an organization (API access enabled); prints its id
   create-key --org ID [--name N] [--scopes LIST]
@@ -130,6 +131,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
         "help" | "--help" | "-h" => println!("{HELP}"),
         "table-yaml" => print!("{}", TABLE.cloudformation_yaml(0)),
         "router-toml" => print!("{}", catalog::api::router_toml()),
+        "served-rs" => print!("{}", catalog::api::served_rs()),
         "openapi" => print!("{}", catalog::api::openapi::yaml()),
         "export" => {
             let (base, key) = api_access(flags)?;

@@ -31,6 +31,17 @@ impl Route {
         }
     }
 
+    /// A route that another function serves, as the fallback matches it (`api/served.rs`):
+    /// method, path and scope, with no description of its own.
+    pub const fn served(method: &'static str, path: &'static str, scope: Option<Scope>) -> Self {
+        Self {
+            method,
+            path,
+            scope,
+            doc: Doc::new("", &[], None, 404, super::Body::Document),
+        }
+    }
+
     pub const fn public(method: &'static str, path: &'static str, doc: Doc) -> Self {
         Self {
             method,

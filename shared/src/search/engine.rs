@@ -87,6 +87,36 @@ impl Embedded {
     }
 }
 
+/// The engine of a function that serves no list: any call is a wiring bug (the function's
+/// `Parts` should name the embedded engine), answered 500 and logged, never a wrong list.
+pub struct NoLists;
+
+const NO_LISTS: &str = "this function was built without a list engine";
+
+impl ListEngine for NoLists {
+    fn refresh<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a [EntityKind],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::Other(NO_LISTS.into())) })
+    }
+
+    fn page(&self, _: &str, _: EntityKind, _: &Criteria, _: Cut, _: usize) -> Page {
+        tracing::error!("{NO_LISTS}");
+        (Vec::new(), 0, false)
+    }
+
+    fn referrer<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async { Err(StoreError::Other(NO_LISTS.into())) })
+    }
+}
+
 /// Whether packed values reference metaobject `def`/`id`.
 fn references(vals: &PackedValues, def: &str, id: &str) -> bool {
     vals.iter().any(|a| {

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub const API: Api = Api {
     function: "console",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 const ENDPOINTS: &[Endpoint] = &[

@@ -175,6 +175,7 @@ const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
 pub const API: Api = Api {
     function: "settings",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// GET /channels.

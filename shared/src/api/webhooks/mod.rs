@@ -195,6 +195,7 @@ const ENDPOINTS: &[Endpoint] = &[
 pub const API: Api = Api {
     function: "webhooks",
     endpoints: ENDPOINTS,
+    parts: crate::context::Parts::NONE,
 };
 
 /// Most subscriptions per organization (the change feed reads them all per batch), counted

@@ -1,0 +1,64 @@
+//! Each function's binary links only what its entry point names (`context::Parts`, the
+//! fallback's handler-free route table): read from the symbols of the test build, whose
+//! linker drops what nothing reaches, as the deploy build's does.
+
+use catalog_e2e::{binary, repo_root};
+
+/// A mangled-name fragment, and what holds it.
+const LIST_ENGINE: &str = "6search8snapshot";
+const S3_CLIENT: &str = "10aws_sdk_s3";
+const PRODUCT_HANDLERS: &str = "3api8products";
+
+/// The functions that list (or check a metaobject's referrers, or export through a list),
+/// and so reach S3 too: the list checkpoints are there (and imports' and exports' files).
+const LISTING: &[&str] = &[
+    "products",
+    "variants",
+    "skus",
+    "metaobjects",
+    "imports",
+    "import-worker",
+    // builds the checkpoints from the list engine's snapshots
+    "checkpoint-builder",
+];
+
+fn functions() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("functions"))
+        .expect("functions/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn holds(bytes: &[u8], fragment: &str) -> bool {
+    memchr::memmem::find(bytes, fragment.as_bytes()).is_some()
+}
+
+#[test]
+fn each_function_links_the_list_engine_and_s3_only_when_it_uses_them() {
+    let mut found = Vec::new();
+    let mut expected = Vec::new();
+    for name in functions() {
+        let bytes = std::fs::read(binary(&name)).expect("read the binary");
+        found.push((
+            name.clone(),
+            holds(&bytes, LIST_ENGINE),
+            holds(&bytes, S3_CLIENT),
+        ));
+        expected.push((
+            name.clone(),
+            LISTING.contains(&name.as_str()),
+            LISTING.contains(&name.as_str()),
+        ));
+    }
+    assert_eq!(found, expected, "(function, list engine, S3 client)");
+}
+
+#[test]
+fn the_fallback_links_no_other_functions_handlers() {
+    let fallback = std::fs::read(binary("fallback")).expect("read the binary");
+    let products = std::fs::read(binary("products")).expect("read the binary");
+    assert!(holds(&products, PRODUCT_HANDLERS), "the marker names them");
+    assert!(!holds(&fallback, PRODUCT_HANDLERS));
+}
