@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: dev console-link test bench build package lint-template build-tools deploy clients
+.PHONY: dev console-link test bench build package lint-template build-tools deploy clients generate
 
 dev: ## start the whole service locally (API on http://127.0.0.1:9000/v1)
 	./scripts/dev.sh
@@ -21,6 +21,9 @@ deploy: ## deploy one stage from make package's release of the checked-out versi
 
 lint-template: ## expand the SAM template offline, then cfn-lint, checkov and the IAM wildcard scan
 	./scripts/lint-template.sh
+
+generate: ## rewrite the files derived from the route tables and schemas (OpenAPI document, fallback routes, local router)
+	./scripts/generate.sh
 
 clients: ## generate the Python and TypeScript clients from docs/openapi.yaml into target/clients and type-check them
 	./scripts/clients.sh

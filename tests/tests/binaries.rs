@@ -1,5 +1,5 @@
 //! Each function's binary links only what its entry point names (`context::Parts`, the
-//! fallback's handler-free route table): read from the symbols of the test build, whose
+//! fallback's handler-free route table, the OpenAPI document rendered ahead of time): read from the symbols of the test build, whose
 //! linker drops what nothing reaches, as the deploy build's does.
 
 use catalog_e2e::{binary, repo_root};
@@ -8,6 +8,7 @@ use catalog_e2e::{binary, repo_root};
 const LIST_ENGINE: &str = "6search8snapshot";
 const S3_CLIENT: &str = "10aws_sdk_s3";
 const PRODUCT_HANDLERS: &str = "3api8products";
+const WEBHOOK_HANDLERS: &str = "3api8webhooks";
 
 /// The functions that list (or check a metaobject's referrers, or export through a list),
 /// and so reach S3 too: the list checkpoints are there (and imports' and exports' files).
@@ -56,9 +57,14 @@ fn each_function_links_the_list_engine_and_s3_only_when_it_uses_them() {
 }
 
 #[test]
-fn the_fallback_links_no_other_functions_handlers() {
-    let fallback = std::fs::read(binary("fallback")).expect("read the binary");
-    let products = std::fs::read(binary("products")).expect("read the binary");
+fn the_fallback_and_the_openapi_document_link_no_other_functions_handlers() {
+    let read = |name: &str| std::fs::read(binary(name)).expect("read the binary");
+    let (fallback, products, webhooks) = (read("fallback"), read("products"), read("webhooks"));
     assert!(holds(&products, PRODUCT_HANDLERS), "the marker names them");
+    assert!(holds(&webhooks, WEBHOOK_HANDLERS), "the marker names them");
+    // the fallback matches a table without handlers (`api/served.rs`)
     assert!(!holds(&fallback, PRODUCT_HANDLERS));
+    assert!(!holds(&fallback, WEBHOOK_HANDLERS));
+    // `products` serves the document rendered ahead of time (`openapi/document.json`)
+    assert!(!holds(&products, WEBHOOK_HANDLERS));
 }

@@ -41,10 +41,7 @@ fn local_router_matches_the_route_tables() {
         "[workspace.metadata.lambda.watch.router]\n{}",
         catalog::api::router_toml()
     );
-    assert_eq!(
-        declared, expected,
-        "regenerate with `catalog-admin router-toml`"
-    );
+    assert_eq!(declared, expected, "regenerate with `make generate`");
 }
 
 #[test]
@@ -52,7 +49,7 @@ fn the_openapi_file_is_the_generated_document() {
     assert_eq!(
         read("docs/openapi.yaml"),
         catalog::api::openapi::yaml(),
-        "docs/openapi.yaml differs from the route tables: regenerate with `catalog-admin openapi > docs/openapi.yaml`"
+        "docs/openapi.yaml differs from the route tables: regenerate with `make generate`"
     );
 }
 

@@ -89,7 +89,7 @@ pub fn served_rs() -> String {
 
 const SERVED_HEADER: &str = "\
 //! Every function's routes as the fallback matches them: generated from the route tables
-//! (`catalog-admin served-rs > shared/src/api/served.rs`); a test keeps them equal.
+//! (`make generate`, which runs `catalog-admin served-rs`); a test keeps them equal.
 
 use crate::auth::Scope;
 use crate::http::Route;
@@ -104,7 +104,7 @@ mod tests {
     fn the_fallbacks_table_is_every_functions_routes() {
         assert!(
             include_str!("served.rs") == super::served_rs(),
-            "shared/src/api/served.rs is stale: run `cargo run -p catalog --bin catalog-admin -- served-rs > shared/src/api/served.rs`"
+            "shared/src/api/served.rs is stale: run `make generate`"
         );
     }
 

@@ -15,6 +15,7 @@ Commands:
   router-toml                          print the cargo-lambda router entries for every route
   served-rs                            print shared/src/api/served.rs (the fallback's routes)
   openapi                              print the OpenAPI 3.1 document (docs/openapi.yaml)
+  openapi-json                         print it as JSON (shared/src/api/openapi/document.json)
   create-org --name NAME               create an organization (API access enabled); prints its id
   create-key --org ID [--name N] [--scopes LIST]
                                        create an API key (scopes: catalog:read,catalog:write,
@@ -133,6 +134,7 @@ async fn run(command: &str, flags: &HashMap<String, String>) -> Result<(), Strin
         "router-toml" => print!("{}", catalog::api::router_toml()),
         "served-rs" => print!("{}", catalog::api::served_rs()),
         "openapi" => print!("{}", catalog::api::openapi::yaml()),
+        "openapi-json" => print!("{}", catalog::api::openapi::json()),
         "export" => {
             let (base, key) = api_access(flags)?;
             let file = std::path::PathBuf::from(need(flags, "out")?);

@@ -84,3 +84,11 @@ fn yaml_is_block_style_and_quoted() {
     assert!(y.contains("\"openapi\": \"3.1.0\"\n"));
     assert!(y.contains("\"/products/{identifier}\":\n"));
 }
+
+#[test]
+fn the_served_document_is_the_generated_one() {
+    assert!(
+        include_str!("document.json") == super::json(),
+        "shared/src/api/openapi/document.json is stale: run `make generate`"
+    );
+}
