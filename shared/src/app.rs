@@ -244,6 +244,10 @@ impl App {
             vec![
                 ("x-catalog-ddb-requests", cost.requests.to_string()),
                 ("x-catalog-ddb-round-trips", cost.round_trips.to_string()),
+                (
+                    "x-catalog-ddb-capacity-milli",
+                    cost.capacity_milli.to_string(),
+                ),
             ]
         } else {
             Vec::new()

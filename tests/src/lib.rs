@@ -320,6 +320,14 @@ impl Response {
             .expect("a number")
     }
 
+    /// Thousandths of the DynamoDB capacity units the call consumed, as DynamoDB reports
+    /// them (`x-catalog-ddb-capacity-milli`).
+    pub fn ddb_capacity_milli(&self) -> u64 {
+        self.headers["x-catalog-ddb-capacity-milli"]
+            .parse()
+            .expect("a number")
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(String::as_str)
     }
@@ -380,6 +388,7 @@ impl Request {
 }
 
 /// An organization with an all-scopes key, made directly through the library.
+#[derive(Clone)]
 pub struct Org {
     pub id: String,
     pub key: String,

@@ -9,7 +9,9 @@
 //!    processes (time until the first answer, calls, DynamoDB requests, peak RSS) beside the
 //!    floor (a raw parallel Query of the same index partitions, nothing decoded), the same
 //!    first calls of processes that start from the list checkpoints in S3, and warm p50/p95
-//!    of the same calls, page 1 and the last page.
+//!    of the same calls, page 1 and the last page; then the filtered `/products` at one call
+//!    a second without and with 10 writes a second beside it, with its read units per call
+//!    and per warm instance-hour (`under_writes.rs`).
 //!
 //! 3. Import (`--import N`): N such products through the imports API and S3, total time,
 //!    entities/s, the progress along the way, the worker's peak memory.
@@ -35,6 +37,7 @@ mod export;
 mod history;
 mod isolation;
 mod shapes;
+mod under_writes;
 
 use shapes::Shape;
 
@@ -442,6 +445,8 @@ struct First {
     outcome: Result<Duration, String>,
     tries: u32,
     requests: u32,
+    /// Read units DynamoDB reported over the calls, in thousandths.
+    capacity_milli: u64,
 }
 
 impl First {
@@ -465,6 +470,7 @@ async fn first_answer(org: &Org, process: &str, path: &str, timeout: Duration) -
         outcome: Err("no call".to_string()),
         tries: 0,
         requests: 0,
+        capacity_milli: 0,
     };
     while started.elapsed() < timeout {
         first.tries += 1;
@@ -482,6 +488,11 @@ async fn first_answer(org: &Org, process: &str, path: &str, timeout: Duration) -
             .headers
             .get("x-catalog-ddb-requests")
             .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0);
+        first.capacity_milli += r
+            .headers
+            .get("x-catalog-ddb-capacity-milli")
+            .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0);
         match r.status {
             200 => {
@@ -586,9 +597,14 @@ async fn lists(args: &Args) {
     println!("Each row starts a new process of the function and calls until the first 200 (a cold read that cannot finish within the call's budget answers 503 and goes on in the next call). The floor reads the same index partitions (every shard, in parallel) without decoding.\n");
     println!("| Call | first answer after (s) | calls | DynamoDB requests | peak RSS (MiB) | floor: items, MB, s |");
     println!("|---|---|---|---|---|---|");
+    let mut full_read_units = 0.0;
     for (fresh, (name, function, path, types)) in calls.iter().enumerate() {
         let process = format!("{function}@cold{fresh}");
         let first = first_answer(&org, &process, path, args.timeout).await;
+        if fresh == 1 {
+            // the filtered /products: a full read of the products and the SKUs
+            full_read_units = first.capacity_milli as f64 / 1000.0;
+        }
         let (items, bytes, floor) = raw_read(&org.id, types).await;
         let floor = format!(
             "{items}, {:.1}, {:.2}",
@@ -658,6 +674,8 @@ async fn lists(args: &Args) {
             }
         }
     }
+    let (_, _, filtered, _) = &calls[1];
+    under_writes::under_writes(&org, n, filtered, full_read_units, args.samples).await;
 }
 
 /// An import of `n` products through the real path (presigned PUT to moto's S3, bucket
