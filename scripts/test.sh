@@ -37,7 +37,7 @@ mkdir -p target
 # --no-fail-fast: a failing test binary does not hide the results of the others.
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test.log
 stage "benchmark smoke run (make bench at 200 products, on the test build)"
-BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --write-shapes 20 --samples 3
+BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --write-shapes 20 --get 20 --samples 3
 # the event figures: AWS destinations and filtered subscriptions (issue 41)
 BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --destinations 5 --filtered 40 --filtered-subs 3
 # the change feed's cost of history (issue 42)

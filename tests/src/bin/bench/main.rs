@@ -28,12 +28,14 @@
 //! 7. Events (`--destinations N`, `--filtered N`): `events.rs`.
 //! 8. History (`--history N`): the change feed's cost of it, `history.rs`.
 //! 9. Export (`--export N`): N products exported with their variants and SKUs, `export.rs`.
+//! 10. A single product's GET (`--get N`): warm, beside its DynamoDB floor, and cold, `get.rs`.
 //!
 //! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 mod events;
 mod export;
+mod get;
 mod history;
 mod isolation;
 mod shapes;
@@ -65,6 +67,7 @@ struct Args {
     filtered_subs: usize,
     history: usize,
     export: usize,
+    get: usize,
     isolation: usize,
     write_shapes: usize,
     samples: usize,
@@ -73,7 +76,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
@@ -83,6 +86,7 @@ fn usage() -> ! {
          --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
          --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
          --export    products exported with their variants and SKUs: time, file, the worker's requests and memory\n\
+         --get       products seeded for the single GET figures: warm beside the DynamoDB floor, and cold (--samples warm calls, 5 cold)\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
@@ -103,6 +107,7 @@ fn parse_args() -> Args {
         filtered_subs: 20,
         history: 0,
         export: 0,
+        get: 0,
         isolation: 0,
         write_shapes: 0,
         samples: 30,
@@ -126,6 +131,7 @@ fn parse_args() -> Args {
             "--filtered-subs" => args.filtered_subs = number().max(1),
             "--history" => args.history = number(),
             "--export" => args.export = number(),
+            "--get" => args.get = number(),
             "--isolation" => args.isolation = number(),
             "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
@@ -803,6 +809,9 @@ async fn main() {
     }
     if args.export > 0 {
         export::export(args.export, args.timeout).await;
+    }
+    if args.get > 0 {
+        get::get(args.get, args.samples, 5, args.timeout).await;
     }
     if args.write_shapes > 0 {
         shapes::write_shapes(args.write_shapes).await;
