@@ -1,5 +1,5 @@
 //! Every function's routes as the fallback matches them: generated from the route tables
-//! (`catalog-admin served-rs > shared/src/api/served.rs`); a test keeps them equal.
+//! (`make generate`, which runs `catalog-admin served-rs`); a test keeps them equal.
 
 use crate::auth::Scope;
 use crate::http::Route;
