@@ -81,7 +81,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 /// One definition of every type, in the four shapes (plain, multi, localized, channel).
 fn definitions() -> HashMap<String, AttributeDefinition> {
     let mut defs = HashMap::new();
-    for t in AttributeType::ALL {
+    for t in AttributeType::ALL.iter().copied() {
         for (suffix, multi, localized, channel) in [
             ("", false, false, false),
             ("_m", true, false, false),

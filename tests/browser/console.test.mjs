@@ -404,6 +404,14 @@ step('catalog: filter color = red, open the product', async ({ context, page, wa
 
 step('attributes: create one, listed', async ({ page, watcher }) => {
   await gotoNav(page, 'Attributes', 'Attributes');
+  // the form offers exactly the types and targets the API's document declares
+  const doc = await page.evaluate(async () => (await fetch('../v1/openapi.json')).json());
+  const create = doc.components.schemas.AttributeCreate.properties;
+  const offered = async (id) => page.locator(`#${id} option`).evaluateAll((os) => os.map((o) => o.value));
+  const [types, targets] = [await offered('attr-type'), await offered('attr-target')];
+  check(JSON.stringify(types) === JSON.stringify(create.type.enum), `types offered: ${types.join(', ')}`);
+  check(JSON.stringify(targets) === JSON.stringify(create.targetEntity.enum), `targets offered: ${targets.join(', ')}`);
+  check(types.length === 12, `${types.length} types in the document`);
   const key = `browser_${Date.now().toString(36)}`;
   await createAttribute(page, key, 'Browser test attribute');
   await page.locator('#attributes-list code', { hasText: new RegExp(`^product\\.${key}$`) }).waitFor();

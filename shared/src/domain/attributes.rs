@@ -3,59 +3,50 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The value types of decisions.md: the spec's eleven plus `metaobject`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum AttributeType {
-    Text,
-    Html,
-    Select,
-    Boolean,
-    Number,
-    Price,
-    Weight,
-    Image,
-    Color,
-    Url,
-    Datetime,
-    Metaobject,
+/// Declares [`AttributeType`] from one list of `Variant => "name"`: the enum, its wire names
+/// (serde and [`AttributeType::as_str`]) and [`AttributeType::ALL`] cannot disagree, so a
+/// type added here is accepted, listed in the OpenAPI enum (which the console reads) and
+/// given a packed-values index; the compiler then asks for its rules wherever a `match`
+/// over the types decides (validation, filters, rendering).
+macro_rules! attribute_types {
+    ($($variant:ident => $name:literal),+ $(,)?) => {
+        /// The value types of decisions.md: the spec's eleven plus `metaobject`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        pub enum AttributeType {
+            $(#[serde(rename = $name)] $variant),+
+        }
+
+        impl AttributeType {
+            /// Every type, in declaration order (the packed values' type index).
+            pub const ALL: &'static [AttributeType] = &[$(Self::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name),+
+                }
+            }
+        }
+    };
+}
+
+attribute_types! {
+    Text => "text",
+    Html => "html",
+    Select => "select",
+    Boolean => "boolean",
+    Number => "number",
+    Price => "price",
+    Weight => "weight",
+    Image => "image",
+    Color => "color",
+    Url => "url",
+    Datetime => "datetime",
+    Metaobject => "metaobject",
 }
 
 impl AttributeType {
-    pub const ALL: [AttributeType; 12] = [
-        Self::Text,
-        Self::Html,
-        Self::Select,
-        Self::Boolean,
-        Self::Number,
-        Self::Price,
-        Self::Weight,
-        Self::Image,
-        Self::Color,
-        Self::Url,
-        Self::Datetime,
-        Self::Metaobject,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Text => "text",
-            Self::Html => "html",
-            Self::Select => "select",
-            Self::Boolean => "boolean",
-            Self::Number => "number",
-            Self::Price => "price",
-            Self::Weight => "weight",
-            Self::Image => "image",
-            Self::Color => "color",
-            Self::Url => "url",
-            Self::Datetime => "datetime",
-            Self::Metaobject => "metaobject",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
+        Self::ALL.iter().copied().find(|t| t.as_str() == s)
     }
 }
 
@@ -91,7 +82,7 @@ impl TargetEntity {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
+        Self::ALL.iter().copied().find(|t| t.as_str() == s)
     }
 
     /// `product, variant, sku, bundle, asset`: for error messages.
@@ -187,8 +178,10 @@ mod tests {
 
     #[test]
     fn types_round_trip() {
-        for t in AttributeType::ALL {
+        for t in AttributeType::ALL.iter().copied() {
             assert_eq!(AttributeType::parse(t.as_str()), Some(t));
+            // the wire name serde writes is the one `as_str` gives
+            assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
         }
         assert_eq!(AttributeType::parse("float"), None);
     }

@@ -242,7 +242,7 @@ pub fn target_entity(_: &mut SchemaGenerator) -> Schema {
 
 /// An attribute type.
 pub fn attribute_type(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"enum": AttributeType::ALL.map(AttributeType::as_str)})
+    json_schema!({"enum": AttributeType::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>()})
 }
 
 /// An entity's `values`: attribute key to value, checked against the definitions.

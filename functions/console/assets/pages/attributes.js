@@ -7,18 +7,38 @@ import {
   h, replace, announce, errorArea, table, pager, field, checkbox, busy, badge, code, dash, focusIn,
 } from '../ui.js';
 
-const TYPES = ['text', 'html', 'select', 'boolean', 'number', 'price', 'weight', 'image', 'color', 'url', 'datetime', 'metaobject'];
-const TARGETS = ['product', 'variant', 'sku', 'bundle', 'asset'];
 const PAGE_SIZE = 200;
 const KEY_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
 const yesNo = (v) => (v ? badge('Yes', 'ok') : h('span', { class: 'muted' }, 'No'));
+
+// The attribute types and target entities as the API's own document declares them (GET
+// /v1/openapi.json, public, the enums of an attribute's creation body): the console keeps no
+// copy of either list, so a type added to the API is offered here with no change.
+let choices = null;
+async function attributeChoices(signal) {
+  if (!choices) {
+    const doc = await api.get('openapi.json', { signal });
+    const create = doc.components.schemas.AttributeCreate.properties;
+    choices = { types: create.type.enum, targets: create.targetEntity.enum };
+  }
+  return choices;
+}
 
 export default async function attributesPage(ctx) {
   const { root, signal } = ctx;
   const errors = errorArea();
   const listBox = h('div', { id: 'attributes-list', 'aria-busy': 'true' });
   let page = 1;
+  let TYPES;
+  let TARGETS;
+  try {
+    ({ types: TYPES, targets: TARGETS } = await attributeChoices(signal));
+  } catch (err) {
+    errors.show(err);
+    replace(root, errors.el);
+    return;
+  }
 
   // --- list with its target filter
   const target = field('Target entity', { name: 'targetEntity', id: 'attr-target-filter' }, {
