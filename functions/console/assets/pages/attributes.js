@@ -30,14 +30,13 @@ export default async function attributesPage(ctx) {
   const errors = errorArea();
   const listBox = h('div', { id: 'attributes-list', 'aria-busy': 'true' });
   let page = 1;
-  let TYPES;
-  let TARGETS;
+  // without the document the list still works (all entities); only the form needs it
+  let TYPES = null;
+  let TARGETS = [];
   try {
     ({ types: TYPES, targets: TARGETS } = await attributeChoices(signal));
   } catch (err) {
     errors.show(err);
-    replace(root, errors.el);
-    return;
   }
 
   // --- list with its target filter
@@ -83,7 +82,7 @@ export default async function attributesPage(ctx) {
 
   // --- create form (catalog:write)
   let form = null;
-  if (ctx.can('catalog:write')) {
+  if (ctx.can('catalog:write') && TYPES) {
     const displayName = field('Display name', { name: 'displayName', required: true, maxlength: '255', autocomplete: 'off' });
     const key = field('Key', { name: 'key', required: true, pattern: KEY_PATTERN.source, maxlength: '64', autocomplete: 'off', spellcheck: 'false' },
       { hint: 'Lower-case letters, digits and _; starts with a letter (at most 64). Answers name it <entity>.<key>.' });
@@ -146,6 +145,8 @@ export default async function attributesPage(ctx) {
     h('p', { class: 'lead' }, 'Attributes are the typed fields of products, variants, SKUs, bundles and assets.'),
     errors.el,
     h('section', { 'aria-labelledby': 'defs-h' }, h('h2', { id: 'defs-h' }, 'Definitions'), filterForm, listBox),
-    form || h('p', { class: 'note' }, 'Creating attributes needs the catalog:write scope, which this session does not hold.'));
+    form || (TYPES
+      ? h('p', { class: 'note' }, 'Creating attributes needs the catalog:write scope, which this session does not hold.')
+      : h('p', { class: 'note' }, 'Creating attributes needs the API\'s document (GET /v1/openapi.json), which could not be read.')));
   await load();
 }
