@@ -26,12 +26,23 @@ impl Context {
     /// A context over `store` (its lists kept under the configuration's snapshot policy),
     /// with no queue.
     pub fn new(config: Config, store: Store) -> Self {
+        let lists = Box::new(Embedded::new(store.clone(), config.snapshots));
+        Self::of(config, store, lists, None)
+    }
+
+    /// The context of these parts, with its usage meter.
+    fn of(
+        config: Config,
+        store: Store,
+        lists: Box<dyn ListEngine>,
+        queue: Option<DeliveryQueue>,
+    ) -> Self {
         let meter = Meter::new(config.usage_flush, config.metrics.clone());
         Self {
-            lists: Box::new(Embedded::new(store.clone(), config.snapshots)),
             config,
             store,
-            queue: None,
+            lists,
+            queue,
             meter,
         }
     }
@@ -52,17 +63,11 @@ impl Context {
     pub fn from_sdk(config: Config, shared: &aws_config::SdkConfig, parts: Parts) -> Self {
         let store = config.store(Store::client_from_config(shared));
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(shared), &config.webhooks);
-        let meter = Meter::new(config.usage_flush, config.metrics.clone());
-        Self {
-            lists: match parts.lists {
-                Some(build) => build(&config, &store, shared),
-                None => Box::new(NoLists),
-            },
-            config,
-            store,
-            queue,
-            meter,
-        }
+        let lists = match parts.lists {
+            Some(build) => build(&config, &store, shared),
+            None => Box::new(NoLists),
+        };
+        Self::of(config, store, lists, queue)
     }
 
     /// Builds the context from the environment and keeps it for the process's lifetime

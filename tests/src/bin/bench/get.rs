@@ -9,9 +9,10 @@
 use catalog_e2e::{send_to, stack, Org, Request};
 use std::time::{Duration, Instant};
 
+/// The `p`th percentile of `times`, in milliseconds.
 fn percentile(times: &mut [Duration], p: usize) -> f64 {
     times.sort();
-    times[(times.len() * p / 100).min(times.len() - 1)].as_secs_f64() * 1000.0
+    super::quantile(times, p).as_secs_f64() * 1000.0
 }
 
 /// The section: `samples` warm GETs, as many floor reads, and `cold` fresh processes.

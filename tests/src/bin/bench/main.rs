@@ -434,11 +434,16 @@ async fn warm(org: &Org, function: &str, path: &str, args: &Args) -> Result<Warm
     times.sort();
     let r = last.expect("samples");
     Ok(Warm {
-        p50: times[times.len() / 2],
-        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
+        p50: quantile(&times, 50),
+        p95: quantile(&times, 95),
         requests: r.ddb_requests(),
         results: r.body["pagination"]["totalResults"].as_u64().unwrap_or(0),
     })
+}
+
+/// The `p`th percentile of `sorted` (ascending, not empty).
+fn quantile(sorted: &[Duration], p: usize) -> Duration {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> String {

@@ -58,8 +58,8 @@ async fn phase(
     }
     times.sort();
     Ok(Phase {
-        p50: times[times.len() / 2],
-        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
+        p50: super::quantile(&times, 50),
+        p95: super::quantile(&times, 95),
         units: milli as f64 / 1000.0 / samples as f64,
         requests: requests as f64 / samples as f64,
         writes: writer.map_or(0, Writer::done) - start_writes,
