@@ -4,7 +4,7 @@
 //! snapshots of the `byChange` index (`snapshot/`) is the default adapter. A search tier for
 //! organizations past one process (docs/scaling.md) would be a second adapter.
 
-use super::packed::PackedValues;
+use super::packed::Values;
 use super::select::{reselect, select, Criteria};
 use super::selections::SelectedIds;
 use super::snapshot::{Levels, SnapshotPolicy, Snapshots};
@@ -119,7 +119,7 @@ impl ListEngine for NoLists {
 }
 
 /// Whether packed values reference metaobject `def`/`id`.
-fn references(vals: &PackedValues, def: &str, id: &str) -> bool {
+fn references(vals: Values<'_>, def: &str, id: &str) -> bool {
     vals.iter().any(|a| {
         a.definition == Some(def)
             && identifiers_in(a.attr_type, a.is_multi, a.values().map(|v| v.value))
@@ -151,7 +151,7 @@ impl ListEngine for Embedded {
                     levels
                         .of(*k)
                         .values()
-                        .find(|e| references(&e.values, def, id))
+                        .find(|e| references(e.packed.values(), def, id))
                         .map(|e| format!("{} '{}'", k.as_str(), e.id))
                 })
             }))

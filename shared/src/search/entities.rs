@@ -2,7 +2,7 @@
 //! order, and the indexes that let an `updated_after` page find its entities without looking
 //! at the others (by own change, by tree change, by parent).
 
-use super::packed::PackedValues;
+use super::packed::Packed;
 use crate::domain::time::Timestamp;
 use crate::store::lists::IndexEntry;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,15 +20,25 @@ pub struct Entry {
     /// When the entity or a descendant last changed.
     pub updated_at: Timestamp,
     pub ver: u64,
-    pub name: Box<str>,
     pub family_id: Option<i64>,
-    pub values: PackedValues,
+    /// The name and the values, in one allocation.
+    pub packed: Packed,
 }
 
 /// Bytes of one row of a `BTreeSet` index or map slot beyond its key (node share).
 const INDEX_ROW: usize = 48;
 
 impl Entry {
+    pub fn name(&self) -> &str {
+        self.packed.name()
+    }
+
+    /// The entry with `values` in place of its own (tests' writes).
+    #[cfg(test)]
+    pub(crate) fn set_values(&mut self, values: &super::packed::PackedValues) {
+        self.packed = Packed::new(self.name(), values);
+    }
+
     pub fn index_entry(&self) -> IndexEntry {
         let s = |a: &Option<Arc<str>>| a.as_deref().map(str::to_string);
         IndexEntry {
@@ -49,8 +59,7 @@ impl Entry {
             + self.id.len()
             + arc(&self.pid)
             + arc(&self.vid)
-            + self.name.len()
-            + self.values.len()
+            + self.packed.len()
             + 3 * INDEX_ROW
     }
 }
@@ -197,9 +206,8 @@ mod tests {
             self_updated_at: Timestamp::from_millis(su),
             updated_at: Timestamp::from_millis(tu),
             ver: 1,
-            name: "".into(),
             family_id: None,
-            values: PackedValues::default(),
+            packed: Packed::default(),
         }
     }
 

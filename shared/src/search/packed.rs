@@ -1,5 +1,6 @@
-//! The values of one entity packed into one byte buffer, as the list snapshot holds them:
-//! one allocation per entity instead of a map of strings, read in place without copying.
+//! The name and values of one entity packed into one byte buffer, as the list snapshot holds
+//! them: one allocation per entity instead of a string and a map of strings, read in place
+//! without copying (`Packed`: the name, then the values; `PackedValues`: the values alone).
 //!
 //! Layout, lengths as LEB128: per attribute `key`, then the length of its body, then the body:
 //! the type's index in `AttributeType::ALL`, a flags byte (multi, has a definition), the
@@ -164,9 +165,38 @@ impl PackedValues {
         Self(out.into_boxed_slice())
     }
 
+    /// The values, read in place.
+    pub fn view(&self) -> Values<'_> {
+        Values(&self.0)
+    }
+
     /// The attributes, in key order.
     pub fn iter(&self) -> impl Iterator<Item = Attr<'_>> {
-        let mut r = Reader(&self.0);
+        self.view().iter()
+    }
+
+    pub fn get(&self, key: &str) -> Option<Attr<'_>> {
+        self.view().get(key)
+    }
+
+    /// The bytes the buffer holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Packed values, borrowed: what a list reads of an entity's attributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Values<'a>(&'a [u8]);
+
+impl<'a> Values<'a> {
+    /// The attributes, in key order.
+    pub fn iter(self) -> impl Iterator<Item = Attr<'a>> {
+        let mut r = Reader(self.0);
         std::iter::from_fn(move || {
             if r.is_empty() {
                 return None;
@@ -190,23 +220,53 @@ impl PackedValues {
         })
     }
 
-    pub fn get(&self, key: &str) -> Option<Attr<'_>> {
+    pub fn get(self, key: &str) -> Option<Attr<'a>> {
         self.iter().find(|a| a.key == key)
+    }
+
+    /// The packed bytes, as a checkpoint stores them.
+    pub(crate) fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// An entity's name and packed values in one allocation (what a list snapshot keeps per
+/// entity): the name's length and bytes, then the values' layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Packed(Box<[u8]>);
+
+impl Packed {
+    /// `name` and the values packed in `values` (a checkpoint's bytes, checked by its hash,
+    /// or `PackedValues::as_bytes`).
+    pub(crate) fn from_parts(name: &str, values: &[u8]) -> Self {
+        let mut out = Vec::with_capacity(name.len() + values.len() + 2);
+        put_str(&mut out, name);
+        out.extend_from_slice(values);
+        Self(out.into_boxed_slice())
+    }
+
+    pub fn new(name: &str, values: &PackedValues) -> Self {
+        Self::from_parts(name, &values.0)
+    }
+
+    /// Where the values start, and the name before them.
+    fn split(&self) -> (&str, &[u8]) {
+        let mut r = Reader(&self.0);
+        let name = r.str();
+        (name, r.0)
+    }
+
+    pub fn name(&self) -> &str {
+        self.split().0
+    }
+
+    pub fn values(&self) -> Values<'_> {
+        Values(self.split().1)
     }
 
     /// The bytes the buffer holds.
     pub fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// The packed bytes, as a checkpoint stores them.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// Values packed before (a checkpoint's bytes, checked by its hash).
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Self {
-        Self(bytes.into())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -298,5 +358,13 @@ mod tests {
         assert!(packed.len() < 400, "{} bytes", packed.len());
         let empty = PackedValues::pack(&StoredValues::new());
         assert!(empty.is_empty() && empty.iter().next().is_none());
+        // with the entity's name in front, in the same allocation
+        let both = Packed::new("A product", &packed);
+        assert_eq!(both.name(), "A product");
+        assert_eq!(both.values().as_bytes(), packed.view().as_bytes());
+        assert_eq!(both.len(), packed.len() + 1 + "A product".len());
+        let nameless = Packed::new("", &empty);
+        assert_eq!((nameless.name(), nameless.values().iter().count()), ("", 0));
+        assert_eq!(Packed::default().name(), "");
     }
 }

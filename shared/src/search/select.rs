@@ -175,7 +175,9 @@ fn entity_matches(
     now: Timestamp,
 ) -> bool {
     let (t, values) = match &f.field {
-        Field::Attribute { key, attr_type, .. } => (*attr_type, scalars(e.values.get(key))),
+        Field::Attribute { key, attr_type, .. } => {
+            (*attr_type, scalars(e.packed.values().get(key)))
+        }
         Field::Family => (
             AttributeType::Select,
             e.family_id
@@ -251,9 +253,13 @@ pub fn has_value(attr: Option<Attr<'_>>, locales: &[String], channel: Option<&st
 
 fn satisfies(e: &Entry, r: &Requirement, c: &Completeness) -> bool {
     if r.builtin_name {
-        return !e.name.trim().is_empty();
+        return !e.name().trim().is_empty();
     }
-    has_value(e.values.get(&r.key), &c.locales, c.channel.as_deref())
+    has_value(
+        e.packed.values().get(&r.key),
+        &c.locales,
+        c.channel.as_deref(),
+    )
 }
 
 /// Products that are not complete because of one of their variants or SKUs.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::domain::values::{StoredAttribute, StoredValues};
-use crate::search::packed::PackedValues;
+use crate::search::packed::{Packed, PackedValues};
 use crate::search::parse::{Condition, Operand};
 
 fn entity(id: &str, pid: Option<&str>, vid: Option<&str>) -> Entry {
@@ -14,9 +14,8 @@ fn entity(id: &str, pid: Option<&str>, vid: Option<&str>) -> Entry {
         self_updated_at: Timestamp::from_millis(1),
         updated_at: Timestamp::from_millis(1),
         ver: 1,
-        name: id.into(),
         family_id: None,
-        values: PackedValues::default(),
+        packed: Packed::new(id, &PackedValues::default()),
     }
 }
 
@@ -44,7 +43,7 @@ pub(crate) fn catalog(n: usize) -> Vec<(EntityKind, Vec<Entry>)> {
     for i in 0..n {
         let pid = format!("bench-{i:07}");
         let mut p = entity(&pid, None, None);
-        p.values = PackedValues::pack(&StoredValues::from([
+        p.set_values(&PackedValues::pack(&StoredValues::from([
             (
                 "brand".into(),
                 text(format!("Brand {:02}", i % 40), AttributeType::Text),
@@ -60,13 +59,13 @@ pub(crate) fn catalog(n: usize) -> Vec<(EntityKind, Vec<Entry>)> {
                 "price".into(),
                 text(format!("{}.00 EUR", 5 + i % 200), AttributeType::Price),
             ),
-        ]));
+        ])));
         products.push(p);
         let vid = format!("{pid}-v");
         variants.push(entity(&vid, Some(&pid), None));
         for s in 0..3 {
             let mut k = entity(&format!("{pid}-s{s}"), Some(&pid), Some(&vid));
-            k.values = sku_values(10 + (i + s) % 90, &format!("400{i:07}{s}"));
+            k.set_values(&sku_values(10 + (i + s) % 90, &format!("400{i:07}{s}")));
             skus.push(k);
         }
     }

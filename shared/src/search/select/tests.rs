@@ -3,7 +3,7 @@
 use super::*;
 
 use crate::domain::values::{StoredAttribute, StoredEntry, StoredValues};
-use crate::search::packed::PackedValues;
+use crate::search::packed::{Packed, PackedValues};
 use crate::search::snapshot::with_levels;
 
 /// An entity's values with one attribute, `a`.
@@ -85,9 +85,8 @@ fn entity(id: &str, pid: Option<&str>, vid: Option<&str>, su: i64, tu: i64) -> E
         self_updated_at: Timestamp::from_millis(su),
         updated_at: Timestamp::from_millis(tu),
         ver: 1,
-        name: id.into(),
         family_id: None,
-        values: PackedValues::default(),
+        packed: Packed::new(id, &PackedValues::default()),
     }
 }
 

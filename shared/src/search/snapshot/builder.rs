@@ -212,7 +212,10 @@ mod tests {
     use super::*;
 
     fn names(rows: &Rows) -> Vec<String> {
-        rows.entries.values().map(|e| e.name.to_string()).collect()
+        rows.entries
+            .values()
+            .map(|e| e.name().to_string())
+            .collect()
     }
 
     /// Changes applied while the checkpoint is taken (before, behind and ahead of the block

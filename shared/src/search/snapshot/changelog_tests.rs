@@ -7,7 +7,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
 use crate::search::entities::Entry;
 use crate::search::operators::Operator;
-use crate::search::packed::PackedValues;
+use crate::search::packed::{Packed, PackedValues};
 use crate::search::parse::{Condition, Field, Filter, Operand};
 use crate::search::select::{reselect, select, Completeness, Criteria, Requirement};
 use crate::search::selections::SelectedIds;
@@ -49,13 +49,8 @@ fn entity(kind: EntityKind, n: u8, parent: u8, a: &str, family: u8, t: i64) -> E
         self_updated_at: Timestamp::from_millis(t),
         updated_at: Timestamp::from_millis(t),
         ver: t as u64,
-        name: if family == 0 {
-            "".into()
-        } else {
-            "named".into()
-        },
         family_id: (family > 0).then_some(family as i64),
-        values: values(a),
+        packed: Packed::new(if family == 0 { "" } else { "named" }, &values(a)),
     }
 }
 
@@ -373,7 +368,7 @@ fn selection_under_writes_at_scale() {
                 };
                 let mut sku = touched(S, &format!("{pid}-s0"));
                 sku.self_updated_at = sku.updated_at;
-                sku.values = scale::sku_values(10 + t as usize % 20, "4000000000");
+                sku.set_values(&scale::sku_values(10 + t as usize % 20, "4000000000"));
                 for (kind, entry) in [
                     (S, sku),
                     (V, touched(V, &format!("{pid}-v"))),

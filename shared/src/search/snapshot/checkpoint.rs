@@ -25,7 +25,7 @@
 use super::Rows;
 use crate::domain::time::Timestamp;
 use crate::search::entities::Entry;
-use crate::search::packed::{put_len, put_str, PackedValues};
+use crate::search::packed::{put_len, put_str, Packed};
 use crate::store::items::EntityKind;
 use futures_util::future::BoxFuture;
 use hmac::{Hmac, KeyInit, Mac};
@@ -195,12 +195,13 @@ fn put_entry(out: &mut Vec<u8>, e: &Entry) {
     out.extend_from_slice(&e.self_updated_at.millis().to_le_bytes());
     out.extend_from_slice(&e.updated_at.millis().to_le_bytes());
     put_len(out, e.ver as usize);
-    put_str(out, &e.name);
+    put_str(out, e.name());
     if let Some(f) = e.family_id {
         out.extend_from_slice(&f.to_le_bytes());
     }
-    put_len(out, e.values.len());
-    out.extend_from_slice(e.values.as_bytes());
+    let values = e.packed.values().as_bytes();
+    put_len(out, values.len());
+    out.extend_from_slice(values);
 }
 
 /// A checkpoint being written: blocks as they come (a writer may take them from a snapshot
@@ -386,29 +387,40 @@ pub(crate) fn layout(tail: &[u8], total: u64, seal: Seal<'_>) -> Result<Layout, 
     })
 }
 
+/// `s` as the string `last` holds when equal (one allocation for the parent its children
+/// name one after the other in identifier order), else a new one kept in `last`.
+fn shared_parent(last: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
+    match last {
+        Some(a) if **a == *s => a.clone(),
+        _ => last.insert(Arc::from(s)).clone(),
+    }
+}
+
 /// Adds the rows of one block to `rows`, after checking the block against its hash. (Blocks
 /// go into one `Rows` each thread: merging maps block by block would copy them every time.)
+/// The SKUs of a variant and the variants of a product share their parents' identifiers.
 pub(crate) fn decode_block(block: &Block, bytes: &[u8], rows: &mut Rows) -> Result<(), Unusable> {
     if bytes.len() as u64 != block.len || Sha256::digest(bytes).as_slice() != block.hash {
         return Err(unusable("a block does not match its hash"));
     }
     let mut r = Reader(bytes);
+    let (mut last_pid, mut last_vid) = (None, None);
     for _ in 0..r.len()? {
         let flags = r.byte()?;
         let id: Arc<str> = r.str()?.into();
         let pid = (flags & PID != 0)
-            .then(|| r.str().map(Arc::from))
+            .then(|| r.str().map(|s| shared_parent(&mut last_pid, s)))
             .transpose()?;
         let vid = (flags & VID != 0)
-            .then(|| r.str().map(Arc::from))
+            .then(|| r.str().map(|s| shared_parent(&mut last_vid, s)))
             .transpose()?;
         let self_updated_at = Timestamp::from_millis(r.i64()?);
         let updated_at = Timestamp::from_millis(r.i64()?);
         let ver = r.len()? as u64;
-        let name = r.str()?.into();
+        let name = r.str()?;
         let family_id = (flags & FAMILY != 0).then(|| r.i64()).transpose()?;
         let n = r.len()?;
-        let values = PackedValues::from_bytes(r.take(n)?);
+        let packed = Packed::from_parts(name, r.take(n)?);
         let entry = Entry {
             id,
             pid,
@@ -416,9 +428,8 @@ pub(crate) fn decode_block(block: &Block, bytes: &[u8], rows: &mut Rows) -> Resu
             self_updated_at,
             updated_at,
             ver,
-            name,
             family_id,
-            values,
+            packed,
         };
         rows.bytes += entry.weight();
         if let Some(old) = rows.entries.insert(entry) {

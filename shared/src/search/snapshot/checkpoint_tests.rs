@@ -4,6 +4,7 @@
 use super::super::{Row, Rows};
 use super::*;
 use crate::domain::values::StoredValues;
+use crate::search::packed::{Packed, PackedValues};
 use proptest::prelude::*;
 
 fn values(color: &str) -> PackedValues {
@@ -24,9 +25,8 @@ fn sku(id: &str, p: &str, v: &str, tu: i64, ver: u64, del: bool) -> Row {
             self_updated_at: Timestamp::from_millis(tu),
             updated_at: Timestamp::from_millis(tu),
             ver,
-            name: format!("{id} v{ver}").into(),
             family_id: ver.is_multiple_of(2).then_some(ver as i64),
-            values: values(&format!("c{ver}")),
+            packed: Packed::new(&format!("{id} v{ver}"), &values(&format!("c{ver}"))),
         },
         del,
     }
@@ -252,6 +252,9 @@ fn rss_mib(field: &str) -> u64 {
 fn checkpoints_of_5m_entities() {
     use std::time::Instant;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    if let Some(dir) = std::env::var_os(SERVE_FROM) {
+        return serve_5m(std::path::Path::new(&dir), threads);
+    }
     let two_values = |i: usize| {
         let v: StoredValues = serde_json::from_value(serde_json::json!({
             "color": {"t": "text", "e": [{"v": format!("color {}", i % 40)}]},
@@ -280,9 +283,8 @@ fn checkpoints_of_5m_entities() {
                 self_updated_at: Timestamp::from_millis(1_800_000_000_000 + i as i64),
                 updated_at: Timestamp::from_millis(1_800_000_000_000 + i as i64),
                 ver: 1,
-                name: format!("{kind} number {i}").into(),
                 family_id: Some((i % 20) as i64),
-                values: two_values(i),
+                packed: Packed::new(&format!("{kind} number {i}"), &two_values(i)),
             };
             rows.bytes += entry.weight();
             rows.entries.insert(entry);
@@ -343,4 +345,62 @@ fn checkpoints_of_5m_entities() {
         rss_mib("VmHWM:")
     );
     drop((second, loaded));
+    // the serving process, measured on its own: a process of this test that holds only what
+    // a serving process holds
+    let dir = std::env::temp_dir().join(format!("catalog-5m-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    for (kind, _, bytes) in &checkpoints {
+        std::fs::write(dir.join(kind), bytes).expect("a checkpoint written");
+    }
+    drop(checkpoints);
+    let out = std::process::Command::new(std::env::current_exe().expect("this test"))
+        .args([
+            "--exact",
+            "search::snapshot::checkpoint::tests::checkpoints_of_5m_entities",
+        ])
+        .args(["--ignored", "--nocapture", "--test-threads=1"])
+        .env(SERVE_FROM, &dir)
+        .output()
+        .expect("the serving process runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // (libtest prints the test's name on the line its output starts)
+    if let Some(at) = text.find("serving process:") {
+        println!("{}", text[at..].lines().next().unwrap_or_default());
+    }
+    assert!(out.status.success(), "the serving process failed: {text}");
+}
+
+/// Where `checkpoints_of_5m_entities` hands its checkpoints to the serving process.
+const SERVE_FROM: &str = "CATALOG_TEST_5M_CHECKPOINTS";
+
+/// The serving side of `checkpoints_of_5m_entities`, in a process of its own: each list
+/// loaded from its checkpoint (its bytes held only while they are decoded, as a checkpoint
+/// fetched from S3 is), then the SKUs reloaded with one copy (the serving rows released
+/// first); the peak RSS of the process at each step.
+fn serve_5m(dir: &std::path::Path, threads: usize) {
+    use std::time::Instant;
+    let base = rss_mib("VmHWM:");
+    let started = Instant::now();
+    let mut loaded = Vec::new();
+    for kind in ["product", "variant", "sku"] {
+        let bytes = std::fs::read(dir.join(kind)).expect("a checkpoint");
+        loaded.push(decode(&bytes, threads, test_seal()).unwrap().0);
+    }
+    let load = started.elapsed().as_secs_f64();
+    let entities: usize = loaded.iter().map(|r| r.entries.len()).sum();
+    let after_load = (rss_mib("VmRSS:"), rss_mib("VmHWM:"));
+    drop(loaded.pop());
+    let started = Instant::now();
+    let bytes = std::fs::read(dir.join("sku")).expect("a checkpoint");
+    loaded.push(decode(&bytes, threads, test_seal()).unwrap().0);
+    drop(bytes);
+    println!(
+        "serving process: base {base} MiB; {entities} entities loaded in {load:.2} s on {threads} threads: RSS {} MiB, peak {} MiB; SKUs reloaded with one copy in {:.2} s: RSS {} MiB, peak {} MiB",
+        after_load.0,
+        after_load.1,
+        started.elapsed().as_secs_f64(),
+        rss_mib("VmRSS:"),
+        rss_mib("VmHWM:")
+    );
 }

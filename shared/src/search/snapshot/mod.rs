@@ -7,7 +7,7 @@
 //! index (`store/changes.rs`); what is kept, and how, is here.
 
 use super::entities::{Entities, Entry};
-use super::packed::PackedValues;
+use super::packed::{Packed, PackedValues};
 use super::selections::{SelectedIds, Selections};
 use crate::domain::time::Timestamp;
 use crate::store::changes::{ChangeRow, PageKey};
@@ -54,9 +54,8 @@ impl From<ChangeRow> for Row {
                 self_updated_at: p.self_updated_at,
                 updated_at: p.updated_at,
                 ver: p.ver,
-                name: p.name.into(),
                 family_id: p.family_id,
-                values: PackedValues::pack(&p.values),
+                packed: Packed::new(&p.name, &PackedValues::pack(&p.values)),
             },
             del: p.del,
         }

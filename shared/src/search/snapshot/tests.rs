@@ -13,9 +13,8 @@ pub(super) fn row(id: &str, tu: i64, ver: u64, del: bool) -> Row {
             self_updated_at: Timestamp::from_millis(tu),
             updated_at: Timestamp::from_millis(tu),
             ver,
-            name: format!("{id}@{ver}").into(),
             family_id: None,
-            values: PackedValues::default(),
+            packed: Packed::new(&format!("{id}@{ver}"), &PackedValues::default()),
         },
         del,
     }
@@ -275,9 +274,8 @@ fn the_default_function_holds_the_claimed_catalog_through_a_reload() {
             self_updated_at: T,
             updated_at: T,
             ver: 1,
-            name: format!("Product {i}").into(),
             family_id: None,
-            values,
+            packed: Packed::new(&format!("Product {i}"), &values),
         };
         weight += entry(p.clone(), None, None, product).weight();
         let v = format!("{p}-v");
