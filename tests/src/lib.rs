@@ -42,6 +42,21 @@ pub async fn run_tool(mut command: std::process::Command) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The table of the benchmark's peer (`bench --get N --peer`): serverless-rust-demo's
+/// products, keyed by `id`.
+pub const PEER_TABLE: &str = "peer-products";
+
+/// serverless-rust-demo's `get-product`, as `scripts/peer.sh` builds it.
+pub fn peer_binary() -> PathBuf {
+    let path = repo_root().join("target/peer/get-product");
+    assert!(
+        path.exists(),
+        "{} is not built: run scripts/peer.sh first",
+        path.display()
+    );
+    path
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -154,7 +154,10 @@ impl Emulator {
     fn launch_instance(&self, function: &str, instance: Arc<Instance>) {
         let (listener, port) = loopback_listener();
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
-        let binary = crate::binary(binary_name);
+        let binary = match binary_name {
+            "peer" => crate::peer_binary(),
+            _ => crate::binary(binary_name),
+        };
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
             .route(
@@ -223,6 +226,14 @@ impl Emulator {
             v if v.starts_with("coldckpt") => {
                 env.push(("CATALOG_CHECKPOINT_BUCKET", crate::imports::BUCKET.into()))
             }
+            // the single GET's figures (`bench --get`): usage written as deployed, every 30 s,
+            // not after every call as the tests read it
+            v if v.starts_with("get") && binary_name != "peer" => {
+                env.push(("CATALOG_USAGE_FLUSH_SECONDS", "30".into()))
+            }
+            // serverless-rust-demo's get-product (`peer@…`, `bench --get N --peer`): its
+            // table, beside ours
+            _ if binary_name == "peer" => env.push(("TABLE_NAME", crate::PEER_TABLE.into())),
             _ => {}
         }
         let name = function.to_string();

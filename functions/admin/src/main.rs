@@ -6,7 +6,7 @@ use catalog::store::Store;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let config = catalog::Config::from_env();

@@ -5,7 +5,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use catalog::workers::feed::ChangeFeed;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let feed: &'static ChangeFeed = Box::leak(Box::new(ChangeFeed {

@@ -7,7 +7,7 @@ use catalog::workers::deadline_from;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let builder = Builder::from_env(catalog::Context::leaked(catalog::Parts::NONE).await).await;

@@ -7,7 +7,7 @@ use lambda_http::Error;
 /// The console's files, as `(name under assets/, text)` (listed by build.rs).
 const FILES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let api = &catalog::api::console::API;

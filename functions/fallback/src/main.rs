@@ -3,7 +3,7 @@
 
 use lambda_http::Error;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let api = catalog::api::fallback::api();

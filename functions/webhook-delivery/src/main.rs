@@ -5,7 +5,7 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use catalog::workers::deliver::Deliverer;
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     catalog::telemetry::init();
     let deliverer: &'static Deliverer = Box::leak(Box::new(Deliverer::new(

@@ -28,13 +28,17 @@
 //! 7. Events (`--destinations N`, `--filtered N`): `events.rs`.
 //! 8. History (`--history N`): the change feed's cost of it, `history.rs`.
 //! 9. Export (`--export N`): N products exported with their variants and SKUs, `export.rs`.
-//! 10. A single product's GET (`--get N`): warm, beside its DynamoDB floor, and cold, `get.rs`.
+//! 10. A single product's GET (`--get N`): warm, beside its DynamoDB floor, and cold, `get.rs`;
+//!     with `--peer`, serverless-rust-demo's `get-product` beside it (`scripts/peer.sh`).
+//! 11. Checkpoint freshness (`--freshness SECONDS`): the newest checkpoints' age under 10 SKU
+//!     writes a second, the builder's schedule scaled with the catalog, `freshness.rs`.
 //!
 //! Usage: `bench [--products N] [--ingest N] [--import N] [--webhooks N] [--isolation S] [--write-shapes N] [--samples N] [--timeout S]`;
 //! unknown flags are refused. A call that does not answer in time is a figure ("no answer in N s"), not a panic.
 
 mod events;
 mod export;
+mod freshness;
 mod get;
 mod history;
 mod isolation;
@@ -68,6 +72,8 @@ struct Args {
     history: usize,
     export: usize,
     get: usize,
+    peer: bool,
+    freshness: usize,
     isolation: usize,
     write_shapes: usize,
     samples: usize,
@@ -76,7 +82,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N [--peer]] [--freshness SECONDS] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
@@ -87,6 +93,8 @@ fn usage() -> ! {
          --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
          --export    products exported with their variants and SKUs: time, file, the worker's requests and memory\n\
          --get       products seeded for the single GET figures: warm beside the DynamoDB floor, and cold (--samples warm calls, 5 cold)\n\
+         --peer      with --get: serverless-rust-demo's get-product beside ours, call for call (build it first: scripts/peer.sh)\n\
+         --freshness seconds of 10 SKU writes a second at 5,000 products beside the checkpoint builder on its schedule scaled to them (default 0: none): the age of the newest checkpoints\n\
          --isolation seconds per phase of the noisy/quiet organizations figures (default 0: none)\n\
          --write-shapes  trees per row of the write shapes figures (default 0: none)\n\
          --samples   warm samples per list row (default 30)\n\
@@ -108,6 +116,8 @@ fn parse_args() -> Args {
         history: 0,
         export: 0,
         get: 0,
+        peer: false,
+        freshness: 0,
         isolation: 0,
         write_shapes: 0,
         samples: 30,
@@ -132,6 +142,8 @@ fn parse_args() -> Args {
             "--history" => args.history = number(),
             "--export" => args.export = number(),
             "--get" => args.get = number(),
+            "--peer" => args.peer = true,
+            "--freshness" => args.freshness = number(),
             "--isolation" => args.isolation = number(),
             "--write-shapes" => args.write_shapes = number(),
             "--samples" => args.samples = number().max(1),
@@ -769,7 +781,7 @@ async fn main() {
             std::env::set_var("CATALOG_E2E_LOG", "info");
         }
     }
-    if args.import > 0 || args.products > 0 || args.export > 0 {
+    if args.import > 0 || args.products > 0 || args.export > 0 || args.freshness > 0 {
         // the import stack (its bucket also holds the list checkpoints) must be in the
         // functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
@@ -815,8 +827,11 @@ async fn main() {
     if args.export > 0 {
         export::export(args.export, args.timeout).await;
     }
+    if args.freshness > 0 {
+        freshness::freshness(freshness::PRODUCTS, args.freshness as u64, args.timeout).await;
+    }
     if args.get > 0 {
-        get::get(args.get, args.samples, 5, args.timeout).await;
+        get::get(args.get, args.samples, 5, args.peer, args.timeout).await;
     }
     if args.write_shapes > 0 {
         shapes::write_shapes(args.write_shapes).await;

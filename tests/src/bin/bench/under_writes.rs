@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Writes a second beside the calls (the rate).
-const WRITES_PER_SECOND: u64 = 10;
+pub(super) const WRITES_PER_SECOND: u64 = 10;
 
 struct Phase {
     p50: Duration,
@@ -67,14 +67,14 @@ async fn phase(
 }
 
 /// SKU price writes through the API at [`WRITES_PER_SECOND`] until stopped.
-struct Writer {
+pub(super) struct Writer {
     stop: Arc<AtomicBool>,
     done: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<Result<(), String>>,
 }
 
 impl Writer {
-    fn start(org: &Org, products: usize) -> Self {
+    pub(super) fn start(org: &Org, products: usize) -> Self {
         let (stop, done) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicUsize::new(0)),
@@ -104,11 +104,11 @@ impl Writer {
         Self { stop, done, task }
     }
 
-    fn done(&self) -> usize {
+    pub(super) fn done(&self) -> usize {
         self.done.load(Ordering::SeqCst)
     }
 
-    async fn stop(self) -> Result<(), String> {
+    pub(super) async fn stop(self) -> Result<(), String> {
         self.stop.store(true, Ordering::SeqCst);
         self.task.await.map_err(|e| e.to_string())?
     }
