@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// An export's `asOf` is this long before it was asked for: a write whose time is earlier
-/// has committed by the time the walk reads (docs/architecture.md, "Exports").
+/// has committed by the time the walk reads (docs/design/writes.md, "Exports").
 const AS_OF_OVERLAP_MS: i64 = 5_000;
 
 /// The most an export's request (its filter, include and selectors as JSON) may hold.

@@ -116,7 +116,7 @@ fn kind_of(entity: TargetEntity) -> Option<EntityKind> {
     }
 }
 
-/// The entity's hierarchy-aware `updatedAt` (docs/architecture.md, Change tracking).
+/// The entity's hierarchy-aware `updatedAt` (docs/design/table.md, "Change tracking").
 fn updated_at(levels: &Levels<'_>, kind: EntityKind, e: &Entry) -> Timestamp {
     let su = |k: EntityKind, id: &Option<Arc<str>>| {
         id.as_deref()

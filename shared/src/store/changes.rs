@@ -45,7 +45,7 @@ const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
 #[derive(Debug, Clone)]
 pub struct PageKey(HashMap<String, AttributeValue>);
 
-/// How the warm copies of the index are kept (see docs/architecture.md, Lists).
+/// How the warm copies of the index are kept (see docs/design/table.md, "Lists and filtering").
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotPolicy {
     /// How far back each delta re-reads, to catch writes that become visible in the index

@@ -3,7 +3,7 @@
 //! Every partition key starts with `O#<org>`: one organization's items can never be named
 //! by another's request. Identifiers may contain `#`, so an identifier only ever ends a key
 //! (a prefix-free position); inside sort keys the separator is `/`, which identifiers cannot
-//! contain. See docs/architecture.md for the access patterns these keys serve.
+//! contain. See docs/design/table.md for the access patterns these keys serve.
 
 /// Attribute names of the table's keys and index keys.
 pub const PK: &str = "PK";

@@ -4,7 +4,7 @@
 //! Lambda instances sharing each organization's bucket). Measured: the quiet organization's
 //! latency alone and beside the noisy one, the noisy one's answers (429s and whether their
 //! headers are exact), 5xx answers, and the tokens the fleet admitted to the noisy
-//! organization against the bound `burst + rate × (t + 1 s)` of docs/architecture.md.
+//! organization against the bound `burst + rate × (t + 1 s)` of docs/design/tenancy.md.
 
 use catalog_e2e::{send_to, stack, Org, Request, Response};
 use serde_json::{json, Value};
