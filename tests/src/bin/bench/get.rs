@@ -322,8 +322,14 @@ pub async fn get(n: usize, samples: usize, cold: usize, peer: bool, timeout: Dur
         }
     );
     println!(
-        "\nA fresh process's first GET sends {} DynamoDB requests in {} round trips (the key's, then the product's); the peer, which authenticates nothing, one.",
-        first_trips.0, first_trips.1
+        "\nA fresh process's first GET sends {} DynamoDB requests in {} round trips (the key's, then the product's){}.",
+        first_trips.0,
+        first_trips.1,
+        if peer {
+            "; the peer, which authenticates nothing, one"
+        } else {
+            ""
+        }
     );
     println!(
         "\nOur answer's body is {bytes} bytes{}.",
