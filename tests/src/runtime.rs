@@ -371,8 +371,8 @@ impl Emulator {
     }
 }
 
-/// The API Gateway HTTP API (v2) event of `req`.
-fn v2_event(req: &Request, id: &str) -> Value {
+/// The API Gateway HTTP API (v2) event of `req` (request id `id`).
+pub fn v2_event(req: &Request, id: &str) -> Value {
     let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
     // As API Gateway, cookies travel in `cookies`, not among the headers.
     let headers: serde_json::Map<String, Value> = req

@@ -1,6 +1,6 @@
 //! The name and values of one entity packed into one byte buffer, as the list snapshot holds
 //! them: one allocation per entity instead of a string and a map of strings, read in place
-//! without copying (`Packed`: the name, then the values; `PackedValues`: the values alone).
+//! without copying (`Packed`: the name, then the values).
 //!
 //! Layout, lengths as LEB128: per attribute `key`, then the length of its body, then the body:
 //! the type's index in `AttributeType::ALL`, a flags byte (multi, has a definition), the
@@ -19,7 +19,9 @@ pub(crate) fn layout_fingerprint() -> [u8; 8] {
     digest[..8].try_into().expect("8 bytes")
 }
 
-/// An entity's values, packed (see the module's layout).
+/// An entity's values alone, packed (see the module's layout): what tests build entities
+/// from; a snapshot keeps `Packed`.
+#[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackedValues(Box<[u8]>);
 
@@ -122,46 +124,52 @@ impl<'a> Attr<'a> {
     }
 }
 
+/// Appends `vals` in the module's layout to `out`.
+fn pack_into(out: &mut Vec<u8>, vals: &StoredValues) {
+    let mut body = Vec::new();
+    for (key, attr) in vals {
+        body.clear();
+        let t = AttributeType::ALL
+            .iter()
+            .position(|t| *t == attr.attr_type)
+            .unwrap_or(0);
+        body.push(t as u8);
+        let mut flags = 0;
+        if attr.is_multi {
+            flags |= MULTI;
+        }
+        if attr.metaobject_definition.is_some() {
+            flags |= DEFINITION;
+        }
+        body.push(flags);
+        if let Some(d) = &attr.metaobject_definition {
+            put_str(&mut body, d);
+        }
+        for e in &attr.entries {
+            let mut flags = 0;
+            if e.locale.is_some() {
+                flags |= LOCALE;
+            }
+            if e.channel.is_some() {
+                flags |= CHANNEL;
+            }
+            body.push(flags);
+            for s in [&e.locale, &e.channel].into_iter().flatten() {
+                put_str(&mut body, s);
+            }
+            put_str(&mut body, &e.value);
+        }
+        put_str(out, key);
+        put_len(out, body.len());
+        out.extend_from_slice(&body);
+    }
+}
+
+#[cfg(test)]
 impl PackedValues {
     pub fn pack(vals: &StoredValues) -> Self {
         let mut out = Vec::new();
-        let mut body = Vec::new();
-        for (key, attr) in vals {
-            body.clear();
-            let t = AttributeType::ALL
-                .iter()
-                .position(|t| *t == attr.attr_type)
-                .unwrap_or(0);
-            body.push(t as u8);
-            let mut flags = 0;
-            if attr.is_multi {
-                flags |= MULTI;
-            }
-            if attr.metaobject_definition.is_some() {
-                flags |= DEFINITION;
-            }
-            body.push(flags);
-            if let Some(d) = &attr.metaobject_definition {
-                put_str(&mut body, d);
-            }
-            for e in &attr.entries {
-                let mut flags = 0;
-                if e.locale.is_some() {
-                    flags |= LOCALE;
-                }
-                if e.channel.is_some() {
-                    flags |= CHANNEL;
-                }
-                body.push(flags);
-                for s in [&e.locale, &e.channel].into_iter().flatten() {
-                    put_str(&mut body, s);
-                }
-                put_str(&mut body, &e.value);
-            }
-            put_str(&mut out, key);
-            put_len(&mut out, body.len());
-            out.extend_from_slice(&body);
-        }
+        pack_into(&mut out, vals);
         Self(out.into_boxed_slice())
     }
 
@@ -236,8 +244,7 @@ impl<'a> Values<'a> {
 pub struct Packed(Box<[u8]>);
 
 impl Packed {
-    /// `name` and the values packed in `values` (a checkpoint's bytes, checked by its hash,
-    /// or `PackedValues::as_bytes`).
+    /// `name` and the values packed in `values` (a checkpoint's bytes, checked by its hash).
     pub(crate) fn from_parts(name: &str, values: &[u8]) -> Self {
         let mut out = Vec::with_capacity(name.len() + values.len() + 2);
         put_str(&mut out, name);
@@ -245,23 +252,30 @@ impl Packed {
         Self(out.into_boxed_slice())
     }
 
-    pub fn new(name: &str, values: &PackedValues) -> Self {
+    /// An entity's `name` and `vals`, packed straight into one buffer.
+    pub fn pack(name: &str, vals: &StoredValues) -> Self {
+        let mut out = Vec::new();
+        put_str(&mut out, name);
+        pack_into(&mut out, vals);
+        Self(out.into_boxed_slice())
+    }
+
+    /// `name` beside values packed before (tests' entities).
+    #[cfg(test)]
+    pub(crate) fn new(name: &str, values: &PackedValues) -> Self {
         Self::from_parts(name, &values.0)
     }
 
-    /// Where the values start, and the name before them.
-    fn split(&self) -> (&str, &[u8]) {
-        let mut r = Reader(&self.0);
-        let name = r.str();
-        (name, r.0)
-    }
-
     pub fn name(&self) -> &str {
-        self.split().0
+        Reader(&self.0).str()
     }
 
+    /// The values, after the name (skipped, not read as text: filters call this per entity).
     pub fn values(&self) -> Values<'_> {
-        Values(self.split().1)
+        let mut r = Reader(&self.0);
+        let n = r.len();
+        r.bytes(n);
+        Values(r.0)
     }
 
     /// The bytes the buffer holds.
@@ -360,6 +374,7 @@ mod tests {
         assert!(empty.is_empty() && empty.iter().next().is_none());
         // with the entity's name in front, in the same allocation
         let both = Packed::new("A product", &packed);
+        assert_eq!(both, Packed::pack("A product", &vals));
         assert_eq!(both.name(), "A product");
         assert_eq!(both.values().as_bytes(), packed.view().as_bytes());
         assert_eq!(both.len(), packed.len() + 1 + "A product".len());

@@ -7,7 +7,7 @@
 //! index (`store/changes.rs`); what is kept, and how, is here.
 
 use super::entities::{Entities, Entry};
-use super::packed::{Packed, PackedValues};
+use super::packed::Packed;
 use super::selections::{SelectedIds, Selections};
 use crate::domain::time::Timestamp;
 use crate::store::changes::{ChangeRow, PageKey};
@@ -55,7 +55,7 @@ impl From<ChangeRow> for Row {
                 updated_at: p.updated_at,
                 ver: p.ver,
                 family_id: p.family_id,
-                packed: Packed::new(&p.name, &PackedValues::pack(&p.values)),
+                packed: Packed::pack(&p.name, &p.values),
             },
             del: p.del,
         }

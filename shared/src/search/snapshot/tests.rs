@@ -1,6 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::*;
+use crate::search::packed::PackedValues;
 
 const T: Timestamp = Timestamp::from_millis(50);
 

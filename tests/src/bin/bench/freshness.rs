@@ -34,10 +34,6 @@ async fn age_ms(s3: &aws_sdk_s3::Client, org: &str, kind: &str, now_ms: i64) -> 
     Some(now_ms - synced)
 }
 
-fn ms(sorted: &[Duration], p: usize) -> f64 {
-    super::quantile(sorted, p).as_secs_f64() * 1000.0
-}
-
 /// The section: `products` products (as many variants, 3 SKUs each), `seconds` of writes.
 pub async fn freshness(products: usize, seconds: u64, timeout: Duration) {
     let org = Org::new().await;
@@ -110,19 +106,15 @@ pub async fn freshness(products: usize, seconds: u64, timeout: Duration) {
             continue;
         }
         ages.sort();
-        let max = ages.last().map_or(0.0, |d| d.as_secs_f64() * 1000.0);
-        let s = |v: f64| v / 1000.0;
-        let m = |v: f64| v * scale / 60_000.0;
-        let (p50, p99) = (ms(ages, 50), ms(ages, 99));
+        let secs = |p: usize| super::quantile(ages, p).as_secs_f64();
+        let (p50, p99, max) = (secs(50), secs(99), secs(100));
+        let minutes = |v: f64| v * scale / 60.0;
         println!(
-            "| {kind} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "| {kind} | {} | {p50:.1} | {p99:.1} | {max:.1} | {:.1} | {:.1} | {:.1} |",
             ages.len(),
-            s(p50),
-            s(p99),
-            s(max),
-            m(p50),
-            m(p99),
-            m(max)
+            minutes(p50),
+            minutes(p99),
+            minutes(max)
         );
     }
     if let Err(e) = stopped {

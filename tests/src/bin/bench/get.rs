@@ -13,7 +13,8 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType,
 };
-use catalog_e2e::{invoke, stack, Org, PEER_TABLE};
+use catalog_e2e::runtime::v2_event;
+use catalog_e2e::{invoke, stack, Org, Request, PEER_TABLE};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -73,29 +74,15 @@ async fn seed_peer(org: &str, n: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The API Gateway (v2) event of `GET path`, as both functions get it: with `bearer` as its
-/// key, and the route's `{id}` in `pathParameters` for the peer (its route fills them).
+/// The API Gateway (v2) event of `GET path`, as both functions get it (the emulator's own
+/// event): with `bearer` as its key, and the route's `{id}` in `pathParameters` for the peer
+/// (its route fills them).
 fn event(path: &str, id: Option<&str>, bearer: Option<&str>) -> Value {
-    let mut headers = json!({"accept": "application/json"});
+    let mut req = Request::new("GET", path).header("accept", "application/json");
     if let Some(key) = bearer {
-        headers["authorization"] = json!(format!("Bearer {key}"));
+        req = req.bearer(key);
     }
-    let mut event = json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "local", "domainName": "localhost",
-            "domainPrefix": "local",
-            "http": {"method": "GET", "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "127.0.0.1", "userAgent": "catalog-e2e"},
-            "requestId": "bench", "routeKey": "$default", "stage": "$default",
-            "time": "02/Dec/2026:00:00:00 +0000", "timeEpoch": 0
-        },
-        "isBase64Encoded": false
-    });
+    let mut event = v2_event(&req, "bench");
     if let Some(id) = id {
         event["pathParameters"] = json!({"id": id});
         event["routeKey"] = json!("GET /{id}");
