@@ -358,6 +358,15 @@ step('catalog: filter color = red, open the product', async ({ context, page, wa
   const colorKey = values.includes('product.color') ? 'product.color' : values.find((v) => v.endsWith('.color'));
   check(colorKey, `no color attribute to filter on (options: ${values.join(', ')})`);
   await attr.selectOption(colorKey);
+  // the operators offered are the ones the API's document declares for the type and field
+  const doc = await page.evaluate(async () => (await fetch('../v1/openapi.json')).json());
+  const matrix = doc.components.parameters.search['x-operators'];
+  const offered = () => cond.getByLabel('Operator').locator('option').evaluateAll((os) => os.map((o) => o.value));
+  check(JSON.stringify(await offered()) === JSON.stringify(matrix.types.text), `text operators offered: ${await offered()}`);
+  await attr.selectOption('_updated_at');
+  check(JSON.stringify(await offered()) === JSON.stringify(matrix.system._updated_at), `_updated_at operators offered: ${await offered()}`);
+  check((await offered()).includes('IN_THE_LAST'), 'no IN_THE_LAST for a time');
+  await attr.selectOption(colorKey);
   await cond.getByLabel('Operator').selectOption('EQUALS');
   await cond.getByLabel('Value').fill('red');
   await page.getByLabel('Per page').selectOption('200');

@@ -4,6 +4,7 @@
 
 use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
@@ -28,7 +29,7 @@ struct DeletionView<'a> {
 }
 
 fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"enum": ENTITY_TYPES})
+    schemars::json_schema!({"enum": EntityType::NAMES})
 }
 
 /// The answer types of this module, for the OpenAPI document.
@@ -51,17 +52,6 @@ pub const ENDPOINT: Endpoint = Endpoint::new(
     handler!(list),
 );
 
-/// The entity types whose deletions are kept.
-pub const ENTITY_TYPES: &[&str] = &[
-    "product",
-    "variant",
-    "sku",
-    "asset",
-    "category",
-    "bundle",
-    "metaobject",
-];
-
 /// GET /deletions?entity_type=&updated_after=: the type's deletions index brought up to
 /// date (one Query of what was deleted since the previous call), then the page and the
 /// total from memory; a position holds all a deletion shows, so nothing more is read.
@@ -73,10 +63,10 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let entity_type = query
         .get("entity_type")
         .ok_or_else(|| ApiError::bad_request("query parameter 'entity_type' is required"))?;
-    if !ENTITY_TYPES.contains(&entity_type) {
+    if EntityType::parse(entity_type).is_none() {
         return Err(ApiError::bad_request(format!(
             "query parameter 'entity_type': '{entity_type}' is not one of {}",
-            ENTITY_TYPES.join(", ")
+            EntityType::names()
         )));
     }
     let horizon =

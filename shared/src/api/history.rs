@@ -90,12 +90,14 @@ pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] =
 
 /// The entity type a history route is of, from its path.
 fn entity_type(call: &Call) -> &'static str {
-    match call.route.route.path.split('/').nth(1) {
-        Some("products") => "product",
-        Some("variants") => "variant",
-        Some("skus") => "sku",
-        _ => "asset",
-    }
+    use crate::domain::entity_types::EntityType;
+    let t = match call.route.route.path.split('/').nth(1) {
+        Some("products") => EntityType::Product,
+        Some("variants") => EntityType::Variant,
+        Some("skus") => EntityType::Sku,
+        _ => EntityType::Asset,
+    };
+    t.as_str()
 }
 
 fn view(e: &Entry) -> EntryView {

@@ -3,92 +3,40 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Declares [`AttributeType`] from one list of `Variant => "name"`: the enum, its wire names
-/// (serde and [`AttributeType::as_str`]) and [`AttributeType::ALL`] cannot disagree, so a
-/// type added here is accepted, listed in the OpenAPI enum (which the console reads) and
-/// given a packed-values index; the compiler then asks for its rules wherever a `match`
-/// over the types decides (validation, filters, rendering).
-macro_rules! attribute_types {
-    ($($variant:ident => $name:literal),+ $(,)?) => {
-        /// The value types of decisions.md: the spec's eleven plus `metaobject`.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-        pub enum AttributeType {
-            $(#[serde(rename = $name)] $variant),+
-        }
+use super::named::named_enum;
 
-        impl AttributeType {
-            /// Every type, in declaration order (the packed values' type index).
-            pub const ALL: &'static [AttributeType] = &[$(Self::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $name),+
-                }
-            }
-        }
-    };
-}
-
-attribute_types! {
-    Text => "text",
-    Html => "html",
-    Select => "select",
-    Boolean => "boolean",
-    Number => "number",
-    Price => "price",
-    Weight => "weight",
-    Image => "image",
-    Color => "color",
-    Url => "url",
-    Datetime => "datetime",
-    Metaobject => "metaobject",
-}
-
-impl AttributeType {
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|t| t.as_str() == s)
+// Declared from one list, so a type added here is accepted, listed in the OpenAPI enum and
+// `x-operators` (which the console reads) and given a packed-values index (`ALL`'s order);
+// the compiler then asks for its rules wherever a `match` over the types decides
+// (validation, filter categories).
+named_enum! {
+    /// The value types of decisions.md: the spec's eleven plus `metaobject`.
+    #[derive(JsonSchema)]
+    pub enum AttributeType {
+        Text => "text",
+        Html => "html",
+        Select => "select",
+        Boolean => "boolean",
+        Number => "number",
+        Price => "price",
+        Weight => "weight",
+        Image => "image",
+        Color => "color",
+        Url => "url",
+        Datetime => "datetime",
+        Metaobject => "metaobject",
     }
 }
 
-/// The entities an attribute can target: the spec's four, plus `asset` (assets carry
-/// attributes of the same shape, validated against `asset.*` definitions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TargetEntity {
-    Product,
-    Variant,
-    Sku,
-    Bundle,
-    Asset,
-}
-
-impl TargetEntity {
-    pub const ALL: [TargetEntity; 5] = [
-        Self::Product,
-        Self::Variant,
-        Self::Sku,
-        Self::Bundle,
-        Self::Asset,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Product => "product",
-            Self::Variant => "variant",
-            Self::Sku => "sku",
-            Self::Bundle => "bundle",
-            Self::Asset => "asset",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|t| t.as_str() == s)
-    }
-
-    /// `product, variant, sku, bundle, asset`: for error messages.
-    pub fn names() -> String {
-        let names: Vec<&str> = Self::ALL.iter().map(|t| t.as_str()).collect();
-        names.join(", ")
+named_enum! {
+    /// The entities an attribute can target: the spec's four, plus `asset` (assets carry
+    /// attributes of the same shape, validated against `asset.*` definitions).
+    pub enum TargetEntity {
+        Product => "product",
+        Variant => "variant",
+        Sku => "sku",
+        Bundle => "bundle",
+        Asset => "asset",
     }
 }
 

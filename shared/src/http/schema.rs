@@ -214,7 +214,7 @@ pub fn one_of(entities: &[TargetEntity]) -> String {
 pub fn selector() -> String {
     format!(
         "{}\\.(?:{KEY}|[a-z0-9_]{{0,64}}\\*)",
-        one_of(&TargetEntity::ALL)
+        one_of(TargetEntity::ALL)
     )
 }
 
@@ -232,7 +232,7 @@ pub fn strings(_: &mut SchemaGenerator) -> Schema {
 
 /// An attribute's target entity.
 pub fn target_entities() -> Schema {
-    json_schema!({"enum": TargetEntity::ALL.map(TargetEntity::as_str)})
+    json_schema!({"enum": TargetEntity::NAMES})
 }
 
 /// [`target_entities()`] for `schema_with`.

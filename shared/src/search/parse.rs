@@ -202,21 +202,27 @@ fn split_key(key: &str) -> Option<(TargetEntity, &str)> {
     Some((entity, k))
 }
 
+/// The system filters, by the key a filter names them with (the OpenAPI document lists
+/// each with its category's operators, as the console reads them).
+pub const SYSTEM_FILTERS: [(&str, Field); 3] = [
+    ("_updated_at", Field::UpdatedAt),
+    ("_family", Field::Family),
+    ("_identifier", Field::Identifier),
+];
+
 fn field_of(
     key: &str,
     defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
 ) -> Result<Field, ApiError> {
-    match key {
-        "_updated_at" => return Ok(Field::UpdatedAt),
-        "_family" => return Ok(Field::Family),
-        "_identifier" => return Ok(Field::Identifier),
-        k if k.starts_with('_') => {
-            return Err(bad(
-                key,
-                "unknown system filter (known: _updated_at, _family, _identifier)",
-            ))
-        }
-        _ => {}
+    if let Some((_, field)) = SYSTEM_FILTERS.iter().find(|(name, _)| *name == key) {
+        return Ok(field.clone());
+    }
+    if key.starts_with('_') {
+        let known: Vec<&str> = SYSTEM_FILTERS.iter().map(|(name, _)| *name).collect();
+        return Err(bad(
+            key,
+            format!("unknown system filter (known: {})", known.join(", ")),
+        ));
     }
     let (entity, k) = split_key(key).ok_or_else(|| {
         bad(

@@ -17,9 +17,6 @@ use std::collections::HashMap;
 /// How long history is kept.
 pub const HISTORY_RETENTION_SECS: i64 = 90 * 24 * 3600;
 
-/// The entity types that have a history.
-pub const HISTORY_TYPES: &[&str] = &["product", "variant", "sku", "asset"];
-
 /// The largest `changes` an entry keeps (an item holds at most 400 KB): a larger one is
 /// kept as omitted.
 pub const MAX_CHANGES_BYTES: usize = 350_000;

@@ -1,5 +1,6 @@
 //! Typed items of the single table, (de)serialized with serde_dynamo.
 
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
 use serde::{Deserialize, Serialize};
@@ -15,12 +16,17 @@ pub enum EntityKind {
 }
 
 impl EntityKind {
-    pub fn as_str(self) -> &'static str {
+    /// The entity type the kind is (its name on items, events and topics).
+    pub fn entity_type(self) -> EntityType {
         match self {
-            Self::Product => "product",
-            Self::Variant => "variant",
-            Self::Sku => "sku",
+            Self::Product => EntityType::Product,
+            Self::Variant => EntityType::Variant,
+            Self::Sku => EntityType::Sku,
         }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.entity_type().as_str()
     }
 
     /// The kind `as_str` names.

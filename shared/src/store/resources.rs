@@ -7,6 +7,7 @@ use super::keys::{change_sk, entity_change_pk, metaobjects_pk, reshard, resource
 use super::ops::Expect;
 use super::ops::{item_key, Item};
 use super::{Store, StoreError};
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::domain::values::StoredValues;
 use crate::store::idempotency::Guard;
@@ -22,13 +23,18 @@ pub enum ResourceKind {
 }
 
 impl ResourceKind {
-    pub fn as_str(self) -> &'static str {
+    /// The entity type the kind is (its name on items, events and topics).
+    pub fn entity_type(self) -> EntityType {
         match self {
-            Self::Asset => "asset",
-            Self::Category => "category",
-            Self::Bundle => "bundle",
-            Self::Metaobject => "metaobject",
+            Self::Asset => EntityType::Asset,
+            Self::Category => EntityType::Category,
+            Self::Bundle => EntityType::Bundle,
+            Self::Metaobject => EntityType::Metaobject,
         }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.entity_type().as_str()
     }
 }
 
@@ -238,6 +244,23 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::items::EntityKind;
+
+    #[test]
+    fn every_entity_type_is_one_kind_of_item() {
+        let trees = [EntityKind::Product, EntityKind::Variant, EntityKind::Sku];
+        let flat = [
+            ResourceKind::Asset,
+            ResourceKind::Category,
+            ResourceKind::Bundle,
+            ResourceKind::Metaobject,
+        ];
+        let mut types: Vec<EntityType> = trees.map(EntityKind::entity_type).to_vec();
+        types.extend(flat.map(ResourceKind::entity_type));
+        types.sort();
+        assert_eq!(types, EntityType::ALL);
+        assert_eq!(Shelf::BUNDLES.pk("o1"), "O#o1#R#bundle");
+    }
 
     #[test]
     fn links_round_trip_as_a_string_set() {

@@ -3,7 +3,8 @@
 //! built from the same entity and action lists the topic check uses, so the two never
 //! disagree.
 
-use super::topics::{event_name, Action, ENTITY_TYPES};
+use super::topics::{event_name, Action};
+use crate::domain::entity_types::EntityType;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -66,7 +67,7 @@ pub fn example(entity_type: &str, action: Action, identifier: &str) -> Value {
 /// Every event type, in topic order (entity types as listed, then created, updated,
 /// deleted).
 pub fn catalog() -> Vec<EventType> {
-    ENTITY_TYPES
+    EntityType::NAMES
         .iter()
         .flat_map(|entity| {
             Action::ALL.into_iter().map(move |action| EventType {
@@ -86,7 +87,7 @@ mod tests {
     #[test]
     fn every_event_type_is_a_valid_topic_with_its_own_example() {
         let all = catalog();
-        assert_eq!(all.len(), ENTITY_TYPES.len() * 3);
+        assert_eq!(all.len(), EntityType::ALL.len() * 3);
         for t in &all {
             assert_eq!(validate(&t.name), Ok(()), "{}", t.name);
             assert_eq!(t.example["event"], json!(t.name));

@@ -7,6 +7,7 @@
 
 use crate::domain::attributes::{AttributeDefinition, AttributeType, TargetEntity};
 use crate::domain::changes::decode_fields;
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{raw_scalars, StoredValues};
 use crate::error::ApiError;
@@ -14,7 +15,6 @@ use crate::search::eval::matches;
 use crate::search::parse::{parse_json, Field, Filter, RawSearch};
 use crate::store::items::EntityKind;
 use crate::store::webhooks::EventFilter;
-use crate::webhooks::topics::ENTITY_TYPES;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -142,7 +142,7 @@ pub fn check_levels(filter: &EventFilter, topics: &[String]) -> Result<(), ApiEr
     for topic in topics {
         let types: Vec<&str> = match topic.split_once('.') {
             Some((entity, _)) => vec![entity],
-            None => ENTITY_TYPES.to_vec(),
+            None => EntityType::NAMES.to_vec(),
         };
         for entity_type in types {
             let Some(event_level) = level(entity_type) else {

@@ -1,18 +1,8 @@
 //! Webhook topics (decisions.md): `<entity>.created|updated|deleted`, `<entity>.*` and `*`,
 //! how a subscription's topics are checked, and which events they match.
 
+use crate::domain::entity_types::EntityType;
 use serde::{Deserialize, Serialize};
-
-/// Every entity type an event can name (the spec's `entity_type` values).
-pub const ENTITY_TYPES: &[&str] = &[
-    "product",
-    "variant",
-    "sku",
-    "bundle",
-    "metaobject",
-    "category",
-    "asset",
-];
 
 /// Most topics one subscription may list.
 pub const MAX_TOPICS: usize = 50;
@@ -77,10 +67,10 @@ pub fn validate(topic: &str) -> Result<(), String> {
             "topic '{topic}' must be '<entity>.<action>', '<entity>.*' or '*'"
         ));
     };
-    if !ENTITY_TYPES.contains(&entity) {
+    if EntityType::parse(entity).is_none() {
         return Err(format!(
             "topic '{topic}' names unknown entity '{entity}'; entities are {}",
-            ENTITY_TYPES.join(", ")
+            EntityType::names()
         ));
     }
     if action != "*" && Action::parse(action).is_none() {

@@ -3,6 +3,7 @@
 // isChannelScoped?, options? (select), metaobjectDefinition? (metaobject)}.
 
 import * as api from '../api.js';
+import { attributeChoices } from '../document.js';
 import {
   h, replace, announce, errorArea, table, pager, field, checkbox, busy, badge, code, dash, focusIn,
 } from '../ui.js';
@@ -11,19 +12,6 @@ const PAGE_SIZE = 200;
 const KEY_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
 const yesNo = (v) => (v ? badge('Yes', 'ok') : h('span', { class: 'muted' }, 'No'));
-
-// The attribute types and target entities as the API's own document declares them (GET
-// /v1/openapi.json, public, the enums of an attribute's creation body): the console keeps no
-// copy of either list, so a type added to the API is offered here with no change.
-let choices = null;
-async function attributeChoices(signal) {
-  if (!choices) {
-    const doc = await api.get('openapi.json', { signal });
-    const create = doc.components.schemas.AttributeCreate.properties;
-    choices = { types: create.type.enum, targets: create.targetEntity.enum };
-  }
-  return choices;
-}
 
 export default async function attributesPage(ctx) {
   const { root, signal } = ctx;

@@ -4,24 +4,12 @@
 // state lives in the hash's query, so a filtered list can be bookmarked and reloaded.
 
 import * as api from '../api.js';
+import { operatorMatrix } from '../document.js';
 import {
   h, replace, announce, errorArea, table, pager, field, option, time, dash, uid, focusIn,
 } from '../ui.js';
 import { hrefOf, setQuery } from '../router.js';
 
-/** Operator categories by attribute type (decisions.md, "Filtering"). */
-const CATEGORY = {
-  text: 'text', html: 'text', url: 'text', color: 'text', image: 'text',
-  select: 'preset', boolean: 'preset', metaobject: 'preset', _family: 'preset',
-  number: 'numeric', price: 'numeric', weight: 'numeric',
-  datetime: 'datetime',
-};
-const OPERATORS = {
-  text: ['EQUALS', 'NOT_EQUALS', 'CONTAINS', 'NOT_CONTAINS', 'IN', 'NOT_IN', 'EMPTY', 'NOT_EMPTY'],
-  preset: ['EQUALS', 'NOT_EQUALS', 'IN', 'NOT_IN', 'EMPTY', 'NOT_EMPTY'],
-  numeric: ['EQUALS', 'NOT_EQUALS', 'GREATER_THAN', 'LESS_THAN', 'EMPTY', 'NOT_EMPTY'],
-  datetime: ['BEFORE', 'AFTER', 'GREATER_THAN', 'LESS_THAN', 'IN_THE_LAST', 'NOT_IN_THE_LAST', 'EMPTY', 'NOT_EMPTY'],
-};
 const OP_LABEL = {
   EQUALS: 'equals', NOT_EQUALS: 'does not equal', CONTAINS: 'contains', NOT_CONTAINS: 'does not contain',
   IN: 'is one of', NOT_IN: 'is none of', EMPTY: 'is empty', NOT_EMPTY: 'is not empty',
@@ -85,7 +73,13 @@ function convert(raw, type) {
   return s;
 }
 
-function conditionRow(defs, byKey, init, onRemove) {
+/** The operators the API accepts for `def` (`x-operators` of its document), none unknown. */
+function operatorsOf(matrix, def) {
+  const ops = def.key.startsWith('_') ? matrix.system[def.key] : matrix.types[def.type];
+  return ops || [];
+}
+
+function conditionRow(defs, byKey, matrix, init, onRemove) {
   const n = uid('cond');
   const attr = field('Attribute', { name: 'attribute', class: 'cond-attr' }, { tag: 'select' });
   const groups = [
@@ -109,7 +103,7 @@ function conditionRow(defs, byKey, init, onRemove) {
 
   function syncOperators(keep) {
     const def = byKey.get(attr.input.value) || SYSTEM_FILTERS[0];
-    const ops = OPERATORS[CATEGORY[def.type] || 'text'];
+    const ops = operatorsOf(matrix, def);
     const current = keep && ops.includes(keep) ? keep : ops[0];
     replace(op.input, ops.map((o) => option(o, OP_LABEL[o] || o, o === current)));
     replace(datalist, def.type === 'boolean' ? ['true', 'false'].map((o) => option(o)) : (def.options || []).map((o) => option(o)));
@@ -120,12 +114,12 @@ function conditionRow(defs, byKey, init, onRemove) {
     const o = op.input.value;
     value.wrap.hidden = NO_VALUE.has(o);
     value.input.disabled = NO_VALUE.has(o);
-    value.input.type = CATEGORY[def.type] === 'numeric' && def.type === 'number' && !LIST_VALUE.has(o) ? 'number' : 'text';
+    value.input.type = def.type === 'number' && !LIST_VALUE.has(o) ? 'number' : 'text';
     if (value.input.type === 'number') value.input.step = 'any';
     let text = '';
     if (LIST_VALUE.has(o)) text = 'Several values, separated by commas.';
     else if (DURATION.has(o)) text = 'A duration such as 7d, 24h or 30m.';
-    else if (CATEGORY[def.type] === 'datetime') text = 'An RFC 3339 time, such as 2026-01-31T00:00:00Z.';
+    else if (def.type === 'datetime') text = 'An RFC 3339 time, such as 2026-01-31T00:00:00Z.';
     else if (def.type === 'price') text = 'An amount, such as 12.5, or with its currency: 12.5 EUR.';
     else if (def.type === 'weight') text = 'A number of grams, or with its unit: 1.5 kg.';
     else if (def.type === 'boolean') text = 'true or false.';
@@ -158,12 +152,27 @@ function conditionRow(defs, byKey, init, onRemove) {
 }
 
 /**
- * The filter builder: condition rows on the catalog's attributes (of GET /attributes) and
- * the built-in fields, and the search mode. The explorer's form and a webhook's `filter`
- * both use it. `search` and `mode` fill it in. Returns {rowsBox, addButton, mode, read(),
- * clear()}: read() is {search (null when there are no conditions), mode} or an Error.
+ * What the filter builder offers, read together: {defs} the attribute definitions (GET
+ * /attributes; none without catalog:read) and {operators} the API document's operator
+ * matrix. What cannot be read is empty, and its error goes to `onError` when given.
  */
-export function filterBuilder(defs, {
+export async function filterChoices(signal, onError) {
+  const failed = (empty) => (err) => { if (onError) onError(err); return empty; };
+  const [defs, operators] = await Promise.all([
+    api.getAll('attributes', { signal }).catch(failed([])),
+    operatorMatrix(signal).catch(failed({ types: {}, system: {} })),
+  ]);
+  return { defs, operators };
+}
+
+/**
+ * The filter builder: condition rows on the catalog's attributes and the built-in fields,
+ * each with the operators the API declares for it, and the search mode (`choices` is
+ * filterChoices()'s). The explorer's form and a webhook's `filter` both use it. `search` and
+ * `mode` fill it in. Returns {rowsBox, addButton, mode, read(), clear()}: read() is {search
+ * (null when there are no conditions), mode} or an Error.
+ */
+export function filterBuilder({ defs, operators }, {
   search = null, mode = 'all', addId = 'add-condition', modeId = 'search-mode', modeName = 'search_mode',
 } = {}) {
   const catalogDefs = defs.filter((d) => /^(product|variant|sku)\./.test(d.key)).sort((a, b) => a.key.localeCompare(b.key));
@@ -179,7 +188,7 @@ export function filterBuilder(defs, {
   };
   const renumber = () => rows.forEach((r, i) => { r.el.querySelector('legend').textContent = `Condition ${i + 1}`; });
   const addRow = (init = {}) => {
-    const row = conditionRow(catalogDefs, byKey, init, removeRow);
+    const row = conditionRow(catalogDefs, byKey, operators, init, removeRow);
     rows.push(row);
     rowsBox.append(row.el);
     renumber();
@@ -231,10 +240,10 @@ export default async function catalogPage(ctx, kind) {
     page: Math.max(1, Number(query.get('page')) || 1),
   };
 
-  const defs = await api.getAll('attributes', { signal }).catch((err) => { errors.show(err); return []; });
+  const choices = await filterChoices(signal, (err) => errors.show(err));
   let initial = null;
   try { initial = state.search ? JSON.parse(state.search) : null; } catch { state.search = ''; }
-  const builder = filterBuilder(defs, { search: initial, mode: state.mode });
+  const builder = filterBuilder(choices, { search: initial, mode: state.mode });
   const { rowsBox, addButton, mode } = builder;
   const limit = field('Per page', { name: 'limit', id: 'page-size' }, {
     tag: 'select', options: [25, 50, 100, 200].map((n) => ({ value: String(n), selected: n === state.limit })),

@@ -14,6 +14,7 @@ import {
   filterInput,
   destinationInput, destinationCell, destinationType, addressOf, payloadInput,
 } from './webhooks.js';
+import { filterChoices } from './catalog.js';
 
 const LOG_PAGE = 25;
 const DELIVERY_STATUSES = [
@@ -54,7 +55,7 @@ export default async function webhookPage(ctx) {
   const logBox = h('div', { id: 'deliveries-list', 'aria-busy': 'true' });
   let hook = null;
   let eventTypes = [];
-  let attributeDefs = [];
+  let filterOffer = { defs: [], operators: { types: {}, system: {} } };
 
   // --- summary and actions
   function drawSummary() {
@@ -203,7 +204,7 @@ export default async function webhookPage(ctx) {
     const picker = topicPicker(eventTypes, hook.topics || []);
     const changed = changedFieldsInput(hook.changedFields);
     const payload = payloadInput(hook.payload);
-    const filter = filterInput(attributeDefs, hook.filter);
+    const filter = filterInput(filterOffer, hook.filter);
     const save = h('button', { type: 'submit', class: 'btn' }, 'Save changes');
     const formErrors = errorArea();
     const form = h('form', { class: 'form', id: 'edit-webhook', novalidate: true },
@@ -335,10 +336,9 @@ export default async function webhookPage(ctx) {
       output),
     editBox,
     h('section', { 'aria-labelledby': 'log-h' }, h('h2', { id: 'log-h' }, 'Delivery log'), filters, logBox));
-  const defsLoaded = api.getAll('attributes', { signal }).catch(() => []);
-  const typesLoaded = Promise.all([loadEventTypes(signal), defsLoaded]).then(([types, defs]) => {
+  const typesLoaded = Promise.all([loadEventTypes(signal), filterChoices(signal)]).then(([types, choices]) => {
     eventTypes = types;
-    attributeDefs = defs;
+    filterOffer = choices;
     const names = [...new Set([...types.map((t) => t.name), 'webhook.test', 'webhook.verification'])].sort();
     for (const n of names) eventSel.input.append(option(n));
     drawEdit();

@@ -9,7 +9,7 @@ import {
   jsonBlock, uid, focusIn,
 } from '../ui.js';
 import { hrefOf } from '../router.js';
-import { filterBuilder } from './catalog.js';
+import { filterBuilder, filterChoices } from './catalog.js';
 
 const PAGE_SIZE = 50;
 
@@ -90,11 +90,12 @@ export function payloadInput(current = 'thin') {
 }
 
 /**
- * The `filter` inputs: the explorer's filter builder in a fieldset. Returns {wrap, body()}:
- * body() is the `filter` field (null when it has no conditions) or an Error.
+ * The `filter` inputs: the explorer's filter builder in a fieldset (`choices` of
+ * filterChoices()). Returns {wrap, body()}: body() is the `filter` field (null when it has no
+ * conditions) or an Error.
  */
-export function filterInput(defs, current = null) {
-  const b = filterBuilder(defs, {
+export function filterInput(choices, current = null) {
+  const b = filterBuilder(choices, {
     search: current && current.search, mode: current && current.searchMode,
     addId: 'add-filter-condition', modeId: 'filter-mode', modeName: 'filterMode',
   });
@@ -252,13 +253,13 @@ export default async function webhooksPage(ctx) {
     }
   }
 
-  function drawForm([eventTypes, defs]) {
+  function drawForm([eventTypes, choices]) {
     const url = destinationInput();
     const description = field('Description (optional)', { name: 'description', maxlength: '500' });
     const picker = topicPicker(eventTypes, []);
     const changed = changedFieldsInput();
     const payload = payloadInput();
-    const filter = filterInput(defs);
+    const filter = filterInput(choices);
     const submit = h('button', { type: 'submit', class: 'btn' }, 'Create subscription');
     const formErrors = errorArea();
     const form = h('form', { class: 'panel form', id: 'create-webhook', 'aria-labelledby': 'create-webhook-h', novalidate: true },
@@ -324,6 +325,6 @@ export default async function webhooksPage(ctx) {
     formBox);
   const types = loadEventTypes(signal).catch((err) => { errors.show(err); return []; });
   // the filter builder's attributes (none without catalog:read: built-in fields only)
-  const defs = api.getAll('attributes', { signal }).catch(() => []);
-  await Promise.all([load(), Promise.all([types, defs]).then(drawForm)]);
+  const choices = filterChoices(signal);
+  await Promise.all([load(), Promise.all([types, choices]).then(drawForm)]);
 }

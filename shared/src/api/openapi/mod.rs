@@ -81,6 +81,27 @@ fn selectors() -> Value {
     comma_list(&crate::http::schema::selector())
 }
 
+/// `search`, with the operator matrix (decisions.md, "Filtering") as `x-operators`: each
+/// attribute type's operators and each system filter's, in the order the parser lists them,
+/// so that a client (the console) builds its conditions from the document.
+fn search_param() -> Value {
+    use crate::domain::attributes::AttributeType;
+    use crate::search::operators::Category;
+    use crate::search::parse::SYSTEM_FILTERS;
+    let names = |c: Category| -> Vec<&str> { c.operators().iter().map(|o| o.name()).collect() };
+    let types: Map<String, Value> = AttributeType::ALL
+        .iter()
+        .map(|t| (t.as_str().into(), json!(names(Category::of(*t)))))
+        .collect();
+    let system: Map<String, Value> = SYSTEM_FILTERS
+        .iter()
+        .map(|(key, field)| (key.to_string(), json!(names(field.category()))))
+        .collect();
+    let mut p = param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}. `x-operators` lists the operators each attribute type and each system filter accepts.");
+    p["x-operators"] = json!({"types": types, "system": system});
+    p
+}
+
 fn parameters() -> Value {
     let mut all = json!({
         "include": param("include", "query", product_include(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
@@ -89,7 +110,7 @@ fn parameters() -> Value {
         "attributes": param("attributes", "query", selectors(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
         "exclude_attributes": param("exclude_attributes", "query", selectors(), "Selectors to omit after inclusion; exclusion wins."),
         "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
-        "search": param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}."),
+        "search": search_param(),
         "search_mode": param("search_mode", "query", json!({"enum": ["all", "any"], "default": "all"}), "all: every filter matches; any: at least one top-level key."),
         "limit": param("limit", "query", json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 100}), "Page size."),
         "page": param("page", "query", json!({"type": "integer", "minimum": 1, "maximum": 4294967295u64, "default": 1}), "1-based page."),
@@ -98,7 +119,7 @@ fn parameters() -> Value {
         "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
         "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
         "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
-        "entity_type": required(param("entity_type", "query", json!({"enum": super::deletions::ENTITY_TYPES}), "The type whose deletions to list.")),
+        "entity_type": required(param("entity_type", "query", json!({"enum": crate::domain::entity_types::EntityType::NAMES}), "The type whose deletions to list.")),
         "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
         "delivery_status": param("status", "query", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), "Only deliveries in this status."),
         "delivery_event": param("event", "query", matching("[a-z]+\\.(created|updated|deleted|test)"), "Only deliveries of this event (`product.updated`, `webhook.test`)."),
@@ -233,7 +254,7 @@ fn operation(route: &Route, tag: &str, g: &mut SchemaGenerator) -> Value {
             let schema = match name {
                 "definition" | "name" => matching(KEY),
                 "key" => {
-                    let entities = TargetEntity::ALL.map(TargetEntity::as_str).join("|");
+                    let entities = TargetEntity::NAMES.join("|");
                     matching(&format!("({entities})\\.{KEY}"))
                 }
                 "id" if route.path.starts_with("/families") => matching("[1-9][0-9]{0,9}"),

@@ -92,3 +92,43 @@ fn the_served_document_is_the_generated_one() {
         "shared/src/api/openapi/document.json is stale: run `make generate`"
     );
 }
+
+/// `search` carries the operator matrix the parser checks: every attribute type and every
+/// system filter with its category's operators, each of which the parser accepts for it.
+#[test]
+fn the_search_parameter_lists_the_operators_the_parser_accepts() {
+    use crate::domain::attributes::AttributeType;
+    let doc = document();
+    let ops = &doc["components"]["parameters"]["search"]["x-operators"];
+    let types = ops["types"].as_object().unwrap();
+    let mut listed: Vec<&str> = types.keys().map(String::as_str).collect();
+    let mut all = AttributeType::NAMES.to_vec();
+    listed.sort();
+    all.sort();
+    assert_eq!(listed, all);
+    assert_eq!(
+        types["price"],
+        json!([
+            "EQUALS",
+            "NOT_EQUALS",
+            "GREATER_THAN",
+            "LESS_THAN",
+            "EMPTY",
+            "NOT_EMPTY"
+        ])
+    );
+    assert_eq!(
+        types["metaobject"],
+        json!(["EQUALS", "NOT_EQUALS", "IN", "NOT_IN", "EMPTY", "NOT_EMPTY"])
+    );
+    let system = ops["system"].as_object().unwrap();
+    let keys: Vec<&str> = system.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["_family", "_identifier", "_updated_at"]);
+    assert_eq!(system["_identifier"], types["text"]);
+    assert_eq!(system["_updated_at"], types["datetime"]);
+    assert_eq!(system["_family"], types["select"]);
+    assert!(types["datetime"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("IN_THE_LAST")));
+}

@@ -1,6 +1,7 @@
 //! The delivery log of a subscription, and deliveries sent by hand (replays and test events), counted against the organization's hourly quota.
 
 use super::*;
+use crate::domain::entity_types::EntityType;
 
 /// A delivery log entry as served.
 #[derive(Serialize, JsonSchema)]
@@ -146,7 +147,7 @@ fn event_filter(value: &str) -> Result<&str, ApiError> {
         Some(Action::Test | Action::Verification) => true,
         Some(_) => value
             .split_once('.')
-            .is_some_and(|(entity, _)| topics::ENTITY_TYPES.contains(&entity)),
+            .is_some_and(|(entity, _)| EntityType::parse(entity).is_some()),
         None => false,
     };
     known.then_some(value).ok_or_else(|| {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::domain::changes::PayloadKind;
+use crate::domain::entity_types::EntityType;
 use crate::store::webhooks::EventFilter;
 use crate::webhooks::filters;
 
@@ -12,7 +13,7 @@ pub(super) fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
     let actions = Action::ALL.map(Action::as_str).join("|");
     let topic = schema::matching(&format!(
         "\\*|(?:{})\\.(?:{actions}|\\*)",
-        topics::ENTITY_TYPES.join("|")
+        EntityType::NAMES.join("|")
     ));
     schemars::json_schema!({"type": "array", "items": topic, "minItems": 1, "maxItems": MAX_TOPICS})
 }

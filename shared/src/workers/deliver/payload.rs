@@ -63,7 +63,7 @@ fn always_true(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 fn entity_types(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut all = topics::ENTITY_TYPES.to_vec();
+    let mut all = crate::domain::entity_types::EntityType::NAMES.to_vec();
     all.push(topics::TEST_ENTITY_TYPE);
     schemars::json_schema!({"enum": all})
 }

@@ -9,8 +9,9 @@
 use super::{change_in, retryable, Change, SetAside};
 use crate::domain::actor::Actor;
 use crate::domain::changes::{delta, state_of};
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
-use crate::store::history::{Entry, Event, HISTORY_TYPES, MAX_CHANGES_BYTES};
+use crate::store::history::{Entry, Event, MAX_CHANGES_BYTES};
 use crate::store::writes::BY;
 use crate::store::Store;
 use crate::webhooks::topics::Action;
@@ -74,7 +75,7 @@ fn entry_of(record: &EventRecord, change: &Change) -> Entry {
 fn entries(records: &[EventRecord]) -> BTreeMap<String, Vec<(usize, Entry)>> {
     let mut by_org: BTreeMap<String, Vec<(usize, Entry)>> = BTreeMap::new();
     for (i, record) in records.iter().enumerate() {
-        if let Some(change) = change_in(record, HISTORY_TYPES) {
+        if let Some(change) = change_in(record, EntityType::has_history) {
             let entry = entry_of(record, &change);
             by_org.entry(change.org).or_default().push((i, entry));
         }

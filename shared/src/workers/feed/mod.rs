@@ -5,12 +5,13 @@
 
 use crate::context::Context;
 use crate::domain::changes::{self, PayloadKind};
+use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::store::keys::{is_change_pk, pending_sk};
 use crate::store::webhooks::{PendingKey, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
-use crate::webhooks::topics::{self, Action, ENTITY_TYPES};
+use crate::webhooks::topics::{self, Action};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use futures_util::future::join_all;
@@ -40,7 +41,8 @@ struct EntityImage {
     pk: String,
     #[serde(rename = "GSI1PK", default)]
     gsi1pk: Option<String>,
-    kind: String,
+    /// An item whose `kind` names no entity type is not an entity: it fails to decode.
+    kind: EntityType,
     id: String,
     /// A metaobject's definition: its REST identifier is `<definition>/<identifier>`.
     #[serde(default)]
@@ -59,14 +61,14 @@ impl EntityImage {
     /// The image's organization, when it is an item of one of `types` (not a tombstone, an
     /// identity item, a setting or webhook state): every entity sits in its type's index
     /// partition.
-    fn org_in(&self, types: &[&str]) -> Option<&str> {
+    fn org_in(&self, kept: fn(EntityType) -> bool) -> Option<&str> {
         let org = self.pk.strip_prefix("O#")?.split('#').next()?;
-        let is_entity = types.contains(&self.kind.as_str())
+        let is_entity = kept(self.kind)
             && self.del != Some(true)
             && self
                 .gsi1pk
                 .as_deref()
-                .is_some_and(|pk| is_change_pk(pk, org, &self.kind));
+                .is_some_and(|pk| is_change_pk(pk, org, self.kind.as_str()));
         is_entity.then_some(org)
     }
 }
@@ -83,11 +85,11 @@ fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
 /// and MODIFY `updated` only when the entity itself changed (`su` moved); a MODIFY that
 /// only moved the tree timestamp `tu` (a child changed) is not an event of the parent.
 pub fn change_of(record: &EventRecord) -> Option<Change> {
-    change_in(record, ENTITY_TYPES)
+    change_in(record, |_| true)
 }
 
-/// [`change_of`] for items of `types`.
-fn change_in(record: &EventRecord, types: &[&str]) -> Option<Change> {
+/// [`change_of`] for items of the types `kept` keeps.
+fn change_in(record: &EventRecord, kept: fn(EntityType) -> bool) -> Option<Change> {
     let mut changed = Vec::new();
     let (action, entity) = match record.event_name.as_str() {
         "INSERT" => (Action::Created, image(&record.change.new_image)?),
@@ -98,7 +100,7 @@ fn change_in(record: &EventRecord, types: &[&str]) -> Option<Change> {
                 return None;
             }
             changed = changed_fields(
-                &new.kind,
+                new.kind.as_str(),
                 &record.change.old_image,
                 &record.change.new_image,
             );
@@ -107,7 +109,7 @@ fn change_in(record: &EventRecord, types: &[&str]) -> Option<Change> {
         "REMOVE" => (Action::Deleted, image(&record.change.old_image)?),
         _ => return None,
     };
-    let org = entity.org_in(types)?.to_string();
+    let org = entity.org_in(kept)?.to_string();
     let recorded = Timestamp::from_millis(
         record
             .change
@@ -127,7 +129,7 @@ fn change_in(record: &EventRecord, types: &[&str]) -> Option<Change> {
     };
     Some(Change {
         org,
-        entity_type: entity.kind,
+        entity_type: entity.kind.as_str().to_string(),
         identifier,
         action,
         occurred_at,
