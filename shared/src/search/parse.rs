@@ -197,8 +197,13 @@ impl RawSearch {
 
 fn split_key(key: &str) -> Option<(TargetEntity, &str)> {
     let (entity, k) = key.split_once('.')?;
-    let entity = TargetEntity::parse(entity)
-        .filter(|e| !matches!(e, TargetEntity::Bundle | TargetEntity::Asset))?;
+    // the product tree's levels only: a target added later is not a list's filter key
+    let entity = TargetEntity::parse(entity).filter(|e| {
+        matches!(
+            e,
+            TargetEntity::Product | TargetEntity::Variant | TargetEntity::Sku
+        )
+    })?;
     Some((entity, k))
 }
 
