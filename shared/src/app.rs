@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::context::Context;
 use crate::domain::limits::MAX_CONCURRENT_BULK_WRITES;
 use crate::error::ApiError;
-use crate::http::{routes, ApiRequest, ApiResponse, Route, RouteMatch};
+use crate::http::{routes, ApiRequest, ApiResponse, Query, Route, RouteMatch};
 use crate::store::idempotency::Guard;
 use crate::store::writes::Origin;
 use crate::store::{metrics, Store};
@@ -41,6 +41,10 @@ pub struct Call {
     pub principal: Principal,
     pub route: RouteMatch,
     pub request: ApiRequest,
+    /// The query string, checked against the route's parameters (its `Doc::query`, the
+    /// names the OpenAPI document lists) before the handler runs: an unknown or repeated
+    /// parameter is refused with nothing done, and the handler reads the ones it takes.
+    pub query: Query,
     /// The claim of the request's `Idempotency-Key`, when it has one: every write the
     /// request makes is given it, and the first to commit moves the key's record to
     /// `written` in the same transaction (`store/idempotency.rs`).
@@ -302,6 +306,7 @@ impl App {
                 let handler = api.endpoints[route.index].handler;
                 let call = Call {
                     principal: Principal::anonymous(),
+                    query: Query::parse(&request.query, route.route.doc.query)?,
                     route,
                     request,
                     guard: None,
@@ -472,19 +477,23 @@ impl App {
         }
         let handler = api.endpoints[route.index].handler;
         crate::http::etag::readable(request.if_match.as_deref())?;
-        let Some(key) = crate::http::idempotency::key(&request)? else {
+        let key = crate::http::idempotency::key(&request)?.map(str::to_string);
+        // before an Idempotency-Key is claimed: a refused query writes nothing
+        let query = Query::parse(&request.query, route.route.doc.query)?;
+        let Some(key) = key else {
             return handler(
                 self,
                 Call {
                     principal,
                     route,
                     request,
+                    query,
                     guard: None,
                 },
             )
             .await;
         };
-        self.once(handler, key.to_string(), principal, route, request)
+        self.once(handler, key, principal, (route, query), request)
             .await
     }
 
@@ -496,7 +505,7 @@ impl App {
         handler: Handler,
         key: String,
         principal: Principal,
-        route: RouteMatch,
+        (route, query): (RouteMatch, Query),
         request: ApiRequest,
     ) -> Result<ApiResponse, ApiError> {
         use crate::store::idempotency::Claimed;
@@ -545,6 +554,7 @@ impl App {
             principal,
             route,
             request,
+            query,
             guard: Some(guard.clone()),
         };
         let response = match handler(self, call).await {

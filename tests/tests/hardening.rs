@@ -432,3 +432,72 @@ async fn a_bulk_write_out_of_time_answers_exactly_what_it_wrote() {
     }
     assert_eq!(stored, written);
 }
+
+/// Every route checks its query string against the parameters its OpenAPI operation lists,
+/// before its handler runs: an unknown parameter on a write is refused with nothing written
+/// (routes whose handlers read no parameter used to take it and write), and before an
+/// `Idempotency-Key` is claimed, so the corrected request under the same key runs.
+#[tokio::test]
+async fn unknown_query_parameters_are_refused_before_anything_is_written() {
+    let org = Org::new().await;
+    let unknown = json!({"error": "unknown query parameter 'dryRun'"});
+    let attribute =
+        json!({"key": "size", "displayName": "Size", "targetEntity": "product", "type": "text"});
+    let writes = [
+        ("POST", "/v1/attributes?dryRun=true", attribute.clone()),
+        (
+            "PATCH",
+            "/v1/products/q1?dryRun=true",
+            json!({"name": "Q1"}),
+        ),
+        (
+            "POST",
+            "/v1/assets?dryRun=true",
+            json!({"identifier": "a1", "name": "A1", "url": "https://example.com/a1.png"}),
+        ),
+        (
+            "PUT",
+            "/v1/categories/c1?dryRun=true",
+            json!({"name": "C1"}),
+        ),
+    ];
+    for (method, path, body) in writes {
+        let r = Request::new(method, path)
+            .bearer(&org.key)
+            .json(body)
+            .send()
+            .await;
+        assert_eq!((r.status, &r.body), (400, &unknown), "{method} {path}");
+    }
+    for path in [
+        "/v1/attributes/product.size",
+        "/v1/products/q1",
+        "/v1/assets/a1",
+        "/v1/categories/c1",
+    ] {
+        assert_eq!(org.get(path).await.status, 404, "{path} was written");
+    }
+    // a repeated one is named too
+    let r = org.get("/v1/attributes?limit=1&limit=2").await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": "query parameter 'limit' is given more than once"})
+        )
+    );
+
+    // refused before the key is claimed: the same key then carries the corrected request
+    let send = |path: &str| {
+        Request::new("POST", path)
+            .bearer(&org.key)
+            .header("Idempotency-Key", "k-attribute-1")
+            .json(attribute.clone())
+            .send()
+    };
+    let r = send("/v1/attributes?dryRun=true").await;
+    assert_eq!((r.status, &r.body), (400, &unknown));
+    let r = send("/v1/attributes").await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    assert_eq!(r.body["result"]["key"], "product.size");
+}

@@ -10,7 +10,7 @@ use crate::http::cursor::{CursorPaging, Start};
 use crate::http::doc::PAGE;
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::warm::{PageQuery, Seek};
@@ -37,7 +37,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List assets",
-                &["asset_search", "limit", "page", "cursor"],
+                &["search", "limit", "page", "cursor"],
                 None,
                 200,
                 Body::List("Asset"),
@@ -259,7 +259,6 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
-    Query::parse(&call.request.query, &[])?;
     let asset = app
         .store
         .get_resource(call.org(), Shelf::ASSETS, id)
@@ -304,7 +303,6 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// DELETE /assets/{identifier}: unlinked from every product, then deleted.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
-    Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
     links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match, &call.origin()).await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
@@ -313,10 +311,10 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// GET /assets: the assets index brought up to date (a delta Query per shard), the page
 /// selected in memory (`search` matches names, ignoring case), then its items read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["search", "limit", "page", "cursor"])?;
+    let query = &call.query;
     let needle = query.get("search").map(str::to_lowercase);
     let scope = format!("assets&search={}", needle.as_deref().unwrap_or_default());
-    let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
+    let paging = CursorPaging::from_query(query, &app.config.cursor_key, call.org(), scope)?;
     let org = call.org();
     app.store
         .refresh_warm(&shelf_pages::followed(org, Shelf::ASSETS))
@@ -367,7 +365,7 @@ async fn assets_in_order(
 
 /// The list envelope of linked assets, paged by the request's `limit` and `page`.
 fn linked_envelope(call: &Call, assets: &[ResourceItem]) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     Ok(paging.envelope(assets, render))
 }
 
@@ -375,7 +373,6 @@ fn linked_envelope(call: &Call, assets: &[ResourceItem]) -> Result<ApiResponse, 
 /// (one BatchGetItem).
 async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    Query::parse(&call.request.query, &["limit", "page"])?;
     let product = app
         .store
         .get_product(call.org(), id)
@@ -389,7 +386,6 @@ async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 /// product's attributes (identity GetItem, product and variant BatchGetItem, assets).
 async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    Query::parse(&call.request.query, &["limit", "page"])?;
     let tree = super::variants::find(app, call.org(), id, false).await?;
     let assets = assets_in_order(app, call.org(), &tree.product.assets).await?;
     linked_envelope(call, &assets)

@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
 use crate::store::StoreError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -319,7 +319,6 @@ fn qualified(call: &Call) -> Result<(TargetEntity, String), ApiError> {
 /// GET /attributes/{entity}.{key}: the definition itself, not wrapped in `result`.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let (entity, key) = qualified(call)?;
-    Query::parse(&call.request.query, &[])?;
     let def = app
         .store
         .get_definition(call.org(), entity, &key)
@@ -333,7 +332,6 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// DELETE /attributes/{entity}.{key}: 409 while any entity holds a value of it.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let (entity, key) = qualified(call)?;
-    Query::parse(&call.request.query, &[])?;
     let qualified_key = format!("{}.{key}", entity.as_str());
     if app
         .store
@@ -362,7 +360,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /attributes: list envelope in key order, optional `targetEntity`.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["targetEntity", "limit", "page"])?;
+    let query = &call.query;
     let entity = match query.get("targetEntity") {
         None => None,
         Some(t) => Some(TargetEntity::parse(t).ok_or_else(|| {
@@ -372,7 +370,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ))
         })?),
     };
-    let paging = Paging::from_query(&query)?;
+    let paging = Paging::from_query(query)?;
     let defs = app.store.list_definitions(call.org(), entity).await?;
     Ok(paging.envelope(&defs, render))
 }

@@ -7,7 +7,7 @@ use crate::app::{App, Call};
 use crate::domain::limits::MAX_BULK_ENTITIES;
 use crate::domain::limits::MAX_BULK_ITEMS;
 use crate::error::ApiError;
-use crate::http::{ApiResponse, Query};
+use crate::http::ApiResponse;
 use crate::json_text::BulkItem;
 use crate::usecases::bulk::{write_items, LineOutcome};
 use serde_json::{json, Value};
@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 /// PATCH /products: up to [`MAX_BULK_ITEMS`] product upserts (a JSON array or NDJSON),
 /// answered 200 with one `{line, identifier, status, error?}` per item, in input order.
 pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let items = call
         .request
         .json_items(app.config.max_bulk_body_bytes, MAX_BULK_ITEMS)?;

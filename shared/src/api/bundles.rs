@@ -16,7 +16,7 @@ use crate::http::doc::PAGE;
 use crate::http::etag::check;
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
@@ -137,7 +137,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
-    Query::parse(&call.request.query, &[])?;
     let b = app
         .store
         .get_resource(call.org(), Shelf::BUNDLES, id)
@@ -312,7 +311,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// transaction.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
-    Query::parse(&call.request.query, &[])?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
     with_retries(&format!("bundle '{id}'"), || async move {

@@ -10,7 +10,7 @@ use crate::http::doc::PAGE;
 use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::etags;
@@ -108,7 +108,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
-    Query::parse(&call.request.query, &[])?;
     let c = app
         .store
         .get_resource(call.org(), Shelf::CATEGORIES, id)
@@ -231,7 +230,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// every product and deleted.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
-    Query::parse(&call.request.query, &[])?;
     let if_match = call.request.if_match.as_deref();
     links::delete_everywhere(
         app,

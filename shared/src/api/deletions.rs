@@ -9,7 +9,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::cursor::{CursorPaging, Start};
 use crate::http::render::to_json;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
 use crate::store::writes::DELETION_RETENTION_SECS;
@@ -56,10 +56,7 @@ pub const ENDPOINT: Endpoint = Endpoint::new(
 /// date (one Query of what was deleted since the previous call), then the page and the
 /// total from memory; a position holds all a deletion shows, so nothing more is read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(
-        &call.request.query,
-        &["entity_type", "updated_after", "limit", "page", "cursor"],
-    )?;
+    let query = &call.query;
     let entity_type = query
         .get("entity_type")
         .ok_or_else(|| ApiError::bad_request("query parameter 'entity_type' is required"))?;
@@ -93,7 +90,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         "deletions?entity_type={entity_type}&updated_after={}",
         query.get("updated_after").unwrap_or_default()
     );
-    let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
+    let paging = CursorPaging::from_query(query, &app.config.cursor_key, call.org(), scope)?;
     let list = Followed::Deletions {
         org: call.org(),
         entity_type,

@@ -10,7 +10,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::render::to_json;
 use crate::http::schema;
-use crate::http::{ApiResponse, Paging, Query};
+use crate::http::{ApiResponse, Paging};
 use crate::imports::export_key;
 use crate::store::exports::{ExportItem, ExportStatus};
 use crate::usecases::export::{count, ExportRequest};
@@ -101,7 +101,6 @@ async fn render(app: &App, org: &str, job: &ExportItem) -> Result<Value, ApiErro
 
 /// POST /exports: checked and counted as the list would be, then queued: 202.
 pub async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let body: ExportRequest = call.body(app)?;
     let spec = body.spec()?;
     // kept in the export's item (DynamoDB's 400 KB): bounded before any read or write
@@ -169,7 +168,6 @@ pub async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /exports/{id}.
 pub async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let id = call.route.identifier(0, "export")?;
     let job = app
         .store
@@ -184,8 +182,8 @@ pub async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /exports: newest first.
 pub async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     let all = app.store.list_exports(call.org()).await?;
     let mut shown = Vec::with_capacity(all.len());
     for job in &all[paging.range(all.len())] {

@@ -13,7 +13,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::render::to_json;
 use crate::http::response::pagination;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::history::Entry;
 use crate::store::metrics::in_parallel;
 use schemars::JsonSchema;
@@ -118,7 +118,7 @@ fn view(e: &Entry) -> EntryView {
 async fn history(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let kind = entity_type(call);
     let id = call.route.identifier(0, kind)?;
-    let query = Query::parse(&call.request.query, PARAMS)?;
+    let query = &call.query;
     let limit = query.int("limit", 100, 1, 200)?;
     let key = &app.config.cursor_key;
     let scope = format!("history/{kind}/{id}");

@@ -12,7 +12,7 @@ use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
 use crate::imports::object_key;
 use crate::store::imports::{ImportError, ImportItem, ImportStatus};
 use crate::usecases::export::ExportRequest;
@@ -129,7 +129,6 @@ fn ndjson(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// POST /imports `{"format": "ndjson"}`: 201 with the upload URL (valid one hour).
 async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let body: NewImport = call.body(app)?;
     match body.format.as_deref() {
         None | Some("ndjson") => {}
@@ -174,7 +173,6 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let id = call.route.identifier(0, "import")?;
     let job = app
         .store
@@ -186,8 +184,8 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /imports: newest first.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     let all = app.store.list_imports(call.org()).await?;
     Ok(paging.envelope(&all, render))
 }

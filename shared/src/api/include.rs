@@ -37,11 +37,7 @@ impl Include {
 }
 
 /// The query of a detail read (`include`, `attributes`, `exclude_attributes`), checked.
-pub fn detail_query(
-    pairs: &[(String, String)],
-    allowed: &[&str],
-) -> Result<(Include, Selection), ApiError> {
-    let query = Query::parse(pairs, &["include", "attributes", "exclude_attributes"])?;
+pub fn detail_query(query: &Query, allowed: &[&str]) -> Result<(Include, Selection), ApiError> {
     let include = Include::parse(query.list("include"), allowed)?;
     let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
     Ok((include, selection))

@@ -45,23 +45,21 @@ pub struct ListRequest {
     pub select: Selecting,
 }
 
-/// Parses a list request; `extra` are the endpoint's own parameters, `includes` the
-/// relations it embeds.
+/// Parses a list request (its parameters, `LIST_PARAMS` and the endpoint's own, were
+/// checked against the route's); `includes` are the relations it embeds.
 pub fn parse(
     app: &App,
     call: &Call,
     kind: EntityKind,
-    extra: &[&str],
     includes: &[&str],
 ) -> Result<ListRequest, ApiError> {
-    let allowed: Vec<&str> = LIST_PARAMS.iter().chain(extra).copied().collect();
-    let query = Query::parse(&call.request.query, &allowed)?;
+    let query = &call.query;
     // A cursor opens only for the list and selection it was made for.
     let mut scope = kind.as_str().to_string();
     for name in SELECTION_PARAMS {
         scope.push_str(&format!("&{name}={}", query.get(name).unwrap_or_default()));
     }
-    let paging = CursorPaging::from_query(&query, &app.config.cursor_key, call.org(), scope)?;
+    let paging = CursorPaging::from_query(query, &app.config.cursor_key, call.org(), scope)?;
     let any = match query.get("search_mode") {
         None | Some("all") => false,
         Some("any") => true,
@@ -87,7 +85,7 @@ pub fn parse(
             updated_after,
             search,
             any,
-            completeness: completeness_query(&query)?,
+            completeness: completeness_query(query)?,
         },
     })
 }
@@ -145,15 +143,14 @@ pub struct ListPage {
 }
 
 /// The page of `kind` a list request asks for, with the true total: the request parsed
-/// (`extra`: the endpoint's own parameters, `includes`: its relations), then matched.
+/// (`includes`: its relations), then matched.
 pub async fn page(
     app: &App,
     call: &Call,
     kind: EntityKind,
-    extra: &[&str],
     includes: &[&str],
 ) -> Result<ListPage, ApiError> {
-    let req = parse(app, call, kind, extra, includes)?;
+    let req = parse(app, call, kind, includes)?;
     let cut = match &req.paging.start {
         Start::Page(_) => Cut::Index(req.paging.offset()),
         Start::After(id) => Cut::After(id),

@@ -14,7 +14,7 @@ use crate::http::doc::PAGE;
 use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
 use crate::store::resources::{ResourceItem, Shelf};
@@ -355,7 +355,6 @@ fn definition_not_found(name: &str) -> ApiError {
 }
 
 async fn get_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let name = definition_name(call)?;
     let def = app
         .store
@@ -366,7 +365,7 @@ async fn get_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 }
 
 async fn list_definitions(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     let defs = app.store.list_metaobject_definitions(call.org()).await?;
     Ok(paging.envelope(&defs, render_definition))
 }
@@ -374,7 +373,7 @@ async fn list_definitions(app: &App, call: &Call) -> Result<ApiResponse, ApiErro
 /// GET /metaobjects/{definition}: the definition (404 when unknown) and the definition's
 /// index brought up to date, in parallel, then the page's metaobjects, in identifier order.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     let name = definition_name(call)?;
     let org = call.org();
     let shelf = Shelf::metaobjects(name);
@@ -397,7 +396,6 @@ fn not_found(def: &str, id: &str) -> ApiError {
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
     let m = app
@@ -485,7 +483,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// transaction (`store/counters.rs`); the index check before it names a referrer when the
 /// index already shows one, and is the only guard of references stored before counting.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
     let org = call.org();

@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::render::{self, Embed};
 use crate::http::schema::request;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
@@ -60,7 +60,7 @@ const PRODUCT_INCLUDES: &[&str] = &["variants", "skus", "metaobjects"];
 /// GET /products/{identifier}: one DynamoDB request whatever `include` asks.
 async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    let (include, selection) = include::detail_query(&call.request.query, PRODUCT_INCLUDES)?;
+    let (include, selection) = include::detail_query(&call.query, PRODUCT_INCLUDES)?;
     let tree = app
         .store
         .get_product_tree(call.org(), id, depth(include))
@@ -89,14 +89,7 @@ fn embed(include: Include) -> Embed {
 /// GET /products: the index gives the page's identifiers and the true totals, then one
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(
-        app,
-        call,
-        EntityKind::Product,
-        lists::COMPLETENESS_PARAMS,
-        PRODUCT_INCLUDES,
-    )
-    .await?;
+    let page = lists::page(app, call, EntityKind::Product, PRODUCT_INCLUDES).await?;
     let req = &page.req;
     let depth = depth(req.include);
     let trees = app
@@ -135,7 +128,6 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
 /// so a retry after a partial failure finishes the job and a concurrent write is not lost.
 async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    Query::parse(&call.request.query, &[])?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
     with_retries(&format!("product '{id}'"), move || async move {

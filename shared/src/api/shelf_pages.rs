@@ -70,8 +70,8 @@ pub async fn list(
     shelf: Shelf<'_>,
     render: impl Fn(&ResourceItem) -> serde_json::Value,
 ) -> Result<crate::http::ApiResponse, ApiError> {
-    let query = crate::http::Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     let org = call.org();
     app.store.refresh_warm(&followed(org, shelf)).await?;
     let (all, page) = read(app, org, shelf, &by_page(paging)).await?;

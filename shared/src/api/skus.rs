@@ -9,7 +9,7 @@ use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::render;
 use crate::http::schema::request;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
@@ -83,7 +83,7 @@ const SKU_INCLUDES: &[&str] = &["metaobjects"];
 /// GET /skus/{identifier}: identity GetItem, then one BatchGetItem of product, variant, SKU.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
-    let (include, selection) = include::detail_query(&call.request.query, SKU_INCLUDES)?;
+    let (include, selection) = include::detail_query(&call.query, SKU_INCLUDES)?;
     let tree = sku_path(app, call.org(), id).await?;
     let response = ApiResponse::single(200, render::sku(&tree, &selection))
         .with_etag(etags::entity(&tree.skus[0]));
@@ -111,7 +111,7 @@ async fn sku_path(
 
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(app, call, EntityKind::Sku, &[], SKU_INCLUDES).await?;
+    let page = lists::page(app, call, EntityKind::Sku, SKU_INCLUDES).await?;
     let trees = app.store.sku_page(call.org(), &page.entries).await?;
     let result = trees
         .iter()
@@ -164,7 +164,6 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// DELETE /skus/{identifier}: the SKU; its variant's and product's `updatedAt` move.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
-    Query::parse(&call.request.query, &[])?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
     with_retries(&format!("sku '{id}'"), move || async move {

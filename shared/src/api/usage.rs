@@ -8,7 +8,7 @@ use crate::auth::Scope;
 use crate::domain::usage::Counts;
 use crate::error::ApiError;
 use crate::http::render::to_json;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::usage::{today, Tally};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -30,7 +30,6 @@ pub const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
 )];
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let today = today();
     let month = &today[..7];
     let days = app

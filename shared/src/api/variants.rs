@@ -8,7 +8,7 @@ use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::DETAIL;
 use crate::http::render;
-use crate::http::{ApiResponse, Body, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
@@ -68,7 +68,7 @@ const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
 /// (BatchGetItem) or, with `include=skus`, one filtered Query of the tree.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    let (include, selection) = include::detail_query(&call.request.query, VARIANT_INCLUDES)?;
+    let (include, selection) = include::detail_query(&call.query, VARIANT_INCLUDES)?;
     let tree = find(app, call.org(), id, include.skus).await?;
     let result = render::variant(&tree, include.skus, &selection);
     let response = ApiResponse::single(200, result).with_etag(etags::entity(&tree.variants[0]));
@@ -97,7 +97,7 @@ pub async fn find(
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(app, call, EntityKind::Variant, &[], VARIANT_INCLUDES).await?;
+    let page = lists::page(app, call, EntityKind::Variant, VARIANT_INCLUDES).await?;
     let skus = page.req.include.skus;
     let trees = app
         .store
@@ -115,7 +115,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// moves (a deletion below it is a change of its tree).
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    Query::parse(&call.request.query, &[])?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
     with_retries(&format!("variant '{id}'"), move || async move {

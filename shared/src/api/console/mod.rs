@@ -10,7 +10,7 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Credential, Doc, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Route};
 use crate::store::console::ConsoleItem;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -156,7 +156,6 @@ fn console_url(app: &App, call: &Call) -> String {
 
 /// POST /console-sessions.
 async fn create_link(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let p = &call.principal;
     let (token, expires_at) = session::new_link(&app.store, &p.org, &p.key_id, &p.scopes).await?;
     let url = format!("{}#token={token}", console_url(app, call));
@@ -172,7 +171,6 @@ async fn create_link(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// POST /console-sessions/exchange: takes the link (one conditional delete, so it signs in
 /// once) and stores a new session; a cookie the browser already had is never reused.
 async fn exchange(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let body: SignIn = call.body(app)?;
     let text = body
         .token
@@ -249,7 +247,6 @@ fn session_of(call: &Call) -> Result<&session::Session, ApiError> {
 
 /// GET /console-sessions/current.
 async fn current(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let s = session_of(call)?;
     let view = SessionView {
         org: call.org(),
@@ -263,7 +260,6 @@ async fn current(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// DELETE /console-sessions/current: the session's item goes, so its cookie no longer
 /// authenticates anywhere; the cookie is cleared too.
 async fn sign_out(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let s = session_of(call)?;
     app.store.delete_console_session(call.org(), &s.id).await?;
     let secure = !app.config.local_mode;

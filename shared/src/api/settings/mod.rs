@@ -12,7 +12,7 @@ use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
@@ -341,7 +341,6 @@ fn missing_attribute(field: &str, key: &str) -> ApiError {
 }
 
 async fn get_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let raw = call.route.params[0].as_str();
     let not_found = || ApiError::not_found(format!("family '{raw}' not found"));
     let id: i64 = raw.parse().ok().filter(|n| *n > 0).ok_or_else(not_found)?;
@@ -354,7 +353,7 @@ async fn get_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 }
 
 async fn list_families(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     let families = app.store.list_families(call.org()).await?;
     Ok(paging.envelope(&families, json))
 }
@@ -364,7 +363,7 @@ async fn list_scopes(
     call: &Call,
     pick: impl Fn(&Scopes) -> Vec<Value>,
 ) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     let scopes = app.store.get_scopes(call.org()).await?;
     Ok(paging.envelope(&pick(&scopes), Value::clone))
 }

@@ -146,7 +146,6 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
 }
 
 pub(super) async fn get_profile(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    Query::parse(&call.request.query, &[])?;
     let id = call.route.identifier(0, "completeness profile")?;
     let profile = app
         .store
@@ -157,7 +156,7 @@ pub(super) async fn get_profile(app: &App, call: &Call) -> Result<ApiResponse, A
 }
 
 pub(super) async fn list_profiles(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let paging = Paging::from_query(&Query::parse(&call.request.query, &["limit", "page"])?)?;
+    let paging = Paging::from_query(&call.query)?;
     let profiles = app.store.list_profiles(call.org()).await?;
     Ok(paging.envelope(&profiles, render_profile))
 }

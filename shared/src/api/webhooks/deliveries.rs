@@ -78,8 +78,8 @@ pub fn render_delivery(d: &Delivery) -> Value {
 /// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
 /// log's warm index (a delta Query) in parallel, then the page's entries (BatchGetItem).
 pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page", "status", "event"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     let status = query.get("status").map(status_filter).transpose()?;
     let event = query.get("event").map(event_filter).transpose()?;
     reads_catalog(

@@ -11,7 +11,7 @@ use crate::http::body::present;
 use crate::http::doc::PAGE;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
-use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Query, Route};
+use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
 use crate::store::metrics::in_parallel;
 use crate::store::warm::{PageQuery, Seek};
 use crate::store::warm_sources::Followed;
@@ -135,7 +135,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "The delivery log, newest first; `status` and `event` narrow it",
-                &["limit", "page", "delivery_status", "delivery_event"],
+                &["limit", "page", "status", "event"],
                 None,
                 200,
                 Body::List("Delivery"),
@@ -313,8 +313,8 @@ async fn load(app: &App, call: &Call) -> Result<Subscription, ApiError> {
 
 /// GET /webhooks: every subscription, oldest first.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     let subs = app.store.list_subscriptions(call.org()).await?;
     Ok(paging.envelope(&subs, render))
 }
@@ -545,7 +545,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 
 /// GET /event-types: the event catalog, one page.
 async fn event_types(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = Query::parse(&call.request.query, &["limit", "page"])?;
-    let paging = Paging::from_query(&query)?;
+    let query = &call.query;
+    let paging = Paging::from_query(query)?;
     Ok(paging.envelope(&event_types::catalog(), |t| to_json(t)))
 }
