@@ -113,8 +113,7 @@ macro_rules! handler {
 }
 pub(crate) use handler;
 
-/// Concatenates two tables in a `const` (a function serving two route groups, a list taking
-/// its own query parameters beside the shared ones).
+/// Concatenates two tables in a `const` (a function serving two route groups).
 pub const fn concat<T: Copy, const N: usize>(a: &[T], b: &[T]) -> [T; N] {
     assert!(a.len() + b.len() == N, "concat: wrong length");
     let mut out = [a[0]; N];
@@ -306,7 +305,7 @@ impl App {
                 let handler = api.endpoints[route.index].handler;
                 let call = Call {
                     principal: Principal::anonymous(),
-                    query: Query::parse(&request.query, route.route.doc.query)?,
+                    query: route.route.doc.query.read(&request.query)?,
                     route,
                     request,
                     guard: None,
@@ -479,7 +478,7 @@ impl App {
         crate::http::etag::readable(request.if_match.as_deref())?;
         let key = crate::http::idempotency::key(&request)?.map(str::to_string);
         // before an Idempotency-Key is claimed: a refused query writes nothing
-        let query = Query::parse(&request.query, route.route.doc.query)?;
+        let query = route.route.doc.query.read(&request.query)?;
         let Some(key) = key else {
             return handler(
                 self,

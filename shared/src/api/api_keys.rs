@@ -8,7 +8,7 @@ use crate::auth::Scope;
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
@@ -40,7 +40,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Create an API key, shown once in `key`; it may hold only scopes the calling key holds",
-                &[],
+                NO_QUERY,
                 Some(request::<NewKey>),
                 201,
                 Body::Single("ApiKeyCreated"),

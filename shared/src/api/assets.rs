@@ -6,8 +6,9 @@ use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::cursor::{CursorPaging, Start};
-use crate::http::doc::PAGE;
+use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
+use crate::http::doc::{QueryDoc, NO_QUERY, PAGE};
+use crate::http::query::{query_values, QueryValue};
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Route};
@@ -37,7 +38,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List assets",
-                &["search", "limit", "page", "cursor"],
+                QueryDoc::of::<AssetListParams>(),
                 None,
                 200,
                 Body::List("Asset"),
@@ -52,7 +53,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create an asset (409 when the identifier exists)",
-                &[],
+                NO_QUERY,
                 Some(request::<AssetCreate>),
                 201,
                 Body::Single("Asset"),
@@ -65,7 +66,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/assets/{identifier}",
             Scope::CatalogRead,
-            Doc::new("Get an asset", &[], None, 200, Body::Single("Asset")),
+            Doc::new("Get an asset", NO_QUERY, None, 200, Body::Single("Asset")),
         ),
         handler!(get),
     ),
@@ -76,7 +77,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Update an asset; omitted fields are unchanged",
-                &[],
+                NO_QUERY,
                 Some(request::<AssetFields>),
                 200,
                 Body::Single("Asset"),
@@ -115,7 +116,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Make the given assets the complete set, in order",
-                &[],
+                NO_QUERY,
                 Some(request::<AssetLinks>),
                 200,
                 Body::List("Asset"),
@@ -130,7 +131,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Add assets without replacing (already linked: no duplicate)",
-                &[],
+                NO_QUERY,
                 Some(request::<AssetLinksAdd>),
                 200,
                 Body::List("Asset"),
@@ -308,13 +309,37 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }
 
+/// The query of `GET /assets`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct AssetListParams {
+    search: Option<AssetSearch>,
+    #[serde(flatten)]
+    paging: CursorPageParams,
+}
+
+/// `search` on assets: text their names contain, ignoring case (folded here).
+#[derive(Debug)]
+struct AssetSearch(String);
+
+impl QueryValue for AssetSearch {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        Ok(Self(raw.to_lowercase()))
+    }
+
+    fn schema() -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "Free text matched against asset names, ignoring case."})
+    }
+}
+
+query_values!(AssetSearch);
+
 /// GET /assets: the assets index brought up to date (a delta Query per shard), the page
 /// selected in memory (`search` matches names, ignoring case), then its items read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = &call.query;
-    let needle = query.get("search").map(str::to_lowercase);
+    let params = call.query.typed::<AssetListParams>()?;
+    let needle = params.search.map(|s| s.0);
     let scope = format!("assets&search={}", needle.as_deref().unwrap_or_default());
-    let paging = CursorPaging::from_query(query, &app.config.cursor_key, call.org(), scope)?;
+    let paging = CursorPaging::open(&params.paging, &app.config.cursor_key, call.org(), scope)?;
     let org = call.org();
     app.store
         .refresh_warm(&shelf_pages::followed(org, Shelf::ASSETS))

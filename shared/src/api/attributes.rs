@@ -8,7 +8,10 @@ use crate::domain::attributes::{
 use crate::domain::names;
 use crate::error::ApiError;
 use crate::http::body::present;
+use crate::http::doc::{QueryDoc, NO_QUERY};
+use crate::http::query::{query_values, QueryValue};
 use crate::http::render::to_json;
+use crate::http::response::PageParams;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
 use crate::store::StoreError;
@@ -24,7 +27,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List attribute definitions",
-                &["targetEntity", "limit", "page"],
+                QueryDoc::of::<AttributeListParams>(),
                 None,
                 200,
                 Body::List("AttributeDefinition"),
@@ -39,7 +42,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create an attribute definition",
-                &[],
+                NO_QUERY,
                 Some(request::<NewDefinition>),
                 201,
                 Body::Single("AttributeDefinition"),
@@ -54,7 +57,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "Get an attribute definition (`<entity>.<key>`)",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Bare("AttributeDefinition"),
@@ -358,19 +361,46 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     }
 }
 
-/// GET /attributes: list envelope in key order, optional `targetEntity`.
-async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = &call.query;
-    let entity = match query.get("targetEntity") {
-        None => None,
-        Some(t) => Some(TargetEntity::parse(t).ok_or_else(|| {
+/// The query of `GET /attributes`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct AttributeListParams {
+    #[serde(rename = "targetEntity")]
+    target_entity: Option<TargetEntityParam>,
+    #[serde(flatten)]
+    paging: PageParams,
+}
+
+/// `targetEntity`: only the definitions of this entity.
+#[derive(Debug)]
+struct TargetEntityParam(TargetEntity);
+
+impl QueryValue for TargetEntityParam {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        TargetEntity::parse(raw).map(Self).ok_or_else(|| {
             ApiError::bad_request(format!(
-                "query parameter 'targetEntity': '{t}' is not one of {}",
+                "query parameter 'targetEntity': '{raw}' is not one of {}",
                 TargetEntity::names()
             ))
-        })?),
-    };
-    let paging = Paging::from_query(query)?;
+        })
+    }
+
+    fn schema() -> schemars::Schema {
+        let mut schema = crate::http::schema::target_entities();
+        schema.insert(
+            "description".into(),
+            "Only definitions of this entity.".into(),
+        );
+        schema
+    }
+}
+
+query_values!(TargetEntityParam);
+
+/// GET /attributes: list envelope in key order, optional `targetEntity`.
+async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let params = call.query.typed::<AttributeListParams>()?;
+    let entity = params.target_entity.map(|t| t.0);
+    let paging = Paging::from(params.paging);
     let defs = app.store.list_definitions(call.org(), entity).await?;
     Ok(paging.envelope(&defs, render))
 }

@@ -12,7 +12,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::etag::check;
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
@@ -42,7 +42,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/bundles/{identifier}",
             Scope::CatalogRead,
-            Doc::new("Get a bundle", &[], None, 200, Body::Single("Bundle")),
+            Doc::new("Get a bundle", NO_QUERY, None, 200, Body::Single("Bundle")),
         ),
         handler!(get),
     ),
@@ -53,7 +53,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create (201) or replace (200) a bundle",
-                &[],
+                NO_QUERY,
                 Some(request::<BundleFields>),
                 200,
                 Body::Single("Bundle"),

@@ -6,7 +6,7 @@ use crate::auth::Scope;
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
@@ -36,7 +36,13 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/categories/{identifier}",
             Scope::CatalogRead,
-            Doc::new("Get a category", &[], None, 200, Body::Single("Category")),
+            Doc::new(
+                "Get a category",
+                NO_QUERY,
+                None,
+                200,
+                Body::Single("Category"),
+            ),
         ),
         handler!(get),
     ),
@@ -47,7 +53,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create (201) or replace (200) a category",
-                &[],
+                NO_QUERY,
                 Some(request::<CategoryFields>),
                 200,
                 Body::Single("Category"),

@@ -7,7 +7,9 @@ use crate::auth::Scope;
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::cursor::{CursorPaging, Start};
+use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
+use crate::http::doc::QueryDoc;
+use crate::http::query::{query_values, QueryValue, UpdatedAfter};
 use crate::http::render::to_json;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::warm::{PageQuery, Seek};
@@ -43,7 +45,7 @@ pub const ENDPOINT: Endpoint = Endpoint::new(
         Scope::CatalogRead,
         Doc::new(
             "Entities of one type deleted after a time, oldest first (kept 30 days)",
-            &["entity_type", "updated_after", "limit", "page", "cursor"],
+            QueryDoc::of::<DeletionParams>(),
             None,
             200,
             Body::List("Deletion"),
@@ -52,45 +54,60 @@ pub const ENDPOINT: Endpoint = Endpoint::new(
     handler!(list),
 );
 
+/// The query of `GET /deletions`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct DeletionParams {
+    entity_type: EntityTypeParam,
+    /// Only deletions later than this; at most 30 days back.
+    updated_after: Option<UpdatedAfter>,
+    #[serde(flatten)]
+    paging: CursorPageParams,
+}
+
+/// `entity_type`: the type whose deletions to list.
+#[derive(Debug)]
+struct EntityTypeParam(&'static str);
+
+impl QueryValue for EntityTypeParam {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        EntityType::parse(raw)
+            .map(|t| Self(t.as_str()))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "query parameter 'entity_type': '{raw}' is not one of {}",
+                    EntityType::names()
+                ))
+            })
+    }
+
+    fn schema() -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "enum": EntityType::NAMES, "description": "The type whose deletions to list."})
+    }
+}
+
+query_values!(EntityTypeParam);
+
 /// GET /deletions?entity_type=&updated_after=: the type's deletions index brought up to
 /// date (one Query of what was deleted since the previous call), then the page and the
 /// total from memory; a position holds all a deletion shows, so nothing more is read.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = &call.query;
-    let entity_type = query
-        .get("entity_type")
-        .ok_or_else(|| ApiError::bad_request("query parameter 'entity_type' is required"))?;
-    if EntityType::parse(entity_type).is_none() {
-        return Err(ApiError::bad_request(format!(
-            "query parameter 'entity_type': '{entity_type}' is not one of {}",
-            EntityType::names()
-        )));
-    }
+    let params = call.query.typed::<DeletionParams>()?;
+    let entity_type = params.entity_type.0;
     let horizon =
         Timestamp::from_millis(Timestamp::now().millis() - DELETION_RETENTION_SECS * 1000);
-    let since = match query.get("updated_after") {
-        None => None,
-        Some(raw) => {
-            let t = Timestamp::parse(raw).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "query parameter 'updated_after': '{raw}' is not an RFC 3339 time"
-                ))
-            })?;
-            if t < horizon {
-                return Err(ApiError::bad_request(
-                    "query parameter 'updated_after': deletions are kept 30 days and this is older; resync in full",
-                ));
-            }
-            Some(t)
-        }
-    };
+    let since = params.updated_after.map(|t| t.0);
+    if since.is_some_and(|t| t < horizon) {
+        return Err(ApiError::bad_request(
+            "query parameter 'updated_after': deletions are kept 30 days and this is older; resync in full",
+        ));
+    }
     // Positions are `<deletedAt>#<identifier>`: everything of a time sorts below `<time>$`.
     let floor = since.map(|t| format!("{t}$"));
     let scope = format!(
         "deletions?entity_type={entity_type}&updated_after={}",
-        query.get("updated_after").unwrap_or_default()
+        call.query.get("updated_after").unwrap_or_default()
     );
-    let paging = CursorPaging::from_query(query, &app.config.cursor_key, call.org(), scope)?;
+    let paging = CursorPaging::open(&params.paging, &app.config.cursor_key, call.org(), scope)?;
     let list = Followed::Deletions {
         org: call.org(),
         entity_type,

@@ -11,6 +11,8 @@ use crate::auth::Scope;
 use crate::domain::actor::ActorView;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::doc::QueryDoc;
+use crate::http::query::{Cursor, Limit};
 use crate::http::render::to_json;
 use crate::http::response::pagination;
 use crate::http::{ApiResponse, Body, Doc, Route};
@@ -20,11 +22,22 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The query parameters of a history page.
-const PARAMS: &[&str] = &["limit", "cursor"];
+/// The query of a history page.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct HistoryParams {
+    #[serde(default)]
+    limit: Limit,
+    cursor: Option<Cursor>,
+}
 
 const fn doc(summary: &'static str) -> Doc {
-    Doc::new(summary, PARAMS, None, 200, Body::List("HistoryEntry"))
+    Doc::new(
+        summary,
+        QueryDoc::of::<HistoryParams>(),
+        None,
+        200,
+        Body::List("HistoryEntry"),
+    )
 }
 
 /// The history route of each entity type, for its function's table.
@@ -118,12 +131,12 @@ fn view(e: &Entry) -> EntryView {
 async fn history(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let kind = entity_type(call);
     let id = call.route.identifier(0, kind)?;
-    let query = &call.query;
-    let limit = query.int("limit", 100, 1, 200)?;
+    let params = call.query.typed::<HistoryParams>()?;
+    let limit = params.limit.0;
     let key = &app.config.cursor_key;
     let scope = format!("history/{kind}/{id}");
-    let after = match query.get("cursor") {
-        Some(c) => Some(key.open(call.org(), &scope, c)?),
+    let after = match &params.cursor {
+        Some(c) => Some(key.open(call.org(), &scope, &c.0)?),
         None => None,
     };
     // the page and the totals in one round trip

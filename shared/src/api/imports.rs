@@ -9,7 +9,7 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
@@ -26,11 +26,11 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(list),
     ),
     Endpoint::new(
-        Route::new("POST", "/imports", Scope::CatalogWrite, Doc::new("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", &[], Some(request::<NewImport>), 201, Body::Single("ImportCreated"))),
+        Route::new("POST", "/imports", Scope::CatalogWrite, Doc::new("Create an import: PUT the NDJSON file (the bodies of PATCH /products, one per line, up to 5 GiB) to the returned `uploadUrl` within an hour; the upload starts it", NO_QUERY, Some(request::<NewImport>), 201, Body::Single("ImportCreated"))),
         handler!(create),
     ),
     Endpoint::new(
-        Route::new("GET", "/imports/{id}", Scope::CatalogWrite, Doc::new("An import's status, counts and first 100 failed lines", &[], None, 200, Body::Single("Import"))),
+        Route::new("GET", "/imports/{id}", Scope::CatalogWrite, Doc::new("An import's status, counts and first 100 failed lines", NO_QUERY, None, 200, Body::Single("Import"))),
         handler!(get),
     ),
     Endpoint::new(
@@ -38,11 +38,11 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(super::exports::list),
     ),
     Endpoint::new(
-        Route::new("POST", "/exports", Scope::CatalogRead, Doc::new("Start an export of products, variants or SKUs (a list's filter, include and selectors) into one gzip NDJSON file, in identifier order; at most 2 run at once per organization", &[], Some(request::<ExportRequest>), 202, Body::Single("Export"))),
+        Route::new("POST", "/exports", Scope::CatalogRead, Doc::new("Start an export of products, variants or SKUs (a list's filter, include and selectors) into one gzip NDJSON file, in identifier order; at most 2 run at once per organization", NO_QUERY, Some(request::<ExportRequest>), 202, Body::Single("Export"))),
         handler!(super::exports::create),
     ),
     Endpoint::new(
-        Route::new("GET", "/exports/{id}", Scope::CatalogRead, Doc::new("An export's status and, once succeeded, its download URL (valid 1 hour)", &[], None, 200, Body::Single("Export"))),
+        Route::new("GET", "/exports/{id}", Scope::CatalogRead, Doc::new("An export's status and, once succeeded, its download URL (valid 1 hour)", NO_QUERY, None, 200, Body::Single("Export"))),
         handler!(super::exports::get),
     ),
 ];

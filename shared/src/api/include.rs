@@ -1,8 +1,12 @@
-//! The `include` parameter: relations to embed (`variants`, `skus`, `metaobjects`).
+//! The query of a detail read: `include` (relations to embed: `variants`, `skus`,
+//! `metaobjects`, per entity) and the attribute selectors.
 
 use crate::domain::selection::Selection;
 use crate::error::ApiError;
-use crate::http::Query;
+use crate::http::query::{comma_list, query_values, QueryValue};
+use crate::http::schema;
+use schemars::Schema;
+use serde_json::json;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Include {
@@ -36,11 +40,120 @@ impl Include {
     }
 }
 
-/// The query of a detail read (`include`, `attributes`, `exclude_attributes`), checked.
-pub fn detail_query(query: &Query, allowed: &[&str]) -> Result<(Include, Selection), ApiError> {
-    let include = Include::parse(query.list("include"), allowed)?;
-    let selection = Selection::parse(query.list("attributes"), query.list("exclude_attributes"))?;
-    Ok((include, selection))
+/// `include` of one entity's read or list: the relations it may embed.
+pub trait Relations: QueryValue + Default {
+    fn include(&self) -> Include;
+}
+
+/// `include` on products: variants, skus (with variants), metaobjects.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProductInclude(Include);
+
+/// `include` on variants: skus, metaobjects.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VariantInclude(Include);
+
+/// `include` on SKUs: metaobjects.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SkuInclude(Include);
+
+macro_rules! relations {
+    ($($t:ident: [$($relation:literal),+], $schema:expr, $description:literal;)+) => {$(
+        impl QueryValue for $t {
+            fn parse(raw: &str) -> Result<Self, ApiError> {
+                Include::parse(Some(comma_list(raw)), &[$($relation),+]).map(Self)
+            }
+
+            fn schema() -> Schema {
+                described($schema, $description)
+            }
+        }
+
+        impl Relations for $t {
+            fn include(&self) -> Include {
+                self.0
+            }
+        }
+    )+};
+}
+
+relations! {
+    ProductInclude: ["variants", "skus", "metaobjects"], product_include(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`).";
+    VariantInclude: ["skus", "metaobjects"], schema::comma_list("skus|metaobjects"), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`).";
+    SkuInclude: ["metaobjects"], schema::comma_list("metaobjects"), "metaobjects: sideload the referenced metaobjects under `included`.";
+}
+
+/// `include` on products: `skus` only beside `variants` (either no `skus`, or a `variants`).
+fn product_include() -> Schema {
+    let any = "variants|skus|metaobjects";
+    let without_skus = "(?:(?:variants|metaobjects)(?:,(?:variants|metaobjects))*)?";
+    let with_variants = format!("(?:(?:{any}),)*variants(?:,(?:{any}))*");
+    schema::matching(&format!("(?:{without_skus}|{with_variants})"))
+}
+
+/// `schema` with the parameter's `description`.
+pub(super) fn described(mut schema: Schema, description: &str) -> Schema {
+    schema.insert("description".into(), json!(description));
+    schema
+}
+
+/// `attributes`: the attributes to keep.
+#[derive(Debug, Clone, Default)]
+pub struct Attributes(Vec<String>);
+
+/// `exclude_attributes`: the attributes to leave out.
+#[derive(Debug, Clone, Default)]
+pub struct ExcludeAttributes(Vec<String>);
+
+impl QueryValue for Attributes {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        Ok(Self(comma_list(raw)))
+    }
+
+    fn schema() -> Schema {
+        described(schema::selectors(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none.")
+    }
+}
+
+impl QueryValue for ExcludeAttributes {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        Ok(Self(comma_list(raw)))
+    }
+
+    fn schema() -> Schema {
+        described(
+            schema::selectors(),
+            "Selectors to omit after inclusion; exclusion wins.",
+        )
+    }
+}
+
+query_values!(
+    ProductInclude,
+    VariantInclude,
+    SkuInclude,
+    Attributes,
+    ExcludeAttributes
+);
+
+/// The query of a detail read of an entity whose relations are `R`.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct DetailParams<R> {
+    pub include: Option<R>,
+    pub attributes: Option<Attributes>,
+    pub exclude_attributes: Option<ExcludeAttributes>,
+}
+
+impl<R: Relations> DetailParams<R> {
+    /// The relations to embed and the attributes to keep, checked.
+    pub fn parts(self) -> Result<(Include, Selection), ApiError> {
+        let include = self.include.unwrap_or_default().include();
+        let selection = Selection::parse(
+            self.attributes.map(|a| a.0),
+            self.exclude_attributes.map(|e| e.0),
+        )?;
+        Ok((include, selection))
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
@@ -50,7 +50,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create a metaobject definition",
-                &[],
+                NO_QUERY,
                 Some(request::<NewMetaDefinition>),
                 201,
                 Body::Single("MetaobjectDefinition"),
@@ -65,7 +65,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "Get a metaobject definition",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Single("MetaobjectDefinition"),
@@ -95,7 +95,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "Get a metaobject",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Single("Metaobject"),
@@ -110,7 +110,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create (201) or replace (200) a metaobject",
-                &[],
+                NO_QUERY,
                 Some(request::<MetaobjectFields>),
                 200,
                 Body::Single("Metaobject"),

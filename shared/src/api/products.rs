@@ -1,11 +1,11 @@
 //! `/products` routes.
 
-use super::include::{self, Include};
-use super::lists;
+use super::include::{DetailParams, Include, ProductInclude};
+use super::lists::{self, ProductListParams};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::error::ApiError;
-use crate::http::doc::DETAIL;
+use crate::http::doc::{QueryDoc, NO_QUERY};
 use crate::http::render::{self, Embed};
 use crate::http::schema::request;
 use crate::http::{ApiResponse, Body, Doc, Route};
@@ -18,26 +18,21 @@ use crate::usecases::references::with_included;
 use crate::usecases::retry::{with_retries, Retry};
 use crate::usecases::tree_patch::{self, ProductBody, ProductBulk};
 
-const PRODUCT_LIST_QUERY: &[&str] = &crate::app::concat::<
-    &str,
-    { lists::LIST_PARAMS.len() + lists::COMPLETENESS_PARAMS.len() },
->(lists::LIST_PARAMS, lists::COMPLETENESS_PARAMS);
-
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
-        Route::new("GET", "/products", Scope::CatalogRead, Doc::new("List products", PRODUCT_LIST_QUERY, None, 200, Body::List("Product")).included()),
+        Route::new("GET", "/products", Scope::CatalogRead, Doc::new("List products", QueryDoc::of::<ProductListParams>(), None, 200, Body::List("Product")).included()),
         handler!(list_products),
     ),
     Endpoint::new(
-        Route::new("PATCH", "/products", Scope::CatalogWrite, Doc::new("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", &[], Some(request::<ProductBulk>), 200, Body::Lines("BulkLine"))),
+        Route::new("PATCH", "/products", Scope::CatalogWrite, Doc::new("Create or update up to 1,000 products in one call (JSON array or NDJSON): a status per line, each item atomic and independent", NO_QUERY, Some(request::<ProductBulk>), 200, Body::Lines("BulkLine"))),
         handler!(super::bulk::patch_products),
     ),
     Endpoint::new(
-        Route::new("GET", "/products/{identifier}", Scope::CatalogRead, Doc::new("Get a product", DETAIL, None, 200, Body::Single("Product")).included()),
+        Route::new("GET", "/products/{identifier}", Scope::CatalogRead, Doc::new("Get a product", QueryDoc::of::<DetailParams<ProductInclude>>(), None, 200, Body::Single("Product")).included()),
         handler!(get_product),
     ),
     Endpoint::new(
-        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", &[], Some(request::<ProductBody>), 200, Body::Single("WriteResult")).creates()),
+        Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, Doc::new("Create (201) or update (200) a product, its variants, SKUs, asset links and categories", NO_QUERY, Some(request::<ProductBody>), 200, Body::Single("WriteResult")).creates()),
         handler!(patch_product),
     ),
     Endpoint::new(
@@ -55,12 +50,13 @@ pub const API: Api = Api {
     parts: crate::context::Parts::LISTS,
 };
 
-const PRODUCT_INCLUDES: &[&str] = &["variants", "skus", "metaobjects"];
-
 /// GET /products/{identifier}: one DynamoDB request whatever `include` asks.
 async fn get_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    let (include, selection) = include::detail_query(&call.query, PRODUCT_INCLUDES)?;
+    let (include, selection) = call
+        .query
+        .typed::<DetailParams<ProductInclude>>()?
+        .parts()?;
     let tree = app
         .store
         .get_product_tree(call.org(), id, depth(include))
@@ -89,7 +85,9 @@ fn embed(include: Include) -> Embed {
 /// GET /products: the index gives the page's identifiers and the true totals, then one
 /// round trip reads the page (BatchGetItem, or a Query per product tree with include).
 async fn list_products(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(app, call, EntityKind::Product, PRODUCT_INCLUDES).await?;
+    let params = call.query.typed::<ProductListParams>()?;
+    let completeness = params.completeness.check()?;
+    let page = lists::page(app, call, EntityKind::Product, params.list, completeness).await?;
     let req = &page.req;
     let depth = depth(req.include);
     let trees = app

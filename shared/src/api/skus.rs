@@ -1,12 +1,14 @@
 //! `/skus` routes: SKUs addressed without their parents (via their identity item), with the
 //! product's and variant's attributes merged in.
 
+use super::include::{DetailParams, SkuInclude};
 use super::lists;
+use super::lists::ListParams;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::doc::DETAIL;
+use crate::http::doc::{QueryDoc, NO_QUERY};
 use crate::http::render;
 use crate::http::schema::request;
 use crate::http::{ApiResponse, Body, Doc, Route};
@@ -15,7 +17,6 @@ use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
 use crate::usecases::tree_patch::{self, ProductPatch, SkuPatchBody, VariantPatch};
 
-use super::include;
 use crate::usecases::etags;
 use crate::usecases::references::with_included;
 
@@ -27,7 +28,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List SKUs",
-                super::lists::LIST_PARAMS,
+                QueryDoc::of::<ListParams<SkuInclude>>(),
                 None,
                 200,
                 Body::List("Sku"),
@@ -41,7 +42,14 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/skus/{identifier}",
             Scope::CatalogRead,
-            Doc::new("Get a SKU", DETAIL, None, 200, Body::Single("Sku")).included(),
+            Doc::new(
+                "Get a SKU",
+                QueryDoc::of::<DetailParams<SkuInclude>>(),
+                None,
+                200,
+                Body::Single("Sku"),
+            )
+            .included(),
         ),
         handler!(get),
     ),
@@ -52,7 +60,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Update a SKU",
-                &[],
+                NO_QUERY,
                 Some(request::<SkuPatchBody>),
                 200,
                 Body::Single("WriteResult"),
@@ -78,12 +86,10 @@ pub const API: Api = Api {
     parts: crate::context::Parts::LISTS,
 };
 
-const SKU_INCLUDES: &[&str] = &["metaobjects"];
-
 /// GET /skus/{identifier}: identity GetItem, then one BatchGetItem of product, variant, SKU.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "sku")?;
-    let (include, selection) = include::detail_query(&call.query, SKU_INCLUDES)?;
+    let (include, selection) = call.query.typed::<DetailParams<SkuInclude>>()?.parts()?;
     let tree = sku_path(app, call.org(), id).await?;
     let response = ApiResponse::single(200, render::sku(&tree, &selection))
         .with_etag(etags::entity(&tree.skus[0]));
@@ -111,7 +117,14 @@ async fn sku_path(
 
 /// GET /skus: index → page → one round trip of BatchGetItem for SKUs, variants, products.
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(app, call, EntityKind::Sku, SKU_INCLUDES).await?;
+    let page = lists::page(
+        app,
+        call,
+        EntityKind::Sku,
+        call.query.typed::<ListParams<SkuInclude>>()?,
+        None,
+    )
+    .await?;
     let trees = app.store.sku_page(call.org(), &page.entries).await?;
     let result = trees
         .iter()

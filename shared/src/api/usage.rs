@@ -7,6 +7,7 @@ use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::usage::Counts;
 use crate::error::ApiError;
+use crate::http::doc::NO_QUERY;
 use crate::http::render::to_json;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::usage::{today, Tally};
@@ -20,7 +21,7 @@ pub const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
         Scope::SettingsManage,
         Doc::new(
             "The organization's usage today and this month (UTC): calls, refused calls, DynamoDB capacity and webhook delivery attempts. Each function adds its counts at least every `updatedEverySeconds`",
-            &[],
+            NO_QUERY,
             None,
             200,
             Body::Single("Usage"),

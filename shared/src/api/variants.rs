@@ -1,12 +1,14 @@
 //! `/variants` routes: variants addressed without their product (via their identity item),
 //! with the product's attributes merged in.
 
+use super::include::{DetailParams, VariantInclude};
 use super::lists;
+use super::lists::ListParams;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
-use crate::http::doc::DETAIL;
+use crate::http::doc::QueryDoc;
 use crate::http::render;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
@@ -14,7 +16,6 @@ use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
 
-use super::include;
 use crate::usecases::etags;
 use crate::usecases::references::with_included;
 
@@ -26,7 +27,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "List variants",
-                super::lists::LIST_PARAMS,
+                QueryDoc::of::<ListParams<VariantInclude>>(),
                 None,
                 200,
                 Body::List("Variant"),
@@ -40,7 +41,14 @@ pub const ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/variants/{identifier}",
             Scope::CatalogRead,
-            Doc::new("Get a variant", DETAIL, None, 200, Body::Single("Variant")).included(),
+            Doc::new(
+                "Get a variant",
+                QueryDoc::of::<DetailParams<VariantInclude>>(),
+                None,
+                200,
+                Body::Single("Variant"),
+            )
+            .included(),
         ),
         handler!(get),
     ),
@@ -62,13 +70,14 @@ pub const API: Api = Api {
     parts: crate::context::Parts::LISTS,
 };
 
-const VARIANT_INCLUDES: &[&str] = &["skus", "metaobjects"];
-
 /// GET /variants/{identifier}: identity GetItem, then one request for product and variant
 /// (BatchGetItem) or, with `include=skus`, one filtered Query of the tree.
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    let (include, selection) = include::detail_query(&call.query, VARIANT_INCLUDES)?;
+    let (include, selection) = call
+        .query
+        .typed::<DetailParams<VariantInclude>>()?
+        .parts()?;
     let tree = find(app, call.org(), id, include.skus).await?;
     let result = render::variant(&tree, include.skus, &selection);
     let response = ApiResponse::single(200, result).with_etag(etags::entity(&tree.variants[0]));
@@ -97,7 +106,14 @@ pub async fn find(
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
 async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let page = lists::page(app, call, EntityKind::Variant, VARIANT_INCLUDES).await?;
+    let page = lists::page(
+        app,
+        call,
+        EntityKind::Variant,
+        call.query.typed::<ListParams<VariantInclude>>()?,
+        None,
+    )
+    .await?;
     let skus = page.req.include.skus;
     let trees = app
         .store

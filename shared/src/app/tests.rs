@@ -1,13 +1,14 @@
 //! Unit tests of the parent module.
 
 use super::*;
+use crate::http::doc::NO_QUERY;
 use crate::http::{Body, Doc};
 
 async fn boom(_app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     panic!("a bug in the handler of {}", call.route.route.path);
 }
 
-const DOC: Doc = Doc::new("", &[], None, 200, Body::Document);
+const DOC: Doc = Doc::new("", NO_QUERY, None, 200, Body::Document);
 const ENDPOINTS: &[Endpoint] = &[Endpoint::new(
     Route::public("GET", "/boom", DOC),
     handler!(boom),

@@ -6,6 +6,7 @@
 //! name, which detects edits but not forgeries by someone who knows the table name.
 
 use crate::error::ApiError;
+use crate::http::query::{Cursor, Limit, PageNumber};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
@@ -118,6 +119,15 @@ pub enum Start {
     After(String),
 }
 
+/// The paging part of the query of a list that hands out cursors.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct CursorPageParams {
+    #[serde(default)]
+    pub limit: Limit,
+    pub page: Option<PageNumber>,
+    pub cursor: Option<Cursor>,
+}
+
 /// `limit` and `page` or `cursor` of a list that hands out cursors, checked and opened.
 #[derive(Debug, Clone)]
 pub struct CursorPaging {
@@ -130,21 +140,21 @@ pub struct CursorPaging {
 
 impl CursorPaging {
     /// `scope` names the list and its selection: a cursor opens only for the same one.
-    pub fn from_query(
-        query: &crate::http::Query,
+    pub fn open(
+        params: &CursorPageParams,
         key: &CursorKey,
         org: &str,
         scope: String,
     ) -> Result<Self, ApiError> {
-        let limit = query.int("limit", 100, 1, 200)?;
-        let start = match (query.get("cursor"), query.get("page")) {
+        let limit = params.limit.0;
+        let start = match (&params.cursor, params.page) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::bad_request(
                     "query parameters 'cursor' and 'page' cannot be used together",
                 ))
             }
-            (Some(c), None) => Start::After(key.open(org, &scope, c)?),
-            (None, _) => Start::Page(query.int("page", 1, 1, u32::MAX)?),
+            (Some(c), None) => Start::After(key.open(org, &scope, &c.0)?),
+            (None, page) => Start::Page(page.unwrap_or_default().0),
         };
         Ok(Self {
             limit,

@@ -2,6 +2,8 @@
 //! path, scope, handler and this description sit in one entry, and `api/openapi/` renders
 //! the document from the entries.
 
+pub use super::query::{QueryDoc, NO_QUERY};
+
 /// What a success response holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Body {
@@ -24,8 +26,8 @@ pub type RequestSchema = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
 #[derive(Debug, Clone, Copy)]
 pub struct Doc {
     pub summary: &'static str,
-    /// Query parameters, by component name.
-    pub query: &'static [&'static str],
+    /// The query type its handler reads (names and schemas of its parameters).
+    pub query: QueryDoc,
     /// The request body's schema, when the route takes one.
     pub request: Option<RequestSchema>,
     /// The success status.
@@ -40,7 +42,7 @@ pub struct Doc {
 impl Doc {
     pub const fn new(
         summary: &'static str,
-        query: &'static [&'static str],
+        query: QueryDoc,
         request: Option<RequestSchema>,
         status: u16,
         body: Body,
@@ -58,7 +60,7 @@ impl Doc {
 
     /// A DELETE: no query, no body, `{"result": {"identifier", "deleted": true}}`.
     pub const fn delete(summary: &'static str) -> Self {
-        Self::new(summary, &[], None, 200, Body::Single("DeleteResult"))
+        Self::new(summary, NO_QUERY, None, 200, Body::Single("DeleteResult"))
     }
 
     /// May sideload metaobjects under `included`.
@@ -74,8 +76,5 @@ impl Doc {
     }
 }
 
-/// The query parameters of a paged list without filters.
-pub const PAGE: &[&str] = &["limit", "page"];
-
-/// The query parameters of a single entity's read.
-pub const DETAIL: &[&str] = &["include", "attributes", "exclude_attributes"];
+/// The query of a paged list without filters.
+pub const PAGE: QueryDoc = QueryDoc::of::<super::response::PageParams>();

@@ -2,6 +2,7 @@
 //! `{"result": [...], "pagination": {...}}` for lists, `{"error": "..."}` for errors.
 
 use crate::error::ApiError;
+use crate::http::query::{Limit, PageNumber};
 use lambda_http::{Body, Response};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -91,12 +92,28 @@ pub struct Paging {
     pub page: u32,
 }
 
+/// The query of a paged list without filters, and the paging part of others'.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct PageParams {
+    #[serde(default)]
+    pub limit: Limit,
+    #[serde(default)]
+    pub page: PageNumber,
+}
+
+impl From<PageParams> for Paging {
+    fn from(p: PageParams) -> Self {
+        Self {
+            limit: p.limit.0,
+            page: p.page.0,
+        }
+    }
+}
+
 impl Paging {
+    /// The `limit` and `page` of a route whose query type is [`PageParams`].
     pub fn from_query(query: &crate::http::Query) -> Result<Self, ApiError> {
-        Ok(Self {
-            limit: query.int("limit", 100, 1, 200)?,
-            page: query.int("page", 1, 1, u32::MAX)?,
-        })
+        Ok(query.typed::<PageParams>()?.into())
     }
 
     /// The positions of this page among `total` results (empty past the last page).

@@ -6,6 +6,7 @@ use super::Doc;
 use crate::auth::Scope;
 use crate::domain::identifier;
 use crate::error::ApiError;
+use crate::http::doc::NO_QUERY;
 use percent_encoding::percent_decode_str;
 
 /// One route a function serves.
@@ -38,7 +39,7 @@ impl Route {
             method,
             path,
             scope,
-            doc: Doc::new("", &[], None, 404, super::Body::Document),
+            doc: Doc::new("", NO_QUERY, None, 404, super::Body::Document),
         }
     }
 
@@ -134,7 +135,7 @@ pub fn find<T: AsRef<Route>>(
 mod tests {
     use super::*;
 
-    const DOC: Doc = Doc::new("", &[], None, 200, super::super::Body::Document);
+    const DOC: Doc = Doc::new("", NO_QUERY, None, 200, super::super::Body::Document);
     const ROUTES: &[Route] = &[
         Route::new("GET", "/products/{identifier}", Scope::CatalogRead, DOC),
         Route::new("PATCH", "/products/{identifier}", Scope::CatalogWrite, DOC),

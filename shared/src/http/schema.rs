@@ -124,6 +124,17 @@ pub fn matching(body: &str) -> Schema {
     json_schema!({"type": "string", "pattern": format!("^(?:{body})(?!\\n)$")})
 }
 
+/// A comma-separated list of the alternatives `items` (a regular expression), or empty.
+pub fn comma_list(items: &str) -> Schema {
+    matching(&format!("(?:(?:{items})(?:,(?:{items}))*)?"))
+}
+
+/// `attributes` / `exclude_attributes` (`domain/selection.rs`): comma-separated
+/// `<entity>.<key>` or `<entity>.<prefix>*`.
+pub fn selectors() -> Schema {
+    comma_list(&selector())
+}
+
 /// A key or name: a lowercase letter, then up to 63 lowercase letters, digits or `_`.
 pub const KEY: &str = "[a-z][a-z0-9_]{0,63}";
 

@@ -9,6 +9,7 @@ use crate::auth::session::{self, Kind, Token, SESSION_SECONDS};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::doc::NO_QUERY;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Route};
 use crate::store::console::ConsoleItem;
@@ -29,7 +30,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Make a single-use sign-in link to the web console, valid 10 minutes; the session it opens acts with the scopes of the calling key",
-                &[],
+                NO_QUERY,
                 None,
                 201,
                 Body::Single("ConsoleLink"),
@@ -43,7 +44,7 @@ const ENDPOINTS: &[Endpoint] = &[
             "/console-sessions/exchange",
             Doc::new(
                 "Exchange a sign-in link's token, once, for a console session: sets the session cookie (HttpOnly, SameSite=Strict) and answers the CSRF token its state-changing calls carry",
-                &[],
+                NO_QUERY,
                 Some(request::<ConsoleSignInRequired>),
                 201,
                 Body::Single("ConsoleSession"),
@@ -58,7 +59,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "The console session of the calling cookie, with its CSRF token",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Single("ConsoleSession"),

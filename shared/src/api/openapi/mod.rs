@@ -7,6 +7,7 @@ use super::samples::{self, Sample};
 use crate::app::{handler, App, Call, Endpoint};
 use crate::domain::attributes::TargetEntity;
 use crate::error::ApiError;
+use crate::http::doc::NO_QUERY;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use schemars::SchemaGenerator;
 use serde_json::{json, Map, Value};
@@ -25,7 +26,7 @@ pub const ENDPOINT: Endpoint = Endpoint::new(
         "/openapi.json",
         Doc::new(
             "This document (no authentication)",
-            &[],
+            NO_QUERY,
             None,
             200,
             Body::Document,
@@ -56,80 +57,66 @@ fn param(name: &str, location: &str, schema: Value, description: &str) -> Value 
     json!({"name": name, "in": location, "required": location == "path", "schema": schema, "description": description})
 }
 
-fn required(mut param: Value) -> Value {
-    param["required"] = Value::Bool(true);
-    param
-}
-
-/// A comma-separated list of the alternatives `items` (a regular expression), or empty.
-fn comma_list(items: &str) -> Value {
-    json!(matching(&format!("(?:(?:{items})(?:,(?:{items}))*)?")))
-}
-
-/// `include` on products: `skus` only beside `variants` (either no `skus`, or a `variants`).
-fn product_include() -> Value {
-    let any = "variants|skus|metaobjects";
-    let without_skus = "(?:(?:variants|metaobjects)(?:,(?:variants|metaobjects))*)?";
-    let with_variants = format!("(?:(?:{any}),)*variants(?:,(?:{any}))*");
-    json!(matching(&format!("(?:{without_skus}|{with_variants})")))
-}
-
-/// `attributes` / `exclude_attributes` (`domain/selection.rs`): comma-separated
-/// `<entity>.<key>` or `<entity>.<prefix>*`.
-fn selectors() -> Value {
-    comma_list(&crate::http::schema::selector())
-}
-
-/// `search`, with the operator matrix (decisions.md, "Filtering") as `x-operators`: each
-/// attribute type's operators and each system filter's, in the order the parser lists them,
-/// so that a client (the console) builds its conditions from the document.
-fn search_param() -> Value {
-    use crate::domain::attributes::AttributeType;
-    use crate::search::operators::Category;
-    use crate::search::parse::SYSTEM_FILTERS;
-    let names = |c: Category| -> Vec<&str> { c.operators().iter().map(|o| o.name()).collect() };
-    let types: Map<String, Value> = AttributeType::ALL
-        .iter()
-        .map(|t| (t.as_str().into(), json!(names(Category::of(*t)))))
-        .collect();
-    let system: Map<String, Value> = SYSTEM_FILTERS
-        .iter()
-        .map(|(key, field)| (key.to_string(), json!(names(field.category()))))
-        .collect();
-    let mut p = param("search", "query", string(), "URL-encoded JSON filter: {\"<entity>.<key>\": [{\"operator\": ..., \"value\": ...}]}. `x-operators` lists the operators each attribute type and each system filter accepts.");
-    p["x-operators"] = json!({"types": types, "system": system});
-    p
-}
-
 fn parameters() -> Value {
-    let mut all = json!({
-        "include": param("include", "query", product_include(), "Comma-separated relations to embed: variants, skus (needs variants), metaobjects (sideloaded under `included`)."),
-        "variant_include": param("include", "query", comma_list("skus|metaobjects"), "Comma-separated relations to embed: skus, metaobjects (sideloaded under `included`)."),
-        "sku_include": param("include", "query", comma_list("metaobjects"), "metaobjects: sideload the referenced metaobjects under `included`."),
-        "attributes": param("attributes", "query", selectors(), "Comma-separated selectors `<entity>.<key>` or prefixes ending in `*`; empty selects none."),
-        "exclude_attributes": param("exclude_attributes", "query", selectors(), "Selectors to omit after inclusion; exclusion wins."),
-        "updated_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only entities whose hierarchy `updatedAt` is later."),
-        "search": search_param(),
-        "search_mode": param("search_mode", "query", json!({"enum": ["all", "any"], "default": "all"}), "all: every filter matches; any: at least one top-level key."),
-        "limit": param("limit", "query", json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 100}), "Page size."),
-        "page": param("page", "query", json!({"type": "integer", "minimum": 1, "maximum": 4294967295u64, "default": 1}), "1-based page."),
-        "completeness_profile": param("completeness_profile", "query", string(), "Completeness profile identifier."),
-        "completeness": param("completeness", "query", json!({"enum": ["complete", "incomplete"]}), "Requires completeness_profile."),
-        "channel": param("channel", "query", string(), "Channel the completeness is evaluated against."),
-        "targetEntity": param("targetEntity", "query", target_entity(), "Only definitions of this entity."),
-        "cursor": param("cursor", "query", string(), "Instead of `page`: the `pagination.nextCursor` of the previous page. Opaque; valid only for the same list and filters."),
-        "entity_type": required(param("entity_type", "query", json!({"enum": crate::domain::entity_types::EntityType::NAMES}), "The type whose deletions to list.")),
-        "deletions_after": param("updated_after", "query", json!({"type": "string", "format": "date-time"}), "Only deletions later than this; at most 30 days back."),
-        "delivery_status": param("status", "query", json!({"enum": ["pending", "retrying", "succeeded", "failed", "cancelled"]}), "Only deliveries in this status."),
-        "delivery_event": param("event", "query", matching("[a-z]+\\.(created|updated|deleted|test)"), "Only deliveries of this event (`product.updated`, `webhook.test`)."),
-        "asset_search": param("search", "query", string(), "Free text matched against asset names, ignoring case."),
-        "If-Match": {"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."},
-        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request by the same API key within 24 h: the first answer is replayed (a secret it carried, null) and nothing is written; with another request or from another key: 422; while the first runs: 409."},
-    });
+    let mut all = Value::Object(query_parameters().0);
+    all["If-Match"] = json!({"name": "If-Match", "in": "header", "required": false, "schema": string(), "description": "Write only if the entity's current ETag is one of these (or `*`: it exists); else 412."});
+    all["Idempotency-Key"] = json!({"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"}, "description": "Sent again with the same request by the same API key within 24 h: the first answer is replayed (a secret it carried, null) and nothing is written; with another request or from another key: 422; while the first runs: 409."});
     for (name, example) in samples::query_examples() {
         all[name]["example"] = example;
     }
     all
+}
+
+/// The query parameters of every route as the document's components, derived from the
+/// routes' query types, and the components two routes derive differently (a test holds
+/// that list empty).
+fn query_parameters() -> (Map<String, Value>, Vec<String>) {
+    let mut all = Map::new();
+    let mut differ = Vec::new();
+    for api in super::FUNCTIONS {
+        for route in api.routes() {
+            for (name, param) in query_params(route) {
+                let component = query_component(route.path, &name);
+                match all.get(&component) {
+                    Some(seen) if seen != &param => {
+                        differ.push(format!("{component} ({} {})", route.method, route.path))
+                    }
+                    Some(_) => {}
+                    None => {
+                        all.insert(component, param);
+                    }
+                }
+            }
+        }
+    }
+    (all, differ)
+}
+
+/// The query parameters `route`'s query type derives, by name: its description and `x-`
+/// extensions at the parameter's level, the rest its schema.
+fn query_params(route: &Route) -> Vec<(String, Value)> {
+    use crate::http::query;
+    let schema = (route.doc.query.schema)(&mut query::generator());
+    query::parameters(&schema)
+        .into_iter()
+        .map(|(name, mut schema, required)| {
+            let mut param = json!({"name": name, "in": "query", "required": required});
+            if let Some(fields) = schema.as_object_mut() {
+                let lifted: Vec<String> = fields
+                    .keys()
+                    .filter(|k| *k == "description" || k.starts_with("x-"))
+                    .cloned()
+                    .collect();
+                for key in lifted {
+                    if let Some(value) = fields.remove(&key) {
+                        param[key] = value;
+                    }
+                }
+            }
+            param["schema"] = schema;
+            (name, param)
+        })
+        .collect()
 }
 
 /// The routes of one entity that carry its `ETag` (reads and writes of the entity itself).
@@ -154,8 +141,8 @@ fn tagged(route: &Route) -> bool {
 /// The component holding query parameter `name` (a route's `Doc::query` holds the names the
 /// parser checks) on `path`: `include` allows different relations on products, variants and
 /// SKUs, and a few names mean another thing on one route.
-fn query_component(path: &str, name: &'static str) -> &'static str {
-    match (name, path) {
+fn query_component(path: &str, name: &str) -> String {
+    let component = match (name, path) {
         ("include", p) if p.starts_with("/variants") => "variant_include",
         ("include", p) if p.starts_with("/skus") => "sku_include",
         ("updated_after", "/deletions") => "deletions_after",
@@ -163,7 +150,8 @@ fn query_component(path: &str, name: &'static str) -> &'static str {
         ("status", p) if p.ends_with("/deliveries") => "delivery_status",
         ("event", p) if p.ends_with("/deliveries") => "delivery_event",
         _ => name,
-    }
+    };
+    component.to_string()
 }
 
 fn error_response(description: &str) -> Value {
@@ -274,9 +262,9 @@ fn operation(route: &Route, tag: &str, g: &mut SchemaGenerator) -> Value {
             p
         })
         .collect();
-    params.extend(op.query.iter().map(
-        |q| json!({"$ref": format!("#/components/parameters/{}", query_component(route.path, q))}),
-    ));
+    params.extend(query_params(route).into_iter().map(|(name, _)| {
+        json!({"$ref": format!("#/components/parameters/{}", query_component(route.path, &name))})
+    }));
     let tagged = tagged(route);
     let conditional = tagged && matches!(route.method, "PATCH" | "PUT" | "DELETE");
     let idempotent = matches!(route.method, "POST" | "PATCH" | "PUT") && route.scope.is_some();

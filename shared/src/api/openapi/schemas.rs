@@ -41,11 +41,6 @@ pub(super) fn identifier() -> Value {
 
 pub(super) use schema::KEY;
 
-/// An attribute's target entity.
-pub(super) fn target_entity() -> Value {
-    schema::target_entities().to_value()
-}
-
 /// The answer schemas derived from the types their handlers serialize; the others are
 /// written in [`schemas`].
 pub(super) fn answers() -> Map<String, Value> {

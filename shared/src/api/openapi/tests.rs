@@ -132,3 +132,20 @@ fn the_search_parameter_lists_the_operators_the_parser_accepts() {
         .unwrap()
         .contains(&json!("IN_THE_LAST")));
 }
+
+/// A query parameter component is derived from the routes' query types: every route that
+/// refers to one derives the same parameter (a name meaning another thing on one route has
+/// a component of its own), and a required one says so.
+#[test]
+fn every_query_component_is_derived_alike_by_each_route_using_it() {
+    let (components, differ) = query_parameters();
+    assert_eq!(differ, Vec::<String>::new());
+    assert_eq!(components["entity_type"]["required"], true);
+    assert_eq!(components["limit"]["schema"]["maximum"], 200);
+    assert_eq!(
+        components["deletions_after"]["description"],
+        "Only deletions later than this; at most 30 days back."
+    );
+    let names: Vec<&String> = components.keys().collect();
+    assert_eq!(names.len(), 20, "{names:?}");
+}

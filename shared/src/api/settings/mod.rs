@@ -9,7 +9,7 @@ use crate::domain::names;
 use crate::domain::values::is_language_tag;
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::PAGE;
+use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Route};
@@ -49,7 +49,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create a family",
-                &[],
+                NO_QUERY,
                 Some(request::<NewFamily>),
                 201,
                 Body::Single("Family"),
@@ -62,7 +62,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             "GET",
             "/families/{id}",
             Scope::CatalogRead,
-            Doc::new("Get a family", &[], None, 200, Body::Single("Family")),
+            Doc::new("Get a family", NO_QUERY, None, 200, Body::Single("Family")),
         ),
         handler!(get_family),
     ),
@@ -82,7 +82,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create a channel",
-                &[],
+                NO_QUERY,
                 Some(request::<NewChannel>),
                 201,
                 Body::Single("Channel"),
@@ -106,7 +106,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create a language",
-                &[],
+                NO_QUERY,
                 Some(request::<NewLanguage>),
                 201,
                 Body::Single("Language"),
@@ -136,7 +136,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogWrite,
             Doc::new(
                 "Create a completeness profile",
-                &[],
+                NO_QUERY,
                 Some(request::<NewProfile>),
                 201,
                 Body::Single("CompletenessProfile"),
@@ -151,7 +151,7 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
             Scope::CatalogRead,
             Doc::new(
                 "Get a completeness profile",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Single("CompletenessProfile"),

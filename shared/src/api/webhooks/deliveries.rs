@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::domain::entity_types::EntityType;
+use crate::http::query::{query_values, QueryValue};
+use crate::http::response::PageParams;
 
 /// A delivery log entry as served.
 #[derive(Serialize, JsonSchema)]
@@ -78,10 +80,10 @@ pub fn render_delivery(d: &Delivery) -> Value {
 /// GET /webhooks/{id}/deliveries: the delivery log, newest first. The subscription and the
 /// log's warm index (a delta Query) in parallel, then the page's entries (BatchGetItem).
 pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = &call.query;
-    let paging = Paging::from_query(query)?;
-    let status = query.get("status").map(status_filter).transpose()?;
-    let event = query.get("event").map(event_filter).transpose()?;
+    let params = call.query.typed::<DeliveryParams>()?;
+    let paging = Paging::from(params.paging);
+    let status = params.status.map(|s| s.0);
+    let event = params.event.as_ref().map(|e| e.0.as_str());
     reads_catalog(
         call,
         "reading the delivery log of a subscription to catalog topics",
@@ -131,6 +133,51 @@ pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, Ap
 }
 
 /// The `status` filter of the delivery log.
+/// The query of the delivery log.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub(super) struct DeliveryParams {
+    #[serde(flatten)]
+    paging: PageParams,
+    status: Option<StatusParam>,
+    event: Option<EventParam>,
+}
+
+/// `status`: only deliveries in this status.
+#[derive(Debug)]
+struct StatusParam(DeliveryStatus);
+
+/// `event`: only deliveries of this event.
+#[derive(Debug)]
+struct EventParam(String);
+
+impl QueryValue for StatusParam {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        status_filter(raw).map(Self)
+    }
+
+    fn schema() -> schemars::Schema {
+        let all: Vec<&str> = DeliveryStatus::ALL.iter().map(|s| s.as_str()).collect();
+        schemars::json_schema!({"type": "string", "enum": all, "description": "Only deliveries in this status."})
+    }
+}
+
+impl QueryValue for EventParam {
+    fn parse(raw: &str) -> Result<Self, ApiError> {
+        event_filter(raw).map(|e| Self(e.to_string()))
+    }
+
+    fn schema() -> schemars::Schema {
+        let mut schema = crate::http::schema::matching("[a-z]+\\.(created|updated|deleted|test)");
+        schema.insert(
+            "description".into(),
+            "Only deliveries of this event (`product.updated`, `webhook.test`).".into(),
+        );
+        schema
+    }
+}
+
+query_values!(StatusParam, EventParam);
+
 fn status_filter(value: &str) -> Result<DeliveryStatus, ApiError> {
     DeliveryStatus::parse(value).ok_or_else(|| {
         let all: Vec<&str> = DeliveryStatus::ALL.iter().map(|s| s.as_str()).collect();

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::domain::destinations::{Destination, Kind};
+use crate::http::doc::NO_QUERY;
 use subtle::ConstantTimeEq;
 
 /// How long a verification token is good for.
@@ -18,7 +19,7 @@ pub(super) const VERIFY: Endpoint = Endpoint::new(
         Scope::SettingsManage,
         Doc::new(
             "Confirm an AWS destination with the token of its latest `webhook.verification` message; it gets events from then on",
-            &[],
+            NO_QUERY,
             Some(request::<WebhookVerify>),
             200,
             Body::Single("Webhook"),
@@ -34,7 +35,7 @@ pub(super) const RESEND: Endpoint = Endpoint::new(
         Scope::SettingsManage,
         Doc::new(
             "Send an AWS destination awaiting verification a new `webhook.verification` message (a new token; earlier ones stop working)",
-            &[],
+            NO_QUERY,
             None,
             202,
             Body::Single("TestEvent"),

@@ -8,7 +8,7 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::PAGE;
+use crate::http::doc::{QueryDoc, NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
@@ -66,7 +66,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Create a webhook subscription (the secret is shown once)",
-                &[],
+                NO_QUERY,
                 Some(request::<WebhookCreate>),
                 201,
                 Body::Single("Webhook"),
@@ -81,7 +81,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Get a webhook subscription",
-                &[],
+                NO_QUERY,
                 None,
                 200,
                 Body::Single("Webhook"),
@@ -96,7 +96,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Update a webhook subscription",
-                &[],
+                NO_QUERY,
                 Some(request::<WebhookFields>),
                 200,
                 Body::Single("Webhook"),
@@ -120,7 +120,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Rotate the signing secret (shown once); the old one may sign beside it for a while",
-                &[],
+                NO_QUERY,
                 Some(request::<Rotation>),
                 200,
                 Body::Single("Webhook"),
@@ -135,7 +135,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "The delivery log, newest first; `status` and `event` narrow it",
-                &["limit", "page", "status", "event"],
+                QueryDoc::of::<deliveries::DeliveryParams>(),
                 None,
                 200,
                 Body::List("Delivery"),
@@ -150,7 +150,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Replay a delivery under a new id",
-                &[],
+                NO_QUERY,
                 None,
                 202,
                 Body::Single("Delivery"),
@@ -165,7 +165,7 @@ const ENDPOINTS: &[Endpoint] = &[
             Scope::SettingsManage,
             Doc::new(
                 "Send a test event (`webhook.test`, entity type `webhook`, the subscription's id as identifier), signed and logged like every delivery, whatever the subscription's topics",
-                &[],
+                NO_QUERY,
                 None,
                 202,
                 Body::Single("TestEvent"),
