@@ -40,6 +40,22 @@ impl Include {
     }
 }
 
+/// `response` with `included` when `wanted`: the metaobjects its result references
+/// (`usecases/references.rs`).
+pub async fn with_included(
+    store: &crate::store::Store,
+    org: &str,
+    mut response: crate::http::ApiResponse,
+    wanted: bool,
+) -> Result<crate::http::ApiResponse, ApiError> {
+    if wanted {
+        let included =
+            crate::usecases::references::included(store, org, &response.body["result"]).await?;
+        response.body["included"] = included;
+    }
+    Ok(response)
+}
+
 /// `include` of one entity's read or list: the relations it may embed.
 pub trait Relations: QueryValue + Default {
     fn include(&self) -> Include;

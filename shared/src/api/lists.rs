@@ -2,7 +2,7 @@
 //! returns (`updated_after`, `search`, `search_mode`, completeness), computed over the warm
 //! snapshots (`search/snapshot/`) in identifier order before a page is cut.
 
-use super::include::{DetailParams, Include, ProductInclude, Relations};
+use super::include::{with_included, DetailParams, Include, ProductInclude, Relations};
 use crate::app::{App, Call};
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
@@ -16,7 +16,6 @@ use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::usecases::listing::{bad_param, matching, Refresh};
 pub use crate::usecases::listing::{CompletenessQuery, Selecting};
-use crate::usecases::references::with_included;
 use schemars::{json_schema, Schema};
 use serde_json::{json, Value};
 

@@ -98,6 +98,12 @@ use crate::http::Route;
 pub const SERVED: &[Route] = &[
 ";
 
+/// The answer of a tree write: 201 when it created the product, else 200, with the tag of
+/// the entity it answers for.
+fn written(w: crate::usecases::tree_patch::Written) -> crate::http::ApiResponse {
+    crate::http::ApiResponse::single(w.status(), w.result).with_etag(w.etag)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -1,5 +1,6 @@
 //! `/products` routes.
 
+use super::include::with_included;
 use super::include::{DetailParams, Include, ProductInclude};
 use super::lists::{self, ProductListParams};
 use crate::app::{handler, Api, App, Call, Endpoint};
@@ -14,7 +15,6 @@ use crate::store::products::TreeDepth;
 use crate::store::writes::TreeWrite;
 use crate::usecases::etags;
 use crate::usecases::links;
-use crate::usecases::references::with_included;
 use crate::usecases::retry::{with_retries, Retry};
 use crate::usecases::tree_patch::{self, ProductBody, ProductBulk};
 
@@ -109,7 +109,7 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let body: ProductBody = call.body(app)?;
     let patch = tree_patch::parse_product_patch(app, call.org(), id, &body).await?;
     let if_match = call.request.if_match.as_deref();
-    crate::usecases::product_write::upsert_product(
+    let written = crate::usecases::product_write::upsert_product(
         app,
         call.org(),
         id,
@@ -118,7 +118,8 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         if_match,
         &call.origin(),
     )
-    .await
+    .await?;
+    Ok(super::written(written))
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity

@@ -17,8 +17,8 @@ use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
 use crate::usecases::tree_patch::{self, ProductPatch, SkuPatchBody, VariantPatch};
 
+use super::include::with_included;
 use crate::usecases::etags;
-use crate::usecases::references::with_included;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -169,7 +169,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
         let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
         let updated = render::sku_updated(&plan.product, v, s);
-        Ok(tree_patch::written(&plan, s, updated).with_etag(etags::entity(s)))
+        Ok(super::written(tree_patch::written(&plan, s, updated)))
     })
     .await
 }

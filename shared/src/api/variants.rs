@@ -16,8 +16,8 @@ use crate::store::products::ProductTree;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::usecases::retry::{with_retries, Retry};
 
+use super::include::with_included;
 use crate::usecases::etags;
-use crate::usecases::references::with_included;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(

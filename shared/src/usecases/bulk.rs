@@ -9,6 +9,7 @@ use super::links;
 use super::product_write::{known_tree, plan_write, read, upsert_product};
 use super::references;
 use super::retry::Retry;
+use super::tree_patch::Written;
 use super::tree_patch::{self, Plan, ProductBody, ProductPatch, RawProductPatch};
 use crate::context::Context;
 use crate::domain::identifier;
@@ -391,7 +392,7 @@ async fn write_line(
     LineOutcome {
         line,
         identifier: Some(id.to_string()),
-        status: result.as_ref().map_or_else(|e| e.status, |r| r.status),
+        status: result.as_ref().map_or_else(|e| e.status, Written::status),
         error: result.err().map(|e| e.message),
     }
 }

@@ -6,11 +6,10 @@ use super::etags;
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
-use super::tree_patch::{self, Plan, ProductPatch};
+use super::tree_patch::{self, Plan, ProductPatch, Written};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
-use crate::http::ApiResponse;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
@@ -32,7 +31,7 @@ pub async fn upsert_product(
     known: Option<Option<EntityItem>>,
     if_match: Option<&str>,
     origin: &Origin<'_>,
-) -> Result<ApiResponse, ApiError> {
+) -> Result<Written, ApiError> {
     let known = &std::sync::Mutex::new(known_tree(known, patch));
     // The tag of the product as an attempt that committed part of its writes stored it: a
     // later attempt finds it, not the tag `If-Match` names, and goes on.
@@ -55,10 +54,11 @@ pub async fn upsert_product(
                 return Err(references::named(e, &patch.value_changes()));
             }
         }
-        Ok(
-            tree_patch::written(&plan, &plan.product, plan.product.updated_at)
-                .with_etag(etags::entity(&plan.product)),
-        )
+        Ok(tree_patch::written(
+            &plan,
+            &plan.product,
+            plan.product.updated_at,
+        ))
     })
     .await
 }

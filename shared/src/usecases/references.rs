@@ -10,7 +10,6 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
 use crate::error::ApiError;
 use crate::http::render::{to_json, Attributes};
-use crate::http::ApiResponse;
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::{Store, StoreError};
@@ -178,28 +177,19 @@ pub fn render_metaobject(m: &ResourceItem) -> Value {
     })
 }
 
-/// Adds `included` when `wanted`: the metaobjects the response's (already selected)
-/// attributes reference, each once, ordered by definition and identifier; `[]` when none.
-/// One BatchGetItem round trip when anything is referenced, none otherwise.
-pub async fn with_included(
-    store: &Store,
-    org: &str,
-    mut response: ApiResponse,
-    wanted: bool,
-) -> Result<ApiResponse, ApiError> {
-    if !wanted {
-        return Ok(response);
-    }
+/// The metaobjects a rendered `result`'s (already selected) attributes reference, each once,
+/// ordered by definition and identifier; `[]` when none. One BatchGetItem round trip when
+/// anything is referenced, none otherwise.
+pub async fn included(store: &Store, org: &str, result: &Value) -> Result<Value, ApiError> {
     let mut refs = BTreeSet::new();
-    collect(&response.body["result"], &mut refs);
+    collect(result, &mut refs);
     let keys = refs
         .iter()
         .map(|(def, id)| Shelf::metaobjects(def).key(org, id))
         .collect();
     let mut found = store.get_resources(keys).await?;
     found.sort_by(|a, b| (&a.def, &a.id).cmp(&(&b.def, &b.id)));
-    response.body["included"] = Value::Array(found.iter().map(render_metaobject).collect());
-    Ok(response)
+    Ok(Value::Array(found.iter().map(render_metaobject).collect()))
 }
 
 fn references(vals: &StoredValues, def: &str, id: &str) -> bool {

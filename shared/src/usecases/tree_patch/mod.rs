@@ -15,7 +15,6 @@ use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::domain::{identifier, names};
 use crate::error::ApiError;
 use crate::http::render;
-use crate::http::ApiResponse;
 use crate::store::counters::{refs_of, Ref};
 use crate::store::items::{EntityItem, EntityKind};
 use crate::store::products::{ProductTree, TreeDepth};
@@ -29,7 +28,7 @@ mod planning;
 
 use body::VariantBody;
 pub use body::{ProductBody, ProductBulk, SkuPatchBody};
-pub use planning::{plan, written, Plan};
+pub use planning::{plan, written, Plan, Written};
 
 #[cfg(test)]
 mod tests;

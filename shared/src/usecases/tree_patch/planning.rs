@@ -259,8 +259,31 @@ fn check_tree_size(
     Ok(())
 }
 
-/// The response of a tree write: 201 when the product was created, else 200.
-pub fn written(plan: &Plan, entity: &EntityItem, updated: Timestamp) -> ApiResponse {
-    let status = if plan.created { 201 } else { 200 };
-    ApiResponse::single(status, render::write_result(entity, updated))
+/// What a tree write did to the entity it answers for: whether the product was created,
+/// the entity's write result and its tag (the handler makes it an answer: 201 or 200).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub created: bool,
+    pub result: Value,
+    pub etag: String,
+}
+
+impl Written {
+    /// The status a bulk line reports and a single write answers.
+    pub fn status(&self) -> u16 {
+        if self.created {
+            201
+        } else {
+            200
+        }
+    }
+}
+
+/// The outcome of `plan`'s write for `entity` (updated at `updated`).
+pub fn written(plan: &Plan, entity: &EntityItem, updated: Timestamp) -> Written {
+    Written {
+        created: plan.created,
+        result: render::write_result(entity, updated),
+        etag: super::super::etags::entity(entity),
+    }
 }
