@@ -479,21 +479,17 @@ impl App {
         let key = crate::http::idempotency::key(&request)?.map(str::to_string);
         // before an Idempotency-Key is claimed: a refused query writes nothing
         let query = route.route.doc.query.read(&request.query)?;
-        let Some(key) = key else {
-            return handler(
-                self,
-                Call {
-                    principal,
-                    route,
-                    request,
-                    query,
-                    guard: None,
-                },
-            )
-            .await;
+        let call = Call {
+            principal,
+            route,
+            request,
+            query,
+            guard: None,
         };
-        self.once(handler, key, principal, (route, query), request)
-            .await
+        match key {
+            None => handler(self, call).await,
+            Some(key) => self.once(handler, key, call).await,
+        }
     }
 
     /// Runs a request under its `Idempotency-Key`: claims the key, replays a completed
@@ -503,16 +499,15 @@ impl App {
         &'static self,
         handler: Handler,
         key: String,
-        principal: Principal,
-        (route, query): (RouteMatch, Query),
-        request: ApiRequest,
+        mut call: Call,
     ) -> Result<ApiResponse, ApiError> {
         use crate::store::idempotency::Claimed;
         // Bound to the API key that sent it: the same Idempotency-Key from another key of
         // the organization is another request (422), never a replay of this one's answer.
-        let fingerprint = crate::http::idempotency::fingerprint(&principal.key_id, &request);
+        let fingerprint =
+            crate::http::idempotency::fingerprint(&call.principal.key_id, &call.request);
         let token = crate::auth::apikey::prefixed_ulid("ik_");
-        let guard = Guard::new(&principal.org, &key, &token);
+        let guard = Guard::new(&call.principal.org, &key, &token);
         let reused = || {
             ApiError::new(
                 422,
@@ -549,13 +544,7 @@ impl App {
                 return Ok(r);
             }
         }
-        let call = Call {
-            principal,
-            route,
-            request,
-            query,
-            guard: Some(guard.clone()),
-        };
+        call.guard = Some(guard.clone());
         let response = match handler(self, call).await {
             Ok(r) => r,
             Err(e) => ApiResponse::error(&e),
