@@ -5,7 +5,6 @@ use crate::auth::apikey::{new_org_id, ApiKey};
 use crate::auth::{apikey, Scope};
 use crate::domain::time::Timestamp;
 use crate::store::items::{KeyItem, OrgItem};
-use crate::store::keys::{key_sk, org_pk};
 use crate::store::{Store, StoreError};
 
 /// A key as shown once at creation.
@@ -56,19 +55,8 @@ pub async fn create_key_within(
     }
     for _ in 0..5 {
         let key = ApiKey::generate(org, store.credential_tags());
-        let item = KeyItem {
-            pk: org_pk(org),
-            sk: key_sk(&key.key_id),
-            key_id: key.key_id.clone(),
-            org: org.to_string(),
-            name: name.to_string(),
-            secret_hash: key.secret_hash.clone(),
-            scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
-            revoked: false,
-            created_at: Timestamp::now(),
-            last_used_at: None,
-            tagged: true,
-        };
+        let scopes_named = scopes.iter().map(|s| s.as_str().to_string()).collect();
+        let item = KeyItem::issued(org, &key.key_id, &key.secret_hash, name, scopes_named);
         match store.put_key(&item, None, claim).await {
             // a taken key id (one in 36^6): another; under a claim, the caller reads again
             Err(StoreError::ConditionFailed) if claim.is_none() => continue,

@@ -38,6 +38,8 @@ use aws_sdk_dynamodb::Client;
 use std::sync::Arc;
 
 pub use errors::StoreError;
+/// The change index's shard count, a deployment setting (`CATALOG_INDEX_SHARDS`).
+pub use keys::index_shards;
 
 /// The table handle every store capability works through.
 #[derive(Clone, Debug)]

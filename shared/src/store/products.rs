@@ -228,6 +228,15 @@ pub fn assemble(items: Vec<EntityItem>) -> Option<ProductTree> {
     })
 }
 
+/// The keys (PK, SK) of the product and the variant above the tree item at `pk`/`sk`, in
+/// its collection (none for a product; the product's for a variant).
+pub fn ancestor_keys(pk: &str, sk: &str) -> Vec<(EntityKind, (String, String))> {
+    super::keys::ancestor_sks(sk)
+        .into_iter()
+        .map(|(level, sk)| (level, (pk.to_string(), sk)))
+        .collect()
+}
+
 impl Store {
     /// The items at `keys` ((PK, SK) as a stream record names them), by key: one
     /// BatchGetItem per 100; missing items are absent. The change feed reads the ancestors
@@ -235,7 +244,7 @@ impl Store {
     pub async fn items_at(
         &self,
         keys: &[(String, String)],
-    ) -> Result<HashMap<(String, String), super::ops::Item>, StoreError> {
+    ) -> Result<HashMap<(String, String), serde_dynamo::Item>, StoreError> {
         let wanted = keys
             .iter()
             .map(|(pk, sk)| item_key(pk.clone(), sk.clone()))
@@ -253,7 +262,7 @@ impl Store {
             .map(|item| {
                 (
                     (text(&item, super::keys::PK), text(&item, super::keys::SK)),
-                    item,
+                    serde_dynamo::Item::from(item),
                 )
             })
             .collect())
@@ -267,7 +276,7 @@ impl Store {
     pub async fn last_states_at(
         &self,
         keys: &[(String, String)],
-    ) -> Result<HashMap<(String, String), super::ops::Item>, StoreError> {
+    ) -> Result<HashMap<(String, String), serde_dynamo::Item>, StoreError> {
         let by_tombstone: HashMap<String, &(String, String)> = keys
             .iter()
             .filter_map(|key| Some((tree_tombstone_pk(&key.0, &key.1)?, key)))
@@ -286,7 +295,7 @@ impl Store {
                 continue;
             };
             if let Some(AttributeValue::M(last)) = item.remove(LAST_STATE) {
-                out.insert(key.clone(), last);
+                out.insert(key.clone(), serde_dynamo::Item::from(last));
             }
         }
         Ok(out)

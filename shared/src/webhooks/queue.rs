@@ -5,7 +5,7 @@
 use super::config::WebhookConfig;
 use super::topics::{event_name, Action};
 use crate::domain::time::Timestamp;
-use crate::store::keys::pending_sk;
+use crate::store::webhooks::PendingKey;
 use crate::store::webhooks::{Delivery, DeliveryStatus};
 use aws_sdk_sqs::Client;
 use serde::{Deserialize, Serialize};
@@ -56,9 +56,15 @@ pub struct QueueMessage {
 }
 
 impl QueueMessage {
-    /// The sort key of the pending window this delivery closes.
-    pub fn pending_sk(&self) -> String {
-        pending_sk(&self.entity_type, self.action.as_str(), &self.identifier)
+    /// The pending window this delivery closes.
+    pub fn pending_key(&self) -> PendingKey<'_> {
+        PendingKey::of(
+            &self.org,
+            &self.webhook_id,
+            &self.entity_type,
+            self.action.as_str(),
+            &self.identifier,
+        )
     }
 }
 

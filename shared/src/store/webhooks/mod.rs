@@ -380,15 +380,29 @@ pub struct Sides<'a> {
 /// Where one pending window lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingKey<'a> {
-    pub org: &'a str,
-    pub webhook_id: &'a str,
-    /// `pending_sk(entity_type, action, identifier)`.
-    pub sk: &'a str,
+    org: &'a str,
+    webhook_id: &'a str,
+    sk: String,
 }
 
-impl PendingKey<'_> {
+impl<'a> PendingKey<'a> {
+    /// The window of `webhook_id`'s changes of one kind (`action`) to one entity.
+    pub fn of(
+        org: &'a str,
+        webhook_id: &'a str,
+        entity_type: &str,
+        action: &str,
+        identifier: &str,
+    ) -> Self {
+        Self {
+            org,
+            webhook_id,
+            sk: super::keys::pending_sk(entity_type, action, identifier),
+        }
+    }
+
     fn key(&self) -> Item {
-        item_key(pending_pk(self.org, self.webhook_id), self.sk)
+        item_key(pending_pk(self.org, self.webhook_id), &self.sk)
     }
 }
 

@@ -139,12 +139,7 @@ fn health_defaults_and_failing() {
 
 #[test]
 fn a_pending_window_is_keyed_by_subscription_and_entity() {
-    let key = PendingKey {
-        org: "org1",
-        webhook_id: "wh_1",
-        sk: "product/updated/shoe",
-    }
-    .key();
+    let key = PendingKey::of("org1", "wh_1", "product", "updated", "shoe").key();
     assert_eq!(key[PK], s("O#org1#W#wh_1#Q"));
     assert_eq!(key[SK], s("product/updated/shoe"));
 }

@@ -186,12 +186,7 @@ impl Deliverer {
         receipt: &str,
     ) -> Result<Outcome, StoreError> {
         let store = &self.cx.store;
-        let sk = m.pending_sk();
-        let key = PendingKey {
-            org: &m.org,
-            webhook_id: &m.webhook_id,
-            sk: &sk,
-        };
+        let key = m.pending_key();
         let state = store.delivery_state(&key, &m.delivery_id).await?;
         let Some(sub) = state.subscription else {
             // The subscription was deleted: nothing to send; its state expires by TTL.

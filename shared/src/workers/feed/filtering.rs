@@ -8,7 +8,6 @@
 use super::Change;
 use crate::domain::time::Timestamp;
 use crate::store::items::EntityKind;
-use crate::store::keys::ancestor_sks;
 use crate::store::webhooks::Subscription;
 use crate::store::{Store, StoreError};
 use crate::webhooks::filters::{Compiled, Facts, Tested};
@@ -32,10 +31,9 @@ fn ancestor_keys(record: &EventRecord, levels: &[EntityKind]) -> Vec<(EntityKind
     let Some((pk, sk)) = key_of(record) else {
         return Vec::new();
     };
-    ancestor_sks(&sk)
+    crate::store::products::ancestor_keys(&pk, &sk)
         .into_iter()
         .filter(|(level, _)| levels.contains(level))
-        .map(|(level, sk)| (level, (pk.clone(), sk)))
         .collect()
 }
 
@@ -180,9 +178,7 @@ impl<'a> Filtering<'a> {
 /// in a later batch than the ancestor's own removal, and is judged by the state the
 /// ancestor ended (one more BatchGetItem, only when an ancestor is gone).
 async fn read_ancestors(store: &Store, keys: &[Key]) -> Result<HashMap<Key, Facts>, StoreError> {
-    let facts = |(k, item): (Key, crate::store::ops::Item)| {
-        Some((k, Facts::of(&serde_dynamo::Item::from(item))?))
-    };
+    let facts = |(k, item): (Key, serde_dynamo::Item)| Some((k, Facts::of(&item)?));
     let mut read: HashMap<Key, Facts> = store
         .items_at(keys)
         .await?

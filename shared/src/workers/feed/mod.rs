@@ -7,7 +7,6 @@ use crate::context::Context;
 use crate::domain::changes::{self, PayloadKind};
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
-use crate::store::keys::{is_change_pk, pending_sk};
 use crate::store::webhooks::{PendingKey, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
@@ -68,7 +67,7 @@ impl EntityImage {
             && self
                 .gsi1pk
                 .as_deref()
-                .is_some_and(|pk| is_change_pk(pk, org, self.kind.as_str()));
+                .is_some_and(|pk| crate::store::changes::is_change_pk(pk, org, self.kind.as_str()));
         is_entity.then_some(org)
     }
 }
@@ -475,13 +474,7 @@ impl ChangeFeed {
         }
         let store = &self.cx.store;
         let marked = join_all(marks.iter().map(|(_, m)| async move {
-            let sk = m.pending_sk();
-            let key = PendingKey {
-                org: &m.org,
-                webhook_id: &m.webhook_id,
-                sk: &sk,
-            };
-            store.mark_queued(&key, &m.delivery_id).await
+            store.mark_queued(&m.pending_key(), &m.delivery_id).await
         }))
         .await;
         for ((first, _), outcome) in marks.iter().zip(marked) {
@@ -517,12 +510,13 @@ impl ChangeFeed {
             first_old: old.as_deref(),
             last_new: new.as_deref(),
         });
-        let sk = pending_sk(&c.entity_type, c.action.as_str(), &c.identifier);
-        let key = PendingKey {
-            org: &c.org,
-            webhook_id: w.webhook_id,
-            sk: &sk,
-        };
+        let key = PendingKey::of(
+            &c.org,
+            w.webhook_id,
+            &c.entity_type,
+            c.action.as_str(),
+            &c.identifier,
+        );
         let pending = self
             .cx
             .store
