@@ -77,4 +77,4 @@ impl Doc {
 }
 
 /// The query of a paged list without filters.
-pub const PAGE: QueryDoc = QueryDoc::of::<super::response::PageParams>();
+pub const PAGE: QueryDoc = QueryDoc::of::<super::query::PageParams>();

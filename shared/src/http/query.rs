@@ -358,6 +358,15 @@ impl QueryValue for UpdatedAfter {
 
 query_values!(Limit, PageNumber, Cursor, UpdatedAfter);
 
+/// The query of a paged list without filters, and the paging part of others'.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct PageParams {
+    #[serde(default)]
+    pub limit: Limit,
+    #[serde(default)]
+    pub page: PageNumber,
+}
+
 /// A comma-separated list (items trimmed, empty ones dropped): given empty, it is empty.
 pub fn comma_list(raw: &str) -> Vec<String> {
     raw.split(',')

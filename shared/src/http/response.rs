@@ -2,7 +2,7 @@
 //! `{"result": [...], "pagination": {...}}` for lists, `{"error": "..."}` for errors.
 
 use crate::error::ApiError;
-use crate::http::query::{Limit, PageNumber};
+use crate::http::query::PageParams;
 use lambda_http::{Body, Response};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -90,15 +90,6 @@ impl ApiResponse {
 pub struct Paging {
     pub limit: u32,
     pub page: u32,
-}
-
-/// The query of a paged list without filters, and the paging part of others'.
-#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
-pub struct PageParams {
-    #[serde(default)]
-    pub limit: Limit,
-    #[serde(default)]
-    pub page: PageNumber,
 }
 
 impl From<PageParams> for Paging {

@@ -157,31 +157,6 @@ pub struct KeyItem {
     pub tagged: bool,
 }
 
-impl KeyItem {
-    /// A key issued now (live, tagged), at its place in its organization's partition.
-    pub fn issued(
-        org: &str,
-        key_id: &str,
-        secret_hash: &str,
-        name: &str,
-        scopes: Vec<String>,
-    ) -> Self {
-        Self {
-            pk: super::keys::org_pk(org),
-            sk: super::keys::key_sk(key_id),
-            key_id: key_id.to_string(),
-            org: org.to_string(),
-            name: name.to_string(),
-            secret_hash: secret_hash.to_string(),
-            scopes,
-            revoked: false,
-            created_at: Timestamp::now(),
-            last_used_at: None,
-            tagged: true,
-        }
-    }
-}
-
 /// An attribute definition item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttributeItem {

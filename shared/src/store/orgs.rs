@@ -198,3 +198,28 @@ impl Store {
         Ok((org_item, key_item))
     }
 }
+
+impl KeyItem {
+    /// A key issued now (live, tagged), at its place in its organization's partition.
+    pub fn issued(
+        org: &str,
+        key_id: &str,
+        secret_hash: &str,
+        name: &str,
+        scopes: Vec<String>,
+    ) -> Self {
+        Self {
+            pk: org_pk(org),
+            sk: key_sk(key_id),
+            key_id: key_id.to_string(),
+            org: org.to_string(),
+            name: name.to_string(),
+            secret_hash: secret_hash.to_string(),
+            scopes,
+            revoked: false,
+            created_at: Timestamp::now(),
+            last_used_at: None,
+            tagged: true,
+        }
+    }
+}

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::domain::entity_types::EntityType;
+use crate::http::query::PageParams;
 use crate::http::query::{query_values, QueryValue};
-use crate::http::response::PageParams;
 
 /// A delivery log entry as served.
 #[derive(Serialize, JsonSchema)]
