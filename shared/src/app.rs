@@ -67,6 +67,16 @@ impl Call {
         Origin::new(self.principal.actor(), self.guard())
     }
 
+    /// What the call's writes share: its organization, `If-Match` and origin.
+    pub fn writer<'a>(&'a self, app: &'a App) -> crate::usecases::write_plan::Writer<'a> {
+        crate::usecases::write_plan::Writer {
+            cx: app,
+            org: self.org(),
+            if_match: self.request.if_match.as_deref(),
+            origin: self.origin(),
+        }
+    }
+
     /// The request's body, a JSON object within the configured size, parsed as a `T`.
     pub fn body<T: serde::de::DeserializeOwned>(&self, app: &App) -> Result<T, ApiError> {
         crate::http::JsonBody::from_request(&self.request, app.config.max_body_bytes)?.parse()

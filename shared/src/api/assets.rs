@@ -411,7 +411,7 @@ async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 /// product's attributes (identity GetItem, product and variant BatchGetItem, assets).
 async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    let tree = super::variants::find(app, call.org(), id, false).await?;
+    let tree = crate::usecases::tree_delete::find_variant(app, call.org(), id, false).await?;
     let assets = assets_in_order(app, call.org(), &tree.product.assets).await?;
     linked_envelope(call, &assets)
 }

@@ -13,16 +13,14 @@ use crate::domain::values::{self, ScopeRules};
 use crate::error::ApiError;
 use crate::http::body::present;
 use crate::http::doc::{NO_QUERY, PAGE};
-use crate::http::etag::check;
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
-use crate::store::writes::{Expect, TreeWrite};
+use crate::usecases::bundles::{delete_bundle, put_bundle, BundleInput};
 use crate::usecases::etags;
 use crate::usecases::references;
-use crate::usecases::retry::with_retries;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -213,8 +211,8 @@ fn parse_items(list: Option<&[Value]>) -> Result<Vec<BundleLine>, ApiError> {
 }
 
 /// PUT /bundles/{identifier} {name, values?, items}: creates (201) or replaces (200) the
-/// bundle; every SKU must exist. Reads the bundle and the SKUs' identity items (one round
-/// trip), then one transaction: the bundle, and the `bundles` sets of SKUs added and removed.
+/// bundle through `usecases/bundles.rs` (one round trip of reads, one transaction); every
+/// SKU must exist.
 async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
     let body: BundleFields = call.body(app)?;
@@ -242,91 +240,23 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         None => Vec::new(),
     };
     references::check_exist(&app.store, call.org(), &[(String::new(), &changes)]).await?;
-    let changes = &changes;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    let skus: &Vec<&str> = &items.iter().map(|l| l.sku.as_str()).collect();
-    with_retries(&format!("bundle '{id}'"), || async move {
-        let (existing, skus) = crate::store::metrics::in_parallel(async {
-            futures_util::try_join!(
-                app.store.get_resource(org, Shelf::BUNDLES, id),
-                app.store.existing_skus(org, skus)
-            )
-        })
-        .await?;
-        check(
-            if_match,
-            existing.as_ref().map(etags::resource).as_deref(),
-            "bundle",
-        )?;
-        if let Some(l) = items.iter().find(|l| !skus.contains(&l.sku)) {
-            return Err(ApiError::bad_request(format!(
-                "field 'items': sku '{}' does not exist",
-                l.sku
-            ))
-            .into());
-        }
-        let at = Timestamp::next_after(existing.as_ref().map(|b| b.updated_at));
-        let (mut bundle, expect) = match &existing {
-            Some(b) => (b.clone(), Expect::Version(b.ver)),
-            None => (
-                ResourceItem::new(org, Shelf::BUNDLES, id, name, at),
-                Expect::Absent,
-            ),
-        };
-        let old_items = bundle.items.clone();
-        let mut vals = crate::domain::values::StoredValues::new();
-        values::apply(&mut vals, changes);
-        let changed = bundle.name != name || bundle.items != *items || bundle.values != vals;
-        let status = if existing.is_some() { 200 } else { 201 };
-        if existing.is_some() && !changed {
-            return Ok(
-                ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle))
-            );
-        }
-        let read = crate::store::counters::refs_of(&bundle.values);
-        bundle.name = name.to_string();
-        bundle.items = items.clone();
-        bundle.values = vals;
-        bundle.touch(at);
-        let mut write = TreeWrite::new();
-        write.put_resource_read(org, &bundle, expect, Some(&read))?;
-        let has = |list: &[BundleLine], sku: &str| list.iter().any(|l| l.sku == sku);
-        for l in items.iter().filter(|l| !has(&old_items, &l.sku)) {
-            write.bundle_member(org, &l.sku, id, true)?;
-        }
-        for l in old_items.iter().filter(|l| !has(items, &l.sku)) {
-            write.bundle_member(org, &l.sku, id, false)?;
-        }
-        app.store
-            .commit(&write, &call.origin())
-            .await
-            .map_err(|e| references::named(e, &[(String::new(), changes)]))?;
-        Ok(ApiResponse::single(status, render(&bundle)).with_etag(etags::resource(&bundle)))
-    })
-    .await
+    let input = BundleInput {
+        name,
+        items,
+        changes: &changes,
+    };
+    let (created, bundle) = put_bundle(&call.writer(app), id, &input).await?;
+    Ok(super::saved(
+        created,
+        render(&bundle),
+        etags::resource(&bundle),
+    ))
 }
 
 /// DELETE /bundles/{identifier}: the bundle and its place in its SKUs' `bundles` sets, in one
 /// transaction.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "bundle")?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("bundle '{id}'"), || async move {
-        let bundle = app
-            .store
-            .get_resource(org, Shelf::BUNDLES, id)
-            .await?
-            .ok_or_else(|| ApiError::entity_not_found("bundle", id));
-        let bundle = etags::checked(if_match, bundle, etags::resource, "bundle")?;
-        let mut write = TreeWrite::new();
-        write.delete_resource(org, &bundle)?;
-        for l in &bundle.items {
-            write.bundle_member(org, &l.sku, id, false)?;
-        }
-        app.store.commit(&write, &call.origin()).await?;
-        Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
-    })
-    .await
+    delete_bundle(&call.writer(app), id).await?;
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

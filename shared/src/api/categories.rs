@@ -7,19 +7,16 @@ use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::{NO_QUERY, PAGE};
-use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::writes::{Expect, TreeWrite};
+use crate::usecases::categories::{put_category, CategoryInput};
 use crate::usecases::etags;
 use crate::usecases::links;
-use crate::usecases::retry::with_retries;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashMap;
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -79,9 +76,6 @@ pub const API: Api = Api {
     parts: crate::context::Parts::NONE,
 };
 
-/// Deepest category tree accepted: the write checks every ancestor.
-pub const MAX_DEPTH: usize = 32;
-
 /// A category as served.
 pub fn render(c: &ResourceItem) -> Value {
     to_json(CategoryView {
@@ -122,37 +116,6 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(ApiResponse::single(200, render(&c)).with_etag(etags::resource(&c)))
 }
 
-/// The ancestors of `parent` (itself first), or a 400 when `id` is among them (a cycle) or
-/// the chain is deeper than `MAX_DEPTH`.
-fn ancestors<'a>(
-    by_id: &HashMap<&str, &'a ResourceItem>,
-    id: &str,
-    parent: &str,
-) -> Result<Vec<&'a ResourceItem>, ApiError> {
-    let mut chain = Vec::new();
-    let mut next = Some(parent);
-    while let Some(p) = next {
-        if p == id {
-            return Err(ApiError::bad_request(format!(
-                "field 'parent': category '{parent}' is '{id}' or one of its descendants"
-            )));
-        }
-        let Some(c) = by_id.get(p) else {
-            return Err(ApiError::bad_request(format!(
-                "field 'parent': category '{p}' does not exist"
-            )));
-        };
-        chain.push(*c);
-        if chain.len() > MAX_DEPTH {
-            return Err(ApiError::bad_request(format!(
-                "field 'parent': categories nest at most {MAX_DEPTH} levels"
-            )));
-        }
-        next = c.parent.as_deref();
-    }
-    Ok(chain)
-}
-
 /// The body of PUT /categories/{identifier}; `parent: null` is no parent.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -166,11 +129,8 @@ struct CategoryFields {
     parent: Option<Value>,
 }
 
-/// PUT /categories/{identifier} {name, parent?}: creates (201) or replaces (200). The
-/// parent must exist and not be the category or below it. One Query of the categories, then
-/// one transaction: the category, the parent's version moved (so a concurrent delete of the
-/// parent sees the new child) and every further ancestor checked unchanged (so concurrent
-/// moves cannot close a cycle).
+/// PUT /categories/{identifier} {name, parent?}: creates (201) or replaces (200), through
+/// `usecases/categories.rs` (one Query, one transaction).
 async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
     let body: CategoryFields = call.body(app)?;
@@ -189,47 +149,9 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             ))
         }
     };
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("category '{id}'"), || async move {
-        let all = app.store.list_resources(org, Shelf::CATEGORIES).await?;
-        let by_id: HashMap<&str, &ResourceItem> = all.iter().map(|c| (c.id.as_str(), c)).collect();
-        let chain = match parent {
-            Some(p) => ancestors(&by_id, id, p)?,
-            None => Vec::new(),
-        };
-        let existing = by_id.get(id).copied();
-        check(
-            if_match,
-            existing.map(etags::resource).as_deref(),
-            "category",
-        )?;
-        let at = Timestamp::next_after(existing.map(|c| c.updated_at));
-        let (mut item, expect) = match existing {
-            Some(c) => ((*c).clone(), Expect::Version(c.ver)),
-            None => (
-                ResourceItem::new(org, Shelf::CATEGORIES, id, name, at),
-                Expect::Absent,
-            ),
-        };
-        let status = if existing.is_some() { 200 } else { 201 };
-        let changed = item.name != name || item.parent.as_deref() != parent;
-        if existing.is_some() && !changed {
-            return Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)));
-        }
-        item.name = name.to_string();
-        item.parent = parent.map(str::to_string);
-        item.touch(at);
-        let mut write = TreeWrite::new();
-        write.put_resource(org, &item, expect)?;
-        for (n, a) in chain.iter().enumerate() {
-            // the parent's version moves, every further ancestor's is checked
-            write.resource_version(a, n == 0)?;
-        }
-        app.store.commit(&write, &call.origin()).await?;
-        Ok(ApiResponse::single(status, render(&item)).with_etag(etags::resource(&item)))
-    })
-    .await
+    let input = CategoryInput { name, parent };
+    let (created, item) = put_category(&call.writer(app), id, &input).await?;
+    Ok(super::saved(created, render(&item), etags::resource(&item)))
 }
 
 /// DELETE /categories/{identifier}: 409 while it has subcategories; otherwise unlinked from

@@ -98,10 +98,16 @@ use crate::http::Route;
 pub const SERVED: &[Route] = &[
 ";
 
-/// The answer of a tree write: 201 when it created the product, else 200, with the tag of
-/// the entity it answers for.
+/// The answer of a write that creates or replaces: 201 when it created, else 200, with the
+/// tag of the entity it answers for.
+fn saved(created: bool, result: serde_json::Value, etag: String) -> crate::http::ApiResponse {
+    let status = if created { 201 } else { 200 };
+    crate::http::ApiResponse::single(status, result).with_etag(etag)
+}
+
+/// The answer of a tree write ([`saved`]: 201 when it created the product).
 fn written(w: crate::usecases::tree_patch::Written) -> crate::http::ApiResponse {
-    crate::http::ApiResponse::single(w.status(), w.result).with_etag(w.etag)
+    saved(w.created, w.result, w.etag)
 }
 
 #[cfg(test)]

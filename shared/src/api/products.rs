@@ -12,10 +12,8 @@ use crate::http::schema::request;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
 use crate::store::products::TreeDepth;
-use crate::store::writes::TreeWrite;
 use crate::usecases::etags;
-use crate::usecases::links;
-use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::tree_delete;
 use crate::usecases::tree_patch::{self, ProductBody, ProductBulk};
 
 pub const ENDPOINTS: &[Endpoint] = &[
@@ -108,42 +106,15 @@ async fn patch_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     let id = call.route.identifier(0, "product")?;
     let body: ProductBody = call.body(app)?;
     let patch = tree_patch::parse_product_patch(app, call.org(), id, &body).await?;
-    let if_match = call.request.if_match.as_deref();
-    let written = crate::usecases::product_write::upsert_product(
-        app,
-        call.org(),
-        id,
-        &patch,
-        None,
-        if_match,
-        &call.origin(),
-    )
-    .await?;
+    let written =
+        crate::usecases::product_write::upsert_product(&call.writer(app), id, &patch, None).await?;
     Ok(super::written(written))
 }
 
 /// DELETE /products/{identifier}: the product, its variants and SKUs (and their identity
-/// items). Children go first and the product last, each conditioned on the version read,
-/// so a retry after a partial failure finishes the job and a concurrent write is not lost.
+/// items), through `usecases/tree_delete.rs`.
 async fn delete_product(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "product")?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("product '{id}'"), move || async move {
-        let tree = app
-            .store
-            .get_product_tree(org, id, TreeDepth::Skus)
-            .await?
-            .ok_or_else(|| ApiError::entity_not_found("product", id));
-        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.product), "product")?;
-        let mut write = TreeWrite::new();
-        for item in tree.skus.iter().chain(&tree.variants) {
-            write.delete(org, item).map_err(Retry::from)?;
-        }
-        write.delete(org, &tree.product).map_err(Retry::from)?;
-        links::unlink_dropped(&mut write, org, Some(&tree.product), None)?;
-        app.store.commit(&write, &call.origin()).await?;
-        Ok(ApiResponse::single(200, render::deleted(id)))
-    })
-    .await
+    tree_delete::delete_product(&call.writer(app), id).await?;
+    Ok(ApiResponse::single(200, render::deleted(id)))
 }

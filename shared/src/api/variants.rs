@@ -6,15 +6,12 @@ use super::lists;
 use super::lists::ListParams;
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
-use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::doc::QueryDoc;
 use crate::http::render;
 use crate::http::{ApiResponse, Body, Doc, Route};
 use crate::store::items::EntityKind;
-use crate::store::products::ProductTree;
-use crate::store::writes::{Expect, TreeWrite};
-use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::tree_delete::{self, find_variant};
 
 use super::include::with_included;
 use crate::usecases::etags;
@@ -78,30 +75,10 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .query
         .typed::<DetailParams<VariantInclude>>()?
         .parts()?;
-    let tree = find(app, call.org(), id, include.skus).await?;
+    let tree = find_variant(app, call.org(), id, include.skus).await?;
     let result = render::variant(&tree, include.skus, &selection);
     let response = ApiResponse::single(200, result).with_etag(etags::entity(&tree.variants[0]));
     with_included(&app.store, call.org(), response, include.metaobjects).await
-}
-
-/// The variant `id` with its product (and its SKUs when `with_skus`), or 404: the identity
-/// GetItem, then one request for the path.
-pub async fn find(
-    app: &App,
-    org: &str,
-    id: &str,
-    with_skus: bool,
-) -> Result<ProductTree, ApiError> {
-    let not_found = || ApiError::entity_not_found("variant", id);
-    let identity = app
-        .store
-        .identity(org, EntityKind::Variant, id)
-        .await?
-        .ok_or_else(not_found)?;
-    app.store
-        .get_variant_path(org, &identity.pid, id, with_skus)
-        .await?
-        .ok_or_else(not_found)
 }
 
 /// GET /variants: index → page → one round trip for variants, products (and SKUs).
@@ -131,26 +108,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// moves (a deletion below it is a change of its tree).
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("variant '{id}'"), move || async move {
-        let tree = find(app, org, id, true).await;
-        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.variants[0]), "variant")?;
-        let variant = &tree.variants[0];
-        let mut write = TreeWrite::new();
-        for s in tree.skus.iter().filter(|s| s.vid.as_deref() == Some(id)) {
-            write.delete(org, s).map_err(Retry::from)?;
-        }
-        write.delete(org, variant).map_err(Retry::from)?;
-        let mut product = tree.product.clone();
-        let expect = Expect::Version(product.ver);
-        product.touch_tree(Timestamp::next_after([
-            product.updated_at,
-            variant.updated_at,
-        ]));
-        write.put(org, &product, expect).map_err(Retry::from)?;
-        app.store.commit(&write, &call.origin()).await?;
-        Ok(ApiResponse::single(200, render::deleted(id)))
-    })
-    .await
+    tree_delete::delete_variant(&call.writer(app), id).await?;
+    Ok(ApiResponse::single(200, render::deleted(id)))
 }

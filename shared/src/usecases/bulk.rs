@@ -11,6 +11,7 @@ use super::references;
 use super::retry::Retry;
 use super::tree_patch::Written;
 use super::tree_patch::{self, Plan, ProductBody, ProductPatch, RawProductPatch};
+use super::write_plan::Writer;
 use crate::context::Context;
 use crate::domain::identifier;
 use crate::error::ApiError;
@@ -388,7 +389,13 @@ async fn write_line(
     let (Some(id), Ok(patch)) = (id, patch) else {
         return refused(line, id, patch);
     };
-    let result = upsert_product(cx, org, id, patch, known, None, origin).await;
+    let w = Writer {
+        cx,
+        org,
+        if_match: None,
+        origin: origin.clone(),
+    };
+    let result = upsert_product(&w, id, patch, known).await;
     LineOutcome {
         line,
         identifier: Some(id.to_string()),

@@ -5,6 +5,8 @@
 
 pub(crate) mod asset_input;
 pub(crate) mod bulk;
+pub(crate) mod bundles;
+pub(crate) mod categories;
 pub(crate) mod etags;
 pub(crate) mod export;
 pub(crate) mod links;
@@ -12,4 +14,6 @@ pub(crate) mod listing;
 pub(crate) mod product_write;
 pub(crate) mod references;
 pub(crate) mod retry;
+pub(crate) mod tree_delete;
 pub mod tree_patch;
+pub(crate) mod write_plan;

@@ -6,15 +6,18 @@ use super::etags;
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
-use super::tree_patch::{self, Plan, ProductPatch, Written};
+use super::tree_delete::find_sku;
+use super::tree_patch::{self, EntityPatch, Plan, ProductPatch, VariantPatch, Written};
+use super::write_plan::{WritePlan, Writer};
 use crate::context::Context;
 use crate::error::ApiError;
 use crate::http::etag::check;
+use crate::http::render;
 use crate::store::items::EntityItem;
+use crate::store::items::EntityKind;
 use crate::store::metrics::in_parallel;
 use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::resources::ResourceItem;
-use crate::store::writes::Origin;
 use crate::store::StoreError;
 
 /// Writes one validated product patch: read the tree (and link targets), plan, commit,
@@ -24,14 +27,12 @@ use crate::store::StoreError;
 /// spares the first attempt its tree read when that is all the plan needs ([`known_tree`]).
 /// Every retry reads afresh.
 pub async fn upsert_product(
-    cx: &Context,
-    org: &str,
+    w: &Writer<'_>,
     id: &str,
     patch: &ProductPatch,
     known: Option<Option<EntityItem>>,
-    if_match: Option<&str>,
-    origin: &Origin<'_>,
 ) -> Result<Written, ApiError> {
+    let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let known = &std::sync::Mutex::new(known_tree(known, patch));
     // The tag of the product as an attempt that committed part of its writes stored it: a
     // later attempt finds it, not the tag `If-Match` names, and goes on.
@@ -46,7 +47,7 @@ pub async fn upsert_product(
         }
         let plan = plan_write(org, id, patch, tree, &targets)?;
         if !plan.write.is_empty() {
-            if let Err(e) = cx.store.commit(&plan.write, origin).await {
+            if let Err(e) = cx.store.commit(&plan.write, &w.origin).await {
                 if matches!(e, StoreError::Partial { .. }) {
                     *ours.lock().unwrap_or_else(|e| e.into_inner()) =
                         Some(etags::entity(&plan.product));
@@ -61,6 +62,44 @@ pub async fn upsert_product(
         ))
     })
     .await
+}
+
+/// Patches the SKU `id` (`name`, `values`; 404 when it does not exist) under `if_match`:
+/// the SKU path read (identity GetItem, then one BatchGetItem), planned as a patch of its
+/// product, and one transaction moving the variant's and product's tree timestamps.
+pub async fn patch_sku(
+    w: &Writer<'_>,
+    id: &str,
+    sku_patch: &EntityPatch,
+) -> Result<Written, ApiError> {
+    let (cx, org, if_match) = (w.cx, w.org, w.if_match);
+    let read = || async move { Ok::<_, StoreError>(find_sku(cx, org, id).await) };
+    let plan = |tree: Result<ProductTree, ApiError>| {
+        let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
+        let patch = ProductPatch {
+            variants: vec![VariantPatch {
+                entity: tree_patch::EntityPatch {
+                    id: tree.variants[0].id.clone(),
+                    ..Default::default()
+                },
+                skus: vec![sku_patch.clone()],
+            }],
+            ..Default::default()
+        };
+        let pid = tree.product.id.clone();
+        let (v, s) = (tree.variants[0].clone(), tree.skus[0].clone());
+        let plan = tree_patch::plan(org, &pid, Some(tree), &patch, false)?;
+        let v = plan.item(EntityKind::Variant, &v.id).unwrap_or(&v);
+        let s = plan.item(EntityKind::Sku, id).unwrap_or(&s);
+        let updated = render::sku_updated(&plan.product, v, s);
+        let outcome = tree_patch::written(&plan, s, updated);
+        Ok(WritePlan {
+            write: plan.write,
+            outcome,
+        })
+    };
+    let failed = |e| references::named(e, &[(String::new(), &sku_patch.values)]);
+    w.run(&format!("sku '{id}'"), read, plan, failed).await
 }
 
 /// The product as a batched read found it (`Some(None)`: absent), as the tree a first
