@@ -19,7 +19,7 @@ use crate::store::warm_sources::Mark;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
 use crate::usecases::asset_input::{
-    apply, new_asset, AssetCreate, AssetFields, AssetItem, RawAsset, MAX_LINKS,
+    new_asset, patch_asset, AssetCreate, AssetFields, AssetItem, RawAsset, MAX_LINKS,
 };
 use crate::usecases::etags;
 use crate::usecases::links;
@@ -276,29 +276,8 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let ctx = context(app, call.org(), &[&raw]).await?;
     let input = &raw.validate(id, &ctx)?;
     references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("asset '{id}'"), || async move {
-        let asset = app
-            .store
-            .get_resource(org, Shelf::ASSETS, id)
-            .await?
-            .ok_or_else(|| ApiError::entity_not_found("asset", id));
-        let mut asset = etags::checked(if_match, asset, etags::resource, "asset")?;
-        let expect = Expect::Version(asset.ver);
-        let read = crate::store::counters::refs_of(&asset.values);
-        if apply(&mut asset, input) {
-            asset.touch(Timestamp::next_after([asset.updated_at]));
-            let mut write = TreeWrite::new();
-            write.put_resource_read(org, &asset, expect, Some(&read))?;
-            app.store
-                .commit(&write, &call.origin())
-                .await
-                .map_err(|e| references::named(e, &[(String::new(), &input.values)]))?;
-        }
-        Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
-    })
-    .await
+    let asset = patch_asset(&call.writer(app), id, input).await?;
+    Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
 }
 
 /// DELETE /assets/{identifier}: unlinked from every product, then deleted.

@@ -2,6 +2,9 @@
 //! assets: an asset object's shape check, its validation, how it applies to an asset item,
 //! and the link limits and identifier lists of product links.
 
+use super::etags;
+use super::references;
+use super::write_plan::{WritePlan, Writer};
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
 use crate::domain::names;
@@ -12,6 +15,7 @@ use crate::http::body::present;
 use crate::http::schema;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
+use crate::store::writes::{Expect, TreeWrite};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -182,6 +186,36 @@ impl RawAsset<'_> {
             values,
         })
     }
+}
+
+/// Patches the asset `id` as `input` says (omitted fields unchanged; 404 when it does not
+/// exist): one GetItem, then one transaction when anything changed.
+pub async fn patch_asset(
+    w: &Writer<'_>,
+    id: &str,
+    input: &AssetInput,
+) -> Result<ResourceItem, ApiError> {
+    let (cx, org, if_match) = (w.cx, w.org, w.if_match);
+    let read = || cx.store.get_resource(org, Shelf::ASSETS, id);
+    let plan = |found: Option<ResourceItem>| {
+        let found = found.ok_or_else(|| ApiError::entity_not_found("asset", id));
+        let mut asset = etags::checked(if_match, found, etags::resource, "asset")?;
+        let expect = Expect::Version(asset.ver);
+        // the references the stored values hold, before the write changes them
+        let read = crate::store::counters::refs_of(&asset.values);
+        if !apply(&mut asset, input) {
+            return Ok(WritePlan::unchanged(asset));
+        }
+        asset.touch(Timestamp::next_after([asset.updated_at]));
+        let mut write = TreeWrite::new();
+        write.put_resource_read(org, &asset, expect, Some(&read))?;
+        Ok(WritePlan {
+            write,
+            outcome: asset,
+        })
+    };
+    let failed = |e| references::named(e, &[(String::new(), &input.values)]);
+    w.run(&format!("asset '{id}'"), read, plan, failed).await
 }
 
 /// Applies an asset write; whether anything changed.
