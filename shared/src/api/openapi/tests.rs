@@ -149,3 +149,18 @@ fn every_query_component_is_derived_alike_by_each_route_using_it() {
     let names: Vec<&String> = components.keys().collect();
     assert_eq!(names.len(), 20, "{names:?}");
 }
+
+/// The pipeline checks only a query's names before an `Idempotency-Key` is claimed and the
+/// handler reads the values: that holds only while no route that can claim a key (POST,
+/// PATCH, PUT) takes a query parameter.
+#[test]
+fn no_route_that_claims_an_idempotency_key_takes_a_query() {
+    for api in super::super::FUNCTIONS {
+        for route in api.routes() {
+            if matches!(route.method, "POST" | "PATCH" | "PUT") {
+                let names = (route.doc.query.names)();
+                assert!(names.is_empty(), "{} {}: {names:?}", route.method, route.path);
+            }
+        }
+    }
+}
