@@ -159,7 +159,12 @@ fn no_route_that_claims_an_idempotency_key_takes_a_query() {
         for route in api.routes() {
             if matches!(route.method, "POST" | "PATCH" | "PUT") {
                 let names = (route.doc.query.names)();
-                assert!(names.is_empty(), "{} {}: {names:?}", route.method, route.path);
+                assert!(
+                    names.is_empty(),
+                    "{} {}: {names:?}",
+                    route.method,
+                    route.path
+                );
             }
         }
     }
