@@ -9,7 +9,7 @@ use crate::search::snapshot::{
 };
 use crate::store::items::EntityKind;
 use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, SdkBody};
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -31,6 +31,17 @@ pub const FULL: &str = "full";
 /// processes may write the same checkpoint at once before one gives up (leaving a valid,
 /// older one).
 const WRITE_TRIES: usize = 8;
+
+/// Reads of a checkpoint tried: each one lost means a newer checkpoint replaced it between
+/// its first part and a later one (the read then starts again, on the newer one).
+const READ_TRIES: usize = 3;
+
+/// Why one read of a checkpoint stopped.
+enum Read {
+    /// A later part's version is not the first part's: the checkpoint was replaced.
+    Replaced,
+    Failed(String),
+}
 
 /// Checkpoints in `bucket`.
 pub struct S3Checkpoints {
@@ -61,7 +72,7 @@ fn lost_race<E>(e: &SdkError<E, HttpResponse>) -> bool {
 
 impl S3Checkpoints {
     /// The bytes `range` of the object's version `etag`.
-    async fn part(&self, key: &str, range: String, etag: &str) -> Result<Vec<u8>, String> {
+    async fn part(&self, key: &str, range: String, etag: &str) -> Result<Vec<u8>, Read> {
         let out = self
             .client
             .get_object()
@@ -71,12 +82,16 @@ impl S3Checkpoints {
             .if_match(etag)
             .send()
             .await
-            .map_err(|e| format!("GetObject (part): {e}"))?;
+            .map_err(|e| match e.raw_response().map(|r| r.status().as_u16()) {
+                // the object was replaced since the first part was read
+                Some(412) => Read::Replaced,
+                _ => Read::Failed(format!("GetObject (part): {}", DisplayErrorContext(&e))),
+            })?;
         out.body
             .collect()
             .await
             .map(|b| b.into_bytes().to_vec())
-            .map_err(|e| format!("GetObject body: {e}"))
+            .map_err(|e| Read::Failed(format!("GetObject body: {e}")))
     }
 
     /// The lists in use (those with a note, refreshed by the serving processes that load
@@ -92,7 +107,7 @@ impl S3Checkpoints {
             .into_paginator()
             .send();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| format!("ListObjectsV2: {e}"))?;
+            let page = page.map_err(|e| format!("ListObjectsV2: {}", DisplayErrorContext(&e)))?;
             for object in page.contents() {
                 let Some(key) = object.key() else { continue };
                 let Some((org, kind)) = list_of(key) else {
@@ -126,60 +141,82 @@ impl S3Checkpoints {
                 stamp_of(out.metadata()),
             ))),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
-            Err(e) => Err(format!("HeadObject: {e}")),
+            Err(e) => Err(format!("HeadObject: {}", DisplayErrorContext(&e))),
         }
+    }
+
+    /// One read of the checkpoint at `key`: its first part, then the rest of that version.
+    async fn read(&self, key: &str) -> Result<Option<Fetched>, Read> {
+        let first = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .range(format!("bytes=0-{}", PART - 1))
+            .send()
+            .await;
+        let first = match first {
+            Ok(out) => out,
+            Err(e) => {
+                return match e.as_service_error().and_then(|s| s.code()) {
+                    Some("NoSuchKey") => Ok(None),
+                    _ => Err(Read::Failed(format!(
+                        "GetObject: {}",
+                        DisplayErrorContext(&e)
+                    ))),
+                }
+            }
+        };
+        let etag = first.e_tag().unwrap_or_default().to_string();
+        let full = stamp_of(first.metadata()).map_or(Timestamp::from_millis(0), |s| s.full);
+        let total = total_of(first.content_range());
+        let mut bytes = first
+            .body
+            .collect()
+            .await
+            .map_err(|e| Read::Failed(format!("GetObject body: {e}")))?
+            .into_bytes()
+            .to_vec();
+        let total = total.unwrap_or(bytes.len() as u64);
+        if total > MAX_BYTES {
+            return Err(Read::Failed(format!(
+                "a checkpoint of {total} bytes is past the limit"
+            )));
+        }
+        bytes.reserve((total as usize).saturating_sub(bytes.len()));
+        let rest = (bytes.len() as u64..total).step_by(PART as usize);
+        let mut parts = stream::iter(rest)
+            .map(|start| {
+                let end = (start + PART).min(total) - 1;
+                self.part(key, format!("bytes={start}-{end}"), &etag)
+            })
+            .buffered(PARALLEL);
+        while let Some(part) = parts.try_next().await? {
+            bytes.extend_from_slice(&part);
+        }
+        if bytes.len() as u64 != total {
+            return Err(Read::Failed(format!(
+                "read {} of {total} bytes",
+                bytes.len()
+            )));
+        }
+        Ok(Some((bytes, full)))
     }
 }
 
 impl CheckpointStore for S3Checkpoints {
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Fetched>, String>> {
         Box::pin(async move {
-            let first = self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .range(format!("bytes=0-{}", PART - 1))
-                .send()
-                .await;
-            let first = match first {
-                Ok(out) => out,
-                Err(e) => {
-                    return match e.as_service_error().and_then(|s| s.code()) {
-                        Some("NoSuchKey") => Ok(None),
-                        _ => Err(format!("GetObject: {e}")),
-                    }
+            for _ in 0..READ_TRIES {
+                match self.read(key).await {
+                    Ok(fetched) => return Ok(fetched),
+                    Err(Read::Replaced) => continue,
+                    Err(Read::Failed(e)) => return Err(e),
                 }
-            };
-            let etag = first.e_tag().unwrap_or_default().to_string();
-            let full = stamp_of(first.metadata()).map_or(Timestamp::from_millis(0), |s| s.full);
-            let total = total_of(first.content_range());
-            let mut bytes = first
-                .body
-                .collect()
-                .await
-                .map_err(|e| format!("GetObject body: {e}"))?
-                .into_bytes()
-                .to_vec();
-            let total = total.unwrap_or(bytes.len() as u64);
-            if total > MAX_BYTES {
-                return Err(format!("a checkpoint of {total} bytes is past the limit"));
             }
-            bytes.reserve((total as usize).saturating_sub(bytes.len()));
-            let rest = (bytes.len() as u64..total).step_by(PART as usize);
-            let mut parts = stream::iter(rest)
-                .map(|start| {
-                    let end = (start + PART).min(total) - 1;
-                    self.part(key, format!("bytes={start}-{end}"), &etag)
-                })
-                .buffered(PARALLEL);
-            while let Some(part) = parts.try_next().await? {
-                bytes.extend_from_slice(&part);
-            }
-            if bytes.len() as u64 != total {
-                return Err(format!("read {} of {total} bytes", bytes.len()));
-            }
-            Ok(Some((bytes, full)))
+            Err(format!(
+                "{key} was replaced during each of {READ_TRIES} reads"
+            ))
         })
     }
 
@@ -197,7 +234,7 @@ impl CheckpointStore for S3Checkpoints {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| format!("PutObject (note): {e}"))
+                .map_err(|e| format!("PutObject (note): {}", DisplayErrorContext(&e)))
         })
     }
 
@@ -233,7 +270,7 @@ impl CheckpointStore for S3Checkpoints {
                 match put.body(ByteStream::new(body)).send().await {
                     Ok(_) => return Ok(true),
                     Err(e) if lost_race(&e) => continue,
-                    Err(e) => return Err(format!("PutObject: {e}")),
+                    Err(e) => return Err(format!("PutObject: {}", DisplayErrorContext(&e))),
                 }
             }
             Ok(false)
