@@ -108,11 +108,10 @@ impl Config {
         })
     }
 
-    /// The table of this configuration over `client`: lists kept under its snapshot
-    /// policy, credentials tagged as this deployment's.
+    /// The table of this configuration over `client`, credentials tagged as this
+    /// deployment's.
     pub fn store(&self, client: aws_sdk_dynamodb::Client) -> crate::store::Store {
-        let store = crate::store::Store::new(client, self.table_name.clone())
-            .with_snapshot_policy(self.snapshots);
+        let store = crate::store::Store::new(client, self.table_name.clone());
         match self.credential_tags() {
             Some(tags) => store.with_credential_tags(tags),
             None => store,

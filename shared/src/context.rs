@@ -5,7 +5,7 @@
 //! engine and clients it builds.
 
 use crate::config::Config;
-use crate::search::engine::{Embedded, ListEngine, NoLists};
+use crate::search::engine::{Embedded, FlatLists, ListEngine};
 use crate::store::Store;
 use crate::usage::Meter;
 use crate::webhooks::queue::DeliveryQueue;
@@ -14,7 +14,7 @@ pub struct Context {
     pub config: Config,
     pub store: Store,
     /// What lists return (`search/engine.rs`): the embedded engine over this process's warm
-    /// snapshots of the store's index.
+    /// snapshots of the store's index, or only its flat lists.
     pub lists: Box<dyn ListEngine>,
     /// The webhook delivery queue, when one is configured.
     pub queue: Option<DeliveryQueue>,
@@ -59,13 +59,14 @@ impl Context {
     }
 
     /// The context of `config`, with clients built from the shared AWS configuration and
-    /// the list engine `parts` names (none: lists answer a 500 they never reach).
+    /// the list engine `parts` names (none: the flat lists only; a product list answers a
+    /// 500 it never reaches).
     pub fn from_sdk(config: Config, shared: &aws_config::SdkConfig, parts: Parts) -> Self {
         let store = config.store(Store::client_from_config(shared));
         let queue = DeliveryQueue::new(aws_sdk_sqs::Client::new(shared), &config.webhooks);
         let lists = match parts.lists {
             Some(build) => build(&config, &store, shared),
-            None => Box::new(NoLists),
+            None => Box::new(FlatLists::new(store.clone(), config.snapshots)),
         };
         Self::of(config, store, lists, queue)
     }
@@ -91,7 +92,8 @@ pub type S3From = fn(&aws_config::SdkConfig) -> aws_sdk_s3::Client;
 /// the function that builds them, so a function that never lists carries neither.
 #[derive(Clone, Copy)]
 pub struct Parts {
-    /// The list engine; `None` for functions that serve no list and check no referrer.
+    /// The list engine; `None` for functions that serve no product, variant or SKU list
+    /// and check no referrer (they get the flat lists only).
     pub lists: Option<ListsFrom>,
     /// The HTTP pipeline's S3 client (imports' upload URLs, exports' download URLs), built
     /// when an import bucket is configured.

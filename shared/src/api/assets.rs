@@ -12,10 +12,10 @@ use crate::http::query::{query_values, QueryValue};
 use crate::http::render::{to_json, Attributes};
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Route};
+use crate::search::flat::{PageQuery, Seek};
+use crate::store::flat_lists::Mark;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
-use crate::store::warm::{PageQuery, Seek};
-use crate::store::warm_sources::Mark;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::StoreError;
 use crate::usecases::asset_input::{
@@ -320,8 +320,9 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let scope = format!("assets&search={}", needle.as_deref().unwrap_or_default());
     let paging = CursorPaging::open(&params.paging, &app.config.cursor_key, call.org(), scope)?;
     let org = call.org();
-    app.store
-        .refresh_warm(&shelf_pages::followed(org, Shelf::ASSETS))
+    app.lists
+        .flat()
+        .refresh(&shelf_pages::followed(org, Shelf::ASSETS))
         .await?;
     let needle = needle.filter(|n| !n.is_empty());
     let named = |m: &Mark| {

@@ -12,8 +12,8 @@ use crate::http::doc::QueryDoc;
 use crate::http::query::{query_values, QueryValue, UpdatedAfter};
 use crate::http::render::to_json;
 use crate::http::{ApiResponse, Body, Doc, Route};
-use crate::store::warm::{PageQuery, Seek};
-use crate::store::warm_sources::Followed;
+use crate::search::flat::{PageQuery, Seek};
+use crate::store::flat_lists::Followed;
 use crate::store::writes::DELETION_RETENTION_SECS;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -112,20 +112,21 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         org: call.org(),
         entity_type,
     };
-    app.store.refresh_warm(&list).await?;
+    app.lists.flat().refresh(&list).await?;
     let from = match &paging.start {
         Start::After(position) => Seek::After(position),
         Start::Page(_) => Seek::Offset(paging.offset()),
     };
-    let page = app.store.with_warm(&list, |keys| {
-        keys.page(&PageQuery {
+    let page = app.lists.flat().page(
+        &list,
+        &PageQuery {
             floor: floor.as_deref(),
             from,
             limit: paging.limit as usize,
             descending: false,
             filter: None,
-        })
-    });
+        },
+    );
     let next = page.more.then(|| page.keys.last()).flatten();
     let result = page
         .keys

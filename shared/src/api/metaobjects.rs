@@ -381,7 +381,7 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let (def, ()) = in_parallel(async {
         futures_util::try_join!(
             app.store.get_metaobject_definition(org, name),
-            app.store.refresh_warm(&list)
+            app.lists.flat().refresh(&list)
         )
     })
     .await?;

@@ -1,14 +1,14 @@
 //! One page of a flat list (assets, categories, bundles, metaobjects of a definition): which
 //! resources it holds and how many the list has come from the shelf's warm index
-//! (`store/warm.rs`); only the page's items are read, so a page costs the same at any depth
+//! (`search/flat/`, through the list engine); only the page's items are read, so a page costs the same at any depth
 //! and whatever the shelf holds.
 
 use crate::app::App;
 use crate::error::ApiError;
 use crate::http::Paging;
+use crate::search::flat::{FlatPage, PageQuery, Seek};
+use crate::store::flat_lists::Followed;
 use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::warm::{PageQuery, Seek, WarmPage};
-use crate::store::warm_sources::Followed;
 use std::collections::HashMap;
 
 /// The index of `shelf` in `org`.
@@ -35,9 +35,9 @@ pub async fn read(
     org: &str,
     shelf: Shelf<'_>,
     query: &PageQuery<'_>,
-) -> Result<(Vec<ResourceItem>, WarmPage), ApiError> {
+) -> Result<(Vec<ResourceItem>, FlatPage), ApiError> {
     let list = followed(org, shelf);
-    let mut page = app.store.with_warm(&list, |keys| keys.page(query));
+    let mut page = app.lists.flat().page(&list, query);
     let wanted = page.keys.iter().map(|id| shelf.key(org, id)).collect();
     let mut by_id: HashMap<String, ResourceItem> = app
         .store
@@ -56,8 +56,7 @@ pub async fn read(
     }
     if !gone.is_empty() {
         page.total -= gone.len();
-        app.store
-            .with_warm(&list, |keys| gone.iter().for_each(|id| keys.remove(id)));
+        app.lists.flat().forget(&list, &gone);
     }
     Ok((items, page))
 }
@@ -73,7 +72,7 @@ pub async fn list(
     let query = &call.query;
     let paging = Paging::from_query(query)?;
     let org = call.org();
-    app.store.refresh_warm(&followed(org, shelf)).await?;
+    app.lists.flat().refresh(&followed(org, shelf)).await?;
     let (all, page) = read(app, org, shelf, &by_page(paging)).await?;
     Ok(paging.page_response(all.iter().map(render).collect(), page.total))
 }

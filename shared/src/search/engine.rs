@@ -1,14 +1,20 @@
-//! The list engine port: which entities a list returns, in identifier order, and how many.
-//! Handlers and use cases reach lists only through [`ListEngine`], the `lists` of their
-//! `Context`, chosen when the context is built; the embedded engine over this process's warm
-//! snapshots of the `byChange` index (`snapshot/`) is the default adapter. A search tier for
-//! organizations past one process (docs/scaling.md) would be a second adapter.
+//! The list engine port: which entities a list returns, in its order, and how many.
+//! Handlers and use cases reach every list only through [`ListEngine`], the `lists` of their
+//! `Context`, chosen when the context is built. Two kinds of list go through it: the
+//! filtered lists of products, variants and SKUs, over this process's warm snapshots of the
+//! `byChange` index (`snapshot/`), and the flat lists (assets, categories, bundles,
+//! metaobjects, deletions, delivery logs) over warm ordered indexes (`flat/`). The embedded
+//! engine serves both; a function that lists no products gets [`FlatLists`], which links
+//! no snapshot. A search tier for organizations past one process (docs/scaling.md) would be
+//! a second adapter.
 
+use super::flat::{FlatIndexes, FlatPage, PageQuery};
 use super::packed::Values;
 use super::select::{reselect, select, Criteria};
 use super::selections::SelectedIds;
 use super::snapshot::{Levels, SnapshotPolicy, Snapshots};
 use crate::domain::values::identifiers_in;
+use crate::store::flat_lists::Followed;
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
 use crate::store::{Store, StoreError};
@@ -56,17 +62,55 @@ pub trait ListEngine: Send + Sync {
         def: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+
+    /// The flat lists this engine keeps.
+    fn flat(&self) -> &FlatLists;
 }
 
-/// The embedded engine: this process's warm snapshots, read from `store`.
+/// The flat lists' indexes of this process and the store they read from.
+pub struct FlatLists {
+    store: Store,
+    indexes: FlatIndexes,
+}
+
+impl FlatLists {
+    pub fn new(store: Store, policy: SnapshotPolicy) -> Self {
+        Self {
+            store,
+            indexes: FlatIndexes::new(policy),
+        }
+    }
+
+    /// Brings `list` up to date: read in full once per process (the first call may answer
+    /// `StoreError::Loading`), then what was written since, on every call.
+    pub async fn refresh(&self, list: &Followed<'_>) -> Result<(), StoreError> {
+        self.indexes.refresh(&self.store, list).await
+    }
+
+    /// The page `query` selects of `list` (refreshed before), with the list's total.
+    pub fn page(&self, list: &Followed<'_>, query: &PageQuery<'_>) -> FlatPage {
+        self.indexes.with(list, |keys| keys.page(query))
+    }
+
+    /// Forgets `keys` of `list`: entries found gone when their page was read.
+    pub fn forget<K: AsRef<str>>(&self, list: &Followed<'_>, keys: &[K]) {
+        self.indexes.with(list, |index| {
+            keys.iter().for_each(|k| index.remove(k.as_ref()))
+        });
+    }
+}
+
+/// The embedded engine: this process's warm snapshots and flat indexes, read from `store`.
 pub struct Embedded {
     store: Store,
     snapshots: Snapshots,
+    flat: FlatLists,
 }
 
 impl Embedded {
     pub fn new(store: Store, policy: SnapshotPolicy) -> Self {
         Self {
+            flat: FlatLists::new(store.clone(), policy),
             store,
             snapshots: Snapshots::new(policy),
         }
@@ -81,19 +125,19 @@ impl Embedded {
         key: super::snapshot::CheckpointKey,
     ) -> Self {
         Self {
+            flat: FlatLists::new(store.clone(), policy),
             store,
             snapshots: Snapshots::new(policy).with_checkpoints(checkpoints, key),
         }
     }
 }
 
-/// The engine of a function that serves no list: any call is a wiring bug (the function's
-/// `Parts` should name the embedded engine), answered 500, never a wrong list.
-pub struct NoLists;
+/// The engine of a function that serves only flat lists: a list of products, variants or
+/// SKUs is a wiring bug (the function's `Parts` should name the embedded engine), answered
+/// 500, never a wrong list.
+const NO_LISTS: &str = "this function was built without the product list engine";
 
-const NO_LISTS: &str = "this function was built without a list engine";
-
-impl ListEngine for NoLists {
+impl ListEngine for FlatLists {
     fn refresh<'a>(
         &'a self,
         _: &'a str,
@@ -115,6 +159,10 @@ impl ListEngine for NoLists {
         _: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
         Box::pin(async { Err(StoreError::Other(NO_LISTS.into())) })
+    }
+
+    fn flat(&self) -> &FlatLists {
+        self
     }
 }
 
@@ -208,5 +256,9 @@ impl ListEngine for Embedded {
                     .collect();
                 (page, all.len(), end < all.len())
             })
+    }
+
+    fn flat(&self) -> &FlatLists {
+        &self.flat
     }
 }

@@ -1,5 +1,5 @@
 //! Reads of the `byChange` index for the warm copies of it (the list engine's snapshots in
-//! `search/snapshot/`, the warm indexes of `warm.rs`): rows changed since a time, and full
+//! `search/snapshot/`, the flat lists' indexes of `search/flat/`): rows changed since a time, and full
 //! reads page by page, with the projection the copies keep. How long the copies are kept
 //! is their [`SnapshotPolicy`].
 

@@ -248,7 +248,7 @@ pub fn deliveries_pk(org: &str, webhook: &str) -> String {
 }
 /// The `byChange` partition of one subscription's delivery log: every log entry carries it,
 /// with `delivery_log_sk`, so that a warm index of the log learns of new entries with one
-/// Query (`store/warm_sources.rs`).
+/// Query (`store/flat_lists.rs`).
 pub fn delivery_log_change_pk(org: &str, webhook: &str) -> String {
     format!("O#{org}#W#{webhook}#L")
 }

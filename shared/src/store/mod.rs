@@ -8,6 +8,7 @@ pub mod console;
 pub(crate) mod counters;
 pub(crate) mod errors;
 pub(crate) mod exports;
+pub(crate) mod flat_lists;
 pub mod history;
 pub mod idempotency;
 pub(crate) mod imports;
@@ -28,14 +29,11 @@ pub(crate) mod settings;
 pub(crate) mod slots;
 pub mod table;
 pub(crate) mod usage;
-pub(crate) mod warm;
-pub(crate) mod warm_sources;
 pub mod webhooks;
 pub mod writes;
 
 use crate::domain::credential_tags::CredentialTags;
 use aws_sdk_dynamodb::Client;
-use std::sync::Arc;
 
 pub use errors::StoreError;
 /// The change index's shard count, a deployment setting (`CATALOG_INDEX_SHARDS`).
@@ -46,8 +44,6 @@ pub use keys::index_shards;
 pub struct Store {
     pub(crate) client: Client,
     pub(crate) table: String,
-    /// The warm indexes of the flat lists (`warm.rs`), shared by clones.
-    pub(crate) warm: Arc<warm::WarmIndexes>,
     /// What the credentials kept in this table are tagged with (`domain/credential_tags.rs`).
     credential_tags: CredentialTags,
 }
@@ -60,7 +56,6 @@ impl Store {
             client,
             credential_tags: CredentialTags::for_table(&table),
             table,
-            warm: Arc::new(warm::WarmIndexes::new(Default::default())),
         }
     }
 
@@ -72,12 +67,6 @@ impl Store {
 
     pub fn credential_tags(&self) -> &CredentialTags {
         &self.credential_tags
-    }
-
-    /// The same table with warm indexes kept under `policy` (fresh, empty).
-    pub fn with_snapshot_policy(mut self, policy: changes::SnapshotPolicy) -> Self {
-        self.warm = Arc::new(warm::WarmIndexes::new(policy));
-        self
     }
 
     /// Builds a DynamoDB client from the standard AWS configuration chain (region,

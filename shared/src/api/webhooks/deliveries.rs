@@ -105,18 +105,19 @@ pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, Ap
         return Ok(paging.page_response(page.iter().map(render_delivery).collect(), log.len()));
     }
     let list = Followed::Deliveries { org, webhook };
-    let refresh = async { Ok(app.store.refresh_warm(&list).await?) };
+    let refresh = async { Ok(app.lists.flat().refresh(&list).await?) };
     let (sub, ()) =
         in_parallel(async { futures_util::try_join!(load(app, call), refresh) }).await?;
-    let mut page = app.store.with_warm(&list, |keys| {
-        keys.page(&PageQuery {
+    let mut page = app.lists.flat().page(
+        &list,
+        &PageQuery {
             floor: None,
             from: Seek::Offset(paging.range(usize::MAX).start),
             limit: paging.limit as usize,
             descending: true,
             filter: None,
-        })
-    });
+        },
+    );
     let log = app.store.get_deliveries(org, &sub.id, &page.keys).await?;
     if log.len() < page.keys.len() {
         // entries removed since (a replay that could not be queued): gone from the index too
@@ -126,8 +127,7 @@ pub(super) async fn deliveries(app: &App, call: &Call) -> Result<ApiResponse, Ap
             .filter(|id| !log.iter().any(|d| &d.id == *id))
             .collect();
         page.total -= gone.len();
-        app.store
-            .with_warm(&list, |keys| gone.iter().for_each(|id| keys.remove(id)));
+        app.lists.flat().forget(&list, &gone);
     }
     Ok(paging.page_response(log.iter().map(render_delivery).collect(), page.total))
 }
@@ -341,7 +341,7 @@ pub(super) async fn queue_by_hand(
             org: call.org(),
             webhook: &delivery.webhook_id,
         };
-        app.store.with_warm(&log, |keys| keys.remove(&delivery.id));
+        app.lists.flat().forget(&log, &[&delivery.id]);
         return Err(ApiError::unavailable());
     }
     Ok(())

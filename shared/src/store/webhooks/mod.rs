@@ -301,7 +301,7 @@ pub struct Delivery {
 
 /// A delivery log entry. Its `byChange` keys (`<createdAt>#<expires>#<id>`) never change
 /// after its first write, so that a warm index of the log learns of it once
-/// (`warm_sources.rs`) and drops it at its TTL.
+/// (`flat_lists.rs`) and drops it at its TTL.
 #[derive(Serialize, Deserialize)]
 struct DeliveryItem {
     #[serde(rename = "PK")]

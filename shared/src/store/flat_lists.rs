@@ -1,4 +1,4 @@
-//! Where each warm index (`warm.rs`) reads from: its full read is a strongly consistent
+//! Where each flat list's index (`search/flat/`) reads from: its full read is a strongly consistent
 //! Query of the list's own partition; its delta is what was written since a time:
 //! - resources: their type's `byChange` partitions (one Query per shard), live items of the
 //!   shelf and the tombstones their deletes leave;
@@ -37,7 +37,7 @@ pub struct Change {
     pub del: bool,
 }
 
-/// A list that a warm index follows.
+/// A flat list, as the list engine follows it.
 #[derive(Debug, Clone, Copy)]
 pub enum Followed<'a> {
     /// The resources of a shelf, in identifier order.
@@ -130,17 +130,21 @@ fn shelf_mark(kind: ResourceKind, tu: Timestamp, ver: u64, name: &str) -> Mark {
     }
 }
 
+/// Where the next page of a full read starts (the last key a page read).
+#[derive(Debug, Clone)]
+pub struct ReadOn(Item);
+
 impl Store {
     /// One page of the full read of `list` from `start`, and where the next one starts.
-    pub(crate) async fn warm_load_page(
+    pub(crate) async fn flat_load_page(
         &self,
         list: &Followed<'_>,
-        start: Option<Item>,
+        start: Option<ReadOn>,
         limit: Option<i32>,
-    ) -> Result<(Vec<Change>, Option<Item>), StoreError> {
+    ) -> Result<(Vec<Change>, Option<ReadOn>), StoreError> {
         let query = self
             .partition_query(list.partition(), None)
-            .set_exclusive_start_key(start)
+            .set_exclusive_start_key(start.map(|s| s.0))
             .set_limit(limit);
         let query = match list {
             Followed::Shelf { .. } => query
@@ -155,7 +159,11 @@ impl Store {
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("Query", e))?;
-        let next = page.last_evaluated_key.clone().filter(|k| !k.is_empty());
+        let next = page
+            .last_evaluated_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .map(ReadOn);
         let items = page.items.unwrap_or_default();
         let rows = match list {
             Followed::Shelf { shelf, .. } => {
@@ -194,7 +202,7 @@ impl Store {
     }
 
     /// What was written to `list` after `since` (and, for resources, what was deleted).
-    pub(crate) async fn warm_delta(
+    pub(crate) async fn flat_delta(
         &self,
         list: &Followed<'_>,
         since: Timestamp,
