@@ -186,7 +186,7 @@ pub fn function_pid(name: &str) -> Option<i32> {
 /// The `byChange` partitions per organization and entity type that the functions use (the
 /// same setting, `CATALOG_INDEX_SHARDS`, reaches them): a list's delta costs one Query each.
 pub fn shards() -> u32 {
-    catalog::store::keys::index_shards()
+    catalog::store::index_shards()
 }
 
 /// Percent-encodes a query parameter value (everything but RFC 3986 unreserved characters).

@@ -352,7 +352,7 @@ async fn a_cold_read_past_its_budget_answers_503_and_the_next_call_continues() {
     let mut per_shard = vec![0usize; shards() as usize];
     for i in 0..60 {
         let id = format!("c{i:03}");
-        per_shard[catalog::store::keys::shard_of(&id, shards()) as usize] += 1;
+        per_shard[catalog::store::raw::shard_of(&id, shards()) as usize] += 1;
     }
     // A shard of c entries takes c / 5 + 1 pages (a full page always has a successor).
     let calls = per_shard.iter().map(|c| c / 5 + 1).max().unwrap();
@@ -465,7 +465,7 @@ async fn parallel_requests_overlap_at_the_storage_proxy() {
 #[tokio::test]
 async fn the_periodic_reload_drops_what_no_delta_can_see() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    use catalog::store::keys::{product_pk, PRODUCT_SK};
+    use catalog::store::raw::{product_pk, PRODUCT_SK};
     let org = Org::new().await;
     for id in ["p1", "p2"] {
         assert_eq!(

@@ -5,9 +5,9 @@
 
 use super::items::EntityKind;
 use super::keys::change_pks;
-/// Whether `pk` (an item's `GSI1PK`) is a partition of `entity_type`'s change index in
-/// `org`: the item is an entity (the change feed tells entities from other items by it).
-pub use super::keys::is_change_pk;
+/// The organization of an entity's item, from its keys (the change feed tells entities from
+/// other items by it).
+pub use super::keys::entity_org;
 use super::parallel::try_all;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;

@@ -172,9 +172,20 @@ pub fn change_pks(org: &str, entity_type: &str) -> Vec<String> {
 }
 
 /// Whether `pk` is a `byChange` partition of `entity_type` in `org`.
-pub fn is_change_pk(pk: &str, org: &str, entity_type: &str) -> bool {
+fn is_change_pk(pk: &str, org: &str, entity_type: &str) -> bool {
     pk.strip_prefix(&format!("O#{org}#T#{entity_type}#"))
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The organization of the entity of `entity_type` whose item has the keys `pk` and
+/// `gsi1pk`: its partition's organization, when the item sits in that organization's change
+/// index of the type (so it is the entity itself, not a tombstone, an identity item or
+/// other state).
+pub fn entity_org<'a>(pk: &'a str, gsi1pk: Option<&str>, entity_type: &str) -> Option<&'a str> {
+    let org = pk.strip_prefix("O#")?.split('#').next()?;
+    gsi1pk
+        .is_some_and(|g| is_change_pk(g, org, entity_type))
+        .then_some(org)
 }
 pub fn change_sk(updated_at: &str, identifier: &str) -> String {
     format!("{updated_at}#{identifier}")
@@ -361,6 +372,16 @@ mod tests {
             "sku"
         ));
         assert!(!is_change_pk("O#abc123#T#sku#1x", "abc123", "sku"));
+        let index = change_pk("abc123", "sku", 3);
+        assert_eq!(
+            entity_org("O#abc123#S#s1", Some(&index), "sku"),
+            Some("abc123")
+        );
+        // another organization's index, another type's, none: not the entity's item
+        assert_eq!(entity_org("O#other1#S#s1", Some(&index), "sku"), None);
+        assert_eq!(entity_org("O#abc123#S#s1", Some(&index), "product"), None);
+        assert_eq!(entity_org("O#abc123#S#s1", None, "sku"), None);
+        assert_eq!(entity_org("X#abc123", Some(&index), "sku"), None);
         let moved = reshard("O#abc123#T#sku", "s1");
         assert_eq!(moved, entity_change_pk("abc123", "sku", "s1"));
         assert_eq!(reshard(&moved, "s1"), moved);

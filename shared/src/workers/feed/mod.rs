@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::domain::changes::{self, PayloadKind};
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
+use crate::store::changes::entity_org;
 use crate::store::webhooks::{PendingKey, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
@@ -61,14 +62,10 @@ impl EntityImage {
     /// identity item, a setting or webhook state): every entity sits in its type's index
     /// partition.
     fn org_in(&self, kept: fn(EntityType) -> bool) -> Option<&str> {
-        let org = self.pk.strip_prefix("O#")?.split('#').next()?;
-        let is_entity = kept(self.kind)
-            && self.del != Some(true)
-            && self
-                .gsi1pk
-                .as_deref()
-                .is_some_and(|pk| crate::store::changes::is_change_pk(pk, org, self.kind.as_str()));
-        is_entity.then_some(org)
+        if !kept(self.kind) || self.del == Some(true) {
+            return None;
+        }
+        entity_org(&self.pk, self.gsi1pk.as_deref(), self.kind.as_str())
     }
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// (every attribute as our table holds it, so that both functions read the same bytes) and
 /// the peer's own attributes: id, name, price.
 async fn seed_peer(org: &str, n: usize) -> Result<(), String> {
-    use catalog::store::keys::{product_pk, PRODUCT_SK};
+    use catalog::store::raw::{product_pk, PRODUCT_SK};
     let store = stack().await.store();
     let client = store.client();
     let schema = |name: &str| -> Result<_, String> {
@@ -164,7 +164,7 @@ pub async fn get(n: usize, samples: usize, cold: usize, peer: bool, timeout: Dur
             return;
         }
     }
-    use catalog::store::keys::{product_pk, PRODUCT_SK};
+    use catalog::store::raw::{product_pk, PRODUCT_SK};
     let id = |i: usize| format!("p{:07}", (i * 7919) % n);
     let path = |i: usize| format!("/v1/products/{}", id(i));
     let ours = |i: usize| event(&path(i), None, Some(&org.key));

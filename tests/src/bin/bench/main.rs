@@ -47,7 +47,8 @@ mod under_writes;
 
 use shapes::Shape;
 
-use catalog::store::keys::{change_pks, index_shards};
+use catalog::store::index_shards;
+use catalog::store::raw::change_pks;
 use catalog_e2e::{encode, send_to, stack, Org, Request, Response};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
