@@ -187,7 +187,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         admin::create_key_within(&app.store, call.org(), (name, scopes), Some(&claim)).await
     };
     let quota = (MAX_KEYS, "live API keys");
-    let created = crate::api::quotas::create_within(
+    let created = crate::usecases::quotas::create_within(
         app,
         (call.org(), "api-keys"),
         quota,

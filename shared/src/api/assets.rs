@@ -14,6 +14,7 @@ use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::search::flat::{PageQuery, Seek};
 use crate::store::flat_lists::Mark;
+use crate::store::items::EntityItem;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
@@ -24,7 +25,8 @@ use crate::usecases::asset_input::{
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::references;
-use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::retry::Retry;
+use crate::usecases::write_plan::WritePlan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -283,8 +285,7 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// DELETE /assets/{identifier}: unlinked from every product, then deleted.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "asset")?;
-    let if_match = call.request.if_match.as_deref();
-    links::delete_everywhere(app, call.org(), Shelf::ASSETS, id, if_match, &call.origin()).await?;
+    links::delete_everywhere(&call.writer(app), Shelf::ASSETS, id).await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }
 
@@ -437,51 +438,65 @@ async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, Ap
         return Err(ApiError::bad_request("field 'assets' is required"));
     }
     let org = call.org();
-    let assets = with_retries(&format!("product '{pid}'"), || async move {
-        let mut product = app
+    // what the product links next decides which assets are read
+    let read = || async move {
+        let product = app
             .store
             .get_product(org, pid)
             .await?
             .ok_or_else(|| ApiError::entity_not_found("product", pid))?;
-        let old = product.assets.clone();
-        let mut new = if replace { Vec::new() } else { old.clone() };
+        let mut new = if replace {
+            Vec::new()
+        } else {
+            product.assets.clone()
+        };
         for id in ids {
             if !new.contains(id) {
                 new.push(id.clone());
             }
         }
         if new.len() > MAX_LINKS {
-            return Err(Retry::Fail(ApiError::bad_request(format!(
+            return Err(ApiError::bad_request(format!(
                 "field 'assets': a product links at most {MAX_LINKS} assets"
-            ))));
+            )));
         }
         let assets = assets_in_order(app, org, &new).await?;
+        Ok((product, new, assets))
+    };
+    let plan = |(mut product, new, assets): (EntityItem, Vec<String>, Vec<ResourceItem>)| {
         if let Some(missing) = new.iter().find(|id| !assets.iter().any(|a| &a.id == *id)) {
-            return Err(Retry::Fail(ApiError::bad_request(format!(
+            return Err(ApiError::bad_request(format!(
                 "field 'assets': asset '{missing}' does not exist"
-            ))));
+            )));
         }
-        if new != old {
-            let mut write = TreeWrite::new();
-            links::additions(
-                &mut write,
-                org,
-                Shelf::ASSETS,
-                pid,
-                &old,
-                &new,
-                &HashSet::new(),
-            )?;
-            let expect = Expect::Version(product.ver);
-            product.assets = new.clone();
-            product.touch(Timestamp::next_after([product.updated_at]));
-            write.put(org, &product, expect)?;
-            links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
-            app.store.commit(&write, &call.origin()).await?;
+        let old = product.assets.clone();
+        if new == old {
+            return Ok(WritePlan::unchanged(assets));
         }
-        Ok(assets)
-    })
-    .await?;
+        let mut write = TreeWrite::new();
+        links::additions(
+            &mut write,
+            org,
+            Shelf::ASSETS,
+            pid,
+            &old,
+            &new,
+            &HashSet::new(),
+        )?;
+        let expect = Expect::Version(product.ver);
+        product.assets = new.clone();
+        product.touch(Timestamp::next_after([product.updated_at]));
+        write.put(org, &product, expect)?;
+        links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
+        Ok(WritePlan {
+            write,
+            outcome: assets,
+        })
+    };
+    let assets = call
+        .writer(app)
+        .run(&format!("product '{pid}'"), read, plan, Retry::from)
+        .await?;
     let total = assets.len();
     Ok(Paging {
         limit: MAX_LINKS as u32,

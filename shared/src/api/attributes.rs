@@ -284,8 +284,8 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         }
     }
     let quota = (
-        crate::api::quotas::Counted::AttributeDefinitions,
-        super::quotas::MAX_ATTRIBUTES,
+        crate::usecases::quotas::Counted::AttributeDefinitions,
+        crate::usecases::quotas::MAX_ATTRIBUTES,
         "attribute definitions",
     );
     let new = &def;
@@ -301,7 +301,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         )),
         e => e.into(),
     };
-    super::quotas::create_counted(app, call.org(), quota, create, exists).await?;
+    crate::usecases::quotas::create_counted(app, call.org(), quota, create, exists).await?;
     Ok(ApiResponse::single(201, render(&def)))
 }
 

@@ -158,15 +158,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 /// every product and deleted.
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "category")?;
-    let if_match = call.request.if_match.as_deref();
-    links::delete_everywhere(
-        app,
-        call.org(),
-        Shelf::CATEGORIES,
-        id,
-        if_match,
-        &call.origin(),
-    )
-    .await?;
+    links::delete_everywhere(&call.writer(app), Shelf::CATEGORIES, id).await?;
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

@@ -18,11 +18,13 @@ use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
 use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::writes::{Expect, TreeWrite};
+use crate::store::settings::Scopes;
+use crate::store::writes::{Either, Expect, ResourcePut, TreeWrite};
 use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::references::{first_referrer, render_metaobject};
-use crate::usecases::retry::with_retries;
+use crate::usecases::retry::Retry;
+use crate::usecases::write_plan::WritePlan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -321,8 +323,8 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         fields,
     };
     let quota = (
-        crate::api::quotas::Counted::MetaobjectDefinitions,
-        super::quotas::MAX_METAOBJECT_DEFINITIONS,
+        crate::usecases::quotas::Counted::MetaobjectDefinitions,
+        crate::usecases::quotas::MAX_METAOBJECT_DEFINITIONS,
         "metaobject definitions",
     );
     let new = &def;
@@ -337,7 +339,7 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
         }
         e => e.into(),
     };
-    super::quotas::create_counted(app, call.org(), quota, create, exists).await?;
+    crate::usecases::quotas::create_counted(app, call.org(), quota, create, exists).await?;
     Ok(ApiResponse::single(201, render_definition(&def)))
 }
 
@@ -419,63 +421,74 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let input = body.values.as_ref();
     let org = call.org();
     let shelf = Shelf::metaobjects(name);
-    let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("metaobject '{name}/{id}'"), || async move {
-        let (def, scopes, existing) = in_parallel(async {
+    let read = || async move {
+        in_parallel(async {
             futures_util::try_join!(
                 app.store.get_metaobject_definition(org, name),
                 app.store.get_scopes(org),
                 app.store.get_resource(org, shelf, id)
             )
         })
-        .await?;
-        let def = def.ok_or_else(|| definition_not_found(name))?;
-        check(
-            if_match,
-            existing.as_ref().map(etags::resource).as_deref(),
-            "metaobject",
-        )?;
-        let languages = scopes.language_codes();
-        let rules = ScopeRules {
-            languages: Some(&languages),
-            channels: Some(&[]),
-        };
-        let mut vals = StoredValues::new();
-        if let Some(m) = input {
-            let changes = values::parse_values("metaobject", m, &def.field_definitions(), &rules)?;
-            values::apply(&mut vals, &changes);
-        }
-        let at = Timestamp::next_after(existing.as_ref().map(|m| m.updated_at));
-        let (mut item, expect, status) = match existing {
-            Some(m) => {
-                let ver = m.ver;
-                (m, Expect::Version(ver), 200)
+        .await
+    };
+    let plan =
+        |(def, scopes, existing): (Option<MetaobjectDefinition>, Scopes, Option<ResourceItem>)| {
+            let def = def.ok_or_else(|| definition_not_found(name))?;
+            check(
+                call.request.if_match.as_deref(),
+                existing.as_ref().map(etags::resource).as_deref(),
+                "metaobject",
+            )?;
+            let languages = scopes.language_codes();
+            let rules = ScopeRules {
+                languages: Some(&languages),
+                channels: Some(&[]),
+            };
+            let mut vals = StoredValues::new();
+            if let Some(m) = input {
+                let changes =
+                    values::parse_values("metaobject", m, &def.field_definitions(), &rules)?;
+                values::apply(&mut vals, &changes);
             }
-            None => (
-                ResourceItem::new(org, shelf, id, display, at),
-                Expect::Absent,
-                201,
-            ),
+            let at = Timestamp::next_after(existing.as_ref().map(|m| m.updated_at));
+            let (mut item, expect, status) = match existing {
+                Some(m) => {
+                    let ver = m.ver;
+                    (m, Expect::Version(ver), 200)
+                }
+                None => (
+                    ResourceItem::new(org, shelf, id, display, at),
+                    Expect::Absent,
+                    201,
+                ),
+            };
+            let answer = |item: &ResourceItem| {
+                ApiResponse::single(status, render_metaobject(item))
+                    .with_etag(etags::resource(item))
+            };
+            if status == 200 && item.name == display && item.values == vals {
+                return Ok(WritePlan {
+                    write: Either::Left(TreeWrite::new()),
+                    outcome: answer(&item),
+                });
+            }
+            item.name = display.to_string();
+            item.values = vals;
+            item.touch(at);
+            let outcome = answer(&item);
+            let write = if expect == Expect::Absent {
+                // a deleted metaobject of this identifier left its counters closed
+                let mut write = TreeWrite::new();
+                write.put_resource(org, &item, expect)?;
+                write.open_counters(org, &item)?;
+                Either::Left(write)
+            } else {
+                Either::Right(ResourcePut { item, expect })
+            };
+            Ok(WritePlan { write, outcome })
         };
-        if status == 200 && item.name == display && item.values == vals {
-            return Ok(ApiResponse::single(status, render_metaobject(&item))
-                .with_etag(etags::resource(&item)));
-        }
-        item.name = display.to_string();
-        item.values = vals;
-        item.touch(at);
-        if expect == Expect::Absent {
-            // a deleted metaobject of this identifier left its counters closed
-            let mut write = TreeWrite::new();
-            write.put_resource(org, &item, expect)?;
-            write.open_counters(org, &item)?;
-            app.store.commit(&write, &call.origin()).await?;
-        } else {
-            app.store.put_resource(&item, expect, call.guard()).await?;
-        }
-        Ok(ApiResponse::single(status, render_metaobject(&item)).with_etag(etags::resource(&item)))
-    })
-    .await
+    let what = format!("metaobject '{name}/{id}'");
+    call.writer(app).run(&what, read, plan, Retry::from).await
 }
 
 /// DELETE /metaobjects/{definition}/{identifier}: 409 while any product, variant, SKU,
@@ -487,23 +500,30 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(1, "metaobject")?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
-    with_retries(&format!("metaobject '{name}/{id}'"), || async move {
+    // the referrer is looked for only once the metaobject and If-Match are known to hold
+    let read = || async move {
         let m = app
             .store
             .get_resource(org, Shelf::metaobjects(name), id)
             .await?
             .ok_or_else(|| not_found(name, id));
         let m = etags::checked(if_match, m, etags::resource, "metaobject")?;
-        if let Some(by) = first_referrer(app, org, name, id).await? {
+        let by = first_referrer(app, org, name, id).await?;
+        Ok::<_, ApiError>((m, by))
+    };
+    let plan = |(m, by): (ResourceItem, Option<String>)| {
+        if let Some(by) = by {
             return Err(ApiError::conflict(format!(
                 "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"
-            ))
-            .into());
+            )));
         }
         let mut write = TreeWrite::new();
         write.delete_metaobject(org, &m)?;
-        app.store.commit(&write, &call.origin()).await?;
-        Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
-    })
-    .await
+        Ok(WritePlan {
+            write,
+            outcome: ApiResponse::single(200, crate::http::render::deleted(id)),
+        })
+    };
+    let what = format!("metaobject '{name}/{id}'");
+    call.writer(app).run(&what, read, plan, Retry::from).await
 }

@@ -17,7 +17,6 @@ pub(crate) mod lists;
 pub mod metaobjects;
 pub mod openapi;
 pub mod products;
-pub(crate) mod quotas;
 pub mod samples;
 mod served;
 pub mod settings;

@@ -8,14 +8,13 @@
 //! product in `linkedBy` before the conditional delete of the target.
 
 use super::asset_input::{apply, new_asset};
-use super::retry::{with_retries, Retry};
+use super::retry::Retry;
 use super::tree_patch::ProductPatch;
-use crate::context::Context;
+use super::write_plan::{WritePlan, Writer};
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::store::items::EntityItem;
 use crate::store::resources::{ResourceItem, ResourceKind, Shelf};
-use crate::store::writes::Origin;
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::Store;
 use crate::store::StoreError;
@@ -81,22 +80,17 @@ fn members<'a>(
 /// and deletes the target if it is still at the version read. 404 when it does not exist; a
 /// category with subcategories is 409 (a new child moves the category's version, so the
 /// check and the delete cannot miss one).
-pub async fn delete_everywhere(
-    cx: &Context,
-    org: &str,
-    shelf: Shelf<'_>,
-    id: &str,
-    if_match: Option<&str>,
-    origin: &Origin<'_>,
-) -> Result<(), ApiError> {
+pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Result<(), ApiError> {
+    let (cx, org) = (w.cx, w.org);
     let what = shelf.kind.as_str();
-    with_retries(&format!("{what} '{id}'"), || async {
+    // the target, its subcategories' check, then the products its `linkedBy` names
+    let read = || async {
         let target = cx
             .store
             .get_resource(org, shelf, id)
             .await?
             .ok_or_else(|| ApiError::entity_not_found(what, id));
-        let target = super::etags::checked(if_match, target, super::etags::resource, what)?;
+        let target = super::etags::checked(w.if_match, target, super::etags::resource, what)?;
         if shelf.kind == ResourceKind::Category {
             let all = cx.store.list_resources(org, shelf).await?;
             let children: Vec<&str> = all
@@ -105,13 +99,16 @@ pub async fn delete_everywhere(
                 .map(|c| c.id.as_str())
                 .collect();
             if !children.is_empty() {
-                return Err(Retry::Fail(ApiError::conflict(format!(
+                return Err(ApiError::conflict(format!(
                     "category '{id}' has subcategories ({}); delete or move them first",
                     children.join(", ")
-                ))));
+                )));
             }
         }
         let owners = cx.store.get_products(org, &target.linked_by).await?;
+        Ok((target, owners))
+    };
+    let plan = |(target, owners): (ResourceItem, Vec<EntityItem>)| {
         let mut write = TreeWrite::new();
         for mut product in owners {
             let expect = Expect::Version(product.ver);
@@ -120,16 +117,16 @@ pub async fn delete_everywhere(
                 Some(list) if list.iter().any(|l| l == id) => {
                     list.retain(|l| l != id);
                     product.touch(Timestamp::next_after([product.updated_at]));
-                    write.put(org, &product, expect).map_err(Retry::from)?;
+                    write.put(org, &product, expect)?;
                 }
-                _ => write.bump(&product).map_err(Retry::from)?,
+                _ => write.bump(&product)?,
             }
         }
-        write.delete_resource(org, &target).map_err(Retry::from)?;
-        cx.store.commit(&write, origin).await?;
-        Ok(())
-    })
-    .await
+        write.delete_resource(org, &target)?;
+        Ok(WritePlan { write, outcome: () })
+    };
+    w.run(&format!("{what} '{id}'"), read, plan, Retry::from)
+        .await
 }
 
 /// Whether a PATCH /products body names any asset or category (whose read [`targets`] is).

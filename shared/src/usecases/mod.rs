@@ -12,6 +12,7 @@ pub(crate) mod export;
 pub(crate) mod links;
 pub(crate) mod listing;
 pub(crate) mod product_write;
+pub(crate) mod quotas;
 pub(crate) mod references;
 pub(crate) mod retry;
 pub(crate) mod tree_delete;

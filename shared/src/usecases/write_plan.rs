@@ -5,14 +5,15 @@
 use super::retry::{with_retries, Retry};
 use crate::context::Context;
 use crate::error::ApiError;
-use crate::store::writes::{Origin, TreeWrite};
+use crate::store::writes::{Apply, Origin, TreeWrite};
 use crate::store::StoreError;
 use std::future::Future;
 
-/// What an attempt decided from what it read: the writes to commit (none when nothing
-/// changes) and what the write did, once they are committed.
-pub struct WritePlan<T> {
-    pub write: TreeWrite,
+/// What an attempt decided from what it read: the writes to apply (none when nothing
+/// changes; a tree of entity writes unless the plan names another `Apply`) and what the
+/// write did, once they are applied.
+pub struct WritePlan<T, W = TreeWrite> {
+    pub write: W,
     pub outcome: T,
 }
 
@@ -37,11 +38,11 @@ pub struct Writer<'a> {
 
 impl Writer<'_> {
     /// Runs a write named `what` (in the 409 of a write that lost every retry): `read`,
-    /// then `plan` from what it read, then the store applies the plan; a lost condition
+    /// then `plan` from what it read, then the store applies the plan (`Store::apply`); a lost condition
     /// reads and plans again. `failed` judges a failed commit: `Retry::from`, or
     /// `references::named` (a reference to a metaobject deleted meanwhile is the 400
     /// naming its field).
-    pub async fn run<R, E, T, Rd, RdFut, P, F>(
+    pub async fn run<R, E, T, W, Rd, RdFut, P, F>(
         &self,
         what: &str,
         read: Rd,
@@ -52,19 +53,18 @@ impl Writer<'_> {
         Rd: Fn() -> RdFut,
         RdFut: Future<Output = Result<R, E>>,
         Retry: From<E>,
-        P: Fn(R) -> Result<WritePlan<T>, ApiError>,
+        W: Apply,
+        P: Fn(R) -> Result<WritePlan<T, W>, ApiError>,
         F: Fn(StoreError) -> Retry,
     {
         let (read, plan, failed) = (&read, &plan, &failed);
         with_retries(what, move || async move {
             let WritePlan { write, outcome } = plan(read().await?)?;
-            if !write.is_empty() {
-                self.cx
-                    .store
-                    .commit(&write, &self.origin)
-                    .await
-                    .map_err(failed)?;
-            }
+            self.cx
+                .store
+                .apply(&write, &self.origin)
+                .await
+                .map_err(failed)?;
             Ok(outcome)
         })
         .await

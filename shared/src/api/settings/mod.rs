@@ -16,6 +16,9 @@ use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
+use crate::store::writes::ScopesPut;
+use crate::usecases::retry::Retry;
+use crate::usecases::write_plan::WritePlan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -271,8 +274,8 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
     }
     let attributes: Vec<String> = keys.into_iter().map(|(_, _, key)| key).collect();
     let quota = (
-        crate::api::quotas::Counted::Families,
-        crate::api::quotas::MAX_FAMILIES,
+        crate::usecases::quotas::Counted::Families,
+        crate::usecases::quotas::MAX_FAMILIES,
         "families",
     );
     let create = |claim| {
@@ -285,7 +288,8 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         }
     };
     let family =
-        crate::api::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
+        crate::usecases::quotas::create_counted(app, call.org(), quota, create, ApiError::from)
+            .await?;
     Ok(ApiResponse::single(201, json(&family)))
 }
 
@@ -368,21 +372,31 @@ async fn list_scopes(
     Ok(paging.envelope(&pick(&scopes), Value::clone))
 }
 
-/// Applies `change` to the organization's scopes with a conditional write, retried when a
-/// concurrent writer changed them first.
+/// Applies `change` to the organization's scopes with a conditional write, read and
+/// planned again when a concurrent writer changed them first.
 async fn update_scopes(
     app: &App,
-    org: &str,
+    call: &Call,
     change: impl Fn(&mut Scopes) -> Result<Value, ApiError>,
 ) -> Result<ApiResponse, ApiError> {
-    crate::usecases::retry::with_retries("the workspace settings", || async {
-        let mut scopes = app.store.get_scopes(org).await?;
-        let created = change(&mut scopes)?;
-        scopes.ver += 1;
-        app.store.put_scopes(org, &scopes).await?;
-        Ok(ApiResponse::single(201, created))
-    })
-    .await
+    let org = call.org();
+    let created = call
+        .writer(app)
+        .run(
+            "the workspace settings",
+            || app.store.get_scopes(org),
+            |mut scopes| {
+                let created = change(&mut scopes)?;
+                scopes.ver += 1;
+                Ok(WritePlan {
+                    write: ScopesPut { org, scopes },
+                    outcome: created,
+                })
+            },
+            Retry::from,
+        )
+        .await?;
+    Ok(ApiResponse::single(201, created))
 }
 
 /// The body of POST /families.
@@ -448,7 +462,7 @@ async fn create_language(app: &App, call: &Call) -> Result<ApiResponse, ApiError
     }
     let name = body.name.unwrap_or_else(|| code.clone());
     let is_default = body.is_default.unwrap_or(false);
-    update_scopes(app, call.org(), |scopes| {
+    update_scopes(app, call, |scopes| {
         let language = Language {
             code: code.clone(),
             name: name.clone(),
@@ -479,7 +493,7 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         }
     }
     let is_default = body.is_default.unwrap_or(false);
-    update_scopes(app, call.org(), |scopes| {
+    update_scopes(app, call, |scopes| {
         let codes = scopes.language_codes();
         if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
             return Err(ApiError::bad_request(format!(

@@ -131,8 +131,8 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
         builtin_names,
     };
     let quota = (
-        crate::api::quotas::Counted::CompletenessProfiles,
-        crate::api::quotas::MAX_PROFILES,
+        crate::usecases::quotas::Counted::CompletenessProfiles,
+        crate::usecases::quotas::MAX_PROFILES,
         "completeness profiles",
     );
     let new = &profile;
@@ -141,7 +141,7 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
             .create_profile(call.org(), new, call.guard(), Some(&claim))
             .await
     };
-    crate::api::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
+    crate::usecases::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
     Ok(ApiResponse::single(201, render_profile(&profile)))
 }
 

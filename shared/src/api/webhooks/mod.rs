@@ -1,7 +1,6 @@
 //! `/webhooks` routes (scope `settings:manage`): subscriptions, secret rotation, the
 //! delivery log, replays, test events and the event catalog.
 
-use super::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET};
 use crate::auth::Scope;
@@ -15,9 +14,14 @@ use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
 use crate::search::flat::{PageQuery, Seek};
 use crate::store::flat_lists::Followed;
 use crate::store::metrics::in_parallel;
+use crate::store::quotas::QuotaClaim;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription, Verification};
+use crate::store::writes::SubscriptionSave;
+use crate::store::StoreError;
 use crate::usecases::etags;
-use crate::usecases::retry::{with_retries, Retry};
+use crate::usecases::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
+use crate::usecases::retry::Retry;
+use crate::usecases::write_plan::WritePlan;
 use crate::webhooks::changed_fields;
 use crate::webhooks::event_types;
 use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
@@ -277,7 +281,7 @@ fn same_url_below_quota(
         .filter(|s| url_guard::endpoint(&s.url) == endpoint && Some(s.id.as_str()) != except)
         .count();
     if same >= MAX_WEBHOOKS_PER_URL {
-        return Err(super::quotas::over(
+        return Err(crate::usecases::quotas::over(
             MAX_WEBHOOKS_PER_URL,
             "webhook subscriptions to one URL",
         ));
@@ -417,32 +421,38 @@ async fn modify(
     change: impl Fn(&mut Subscription) -> Result<(), ApiError>,
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
-    with_retries(&format!("webhook '{id}'"), || async {
-        let claim = match url {
-            Some(u) => {
-                let claim = app.store.quota_claim(call.org(), QUOTA).await?;
-                let subs = app.store.list_subscriptions(call.org()).await?;
-                same_url_below_quota(&subs, u, Some(id)).map_err(Retry::Fail)?;
-                Some(claim)
+    let org = call.org();
+    let if_match = call.request.if_match.as_deref();
+    let read = || async {
+        let quota = match url {
+            Some(_) => {
+                let claim = app.store.quota_claim(org, QUOTA).await?;
+                Some((claim, app.store.list_subscriptions(org).await?))
             }
             None => None,
         };
-        let if_match = call.request.if_match.as_deref();
-        let mut sub = etags::checked(
-            if_match,
-            load(app, call).await,
-            etags::subscription,
-            "webhook",
-        )?;
-        change(&mut sub).map_err(Retry::Fail)?;
+        Ok::<_, StoreError>((quota, load(app, call).await))
+    };
+    let plan = |(quota, found): (Option<(QuotaClaim, Vec<Subscription>)>, _)| {
+        if let (Some(u), Some((_, subs))) = (url, &quota) {
+            same_url_below_quota(subs, u, Some(id))?;
+        }
+        let mut sub = etags::checked(if_match, found, etags::subscription, "webhook")?;
+        change(&mut sub)?;
         sub.ver += 1;
         sub.updated_at = Timestamp::next_after([sub.updated_at]);
-        app.store
-            .save_subscription(call.org(), &sub, claim.as_ref())
-            .await?;
-        Ok::<_, Retry>(sub)
-    })
-    .await
+        Ok(WritePlan {
+            outcome: sub.clone(),
+            write: SubscriptionSave {
+                org,
+                sub,
+                claim: quota.map(|(claim, _)| claim),
+            },
+        })
+    };
+    call.writer(app)
+        .run(&format!("webhook '{id}'"), read, plan, Retry::from)
+        .await
 }
 
 /// PATCH /webhooks/{id}: omitted fields stay as they are; `description: null` clears it.

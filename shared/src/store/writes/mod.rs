@@ -33,6 +33,7 @@ pub const TRANSACTION_PUT_BYTES: usize = TRANSACTION_BYTES - 512 * 1024;
 pub use super::ops::Expect;
 
 mod actions;
+mod apply;
 mod commit;
 mod origin;
 mod packed;
@@ -40,6 +41,7 @@ mod packed;
 use actions::BUNDLES_SET;
 use actions::{deletion_record, tombstone, tombstone_item, with_table, Deleted};
 pub use actions::{DELETION_RETENTION_SECS, TOMBSTONE_RETENTION_SECS};
+pub use apply::{Apply, Either, ResourcePut, ScopesPut, SubscriptionSave};
 pub use commit::Identity;
 pub use origin::{Origin, BY};
 pub use packed::{Committed, PackedWrites};

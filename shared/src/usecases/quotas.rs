@@ -2,12 +2,12 @@
 //! with the create (`create_within`); beyond one, 409 naming the quota (the limits table
 //! lists them).
 
-use crate::app::App;
+use super::retry::{with_retries, Retry};
+use crate::context::Context;
 use crate::error::ApiError;
 pub use crate::store::quotas::Counted;
 use crate::store::quotas::QuotaClaim;
 use crate::store::StoreError;
-use crate::usecases::retry::{with_retries, Retry};
 use std::future::Future;
 
 pub use crate::domain::limits::{
@@ -23,7 +23,7 @@ pub use crate::domain::limits::{
 /// another create of the kind came first, it counts and tries again; a create refused for
 /// its own reason (the item exists) is answered by `refused`.
 pub async fn create_within<T, C, CF, W, WF>(
-    app: &App,
+    cx: &Context,
     (org, kind): (&str, &'static str),
     (max, what): (usize, &str),
     count: C,
@@ -41,14 +41,14 @@ where
     // more before it is taken as the create's own refusal (the item exists).
     let unchanged = std::sync::atomic::AtomicBool::new(false);
     with_retries(what, || async {
-        let claim = app.store.quota_claim(org, kind).await?;
+        let claim = cx.store.quota_claim(org, kind).await?;
         if count().await.map_err(Retry::Fail)? >= max {
             return Err(Retry::Fail(over(max, what)));
         }
         match create(claim.clone()).await {
             Ok(created) => Ok(created),
             Err(e @ (StoreError::ConditionFailed | StoreError::Taken(_))) => {
-                let moved = app.store.quota_claim(org, kind).await? != claim;
+                let moved = cx.store.quota_claim(org, kind).await? != claim;
                 if moved || !unchanged.swap(true, std::sync::atomic::Ordering::Relaxed) {
                     Err(Retry::Again)
                 } else {
@@ -63,7 +63,7 @@ where
 
 /// [`create_within`] for a kind counted by its partition (`Counted`).
 pub async fn create_counted<T, W, WF>(
-    app: &App,
+    cx: &Context,
     org: &str,
     (counted, max, what): (Counted, usize, &str),
     create: W,
@@ -73,9 +73,9 @@ where
     W: Fn(QuotaClaim) -> WF,
     WF: Future<Output = Result<T, StoreError>>,
 {
-    let count = || async { Ok(app.store.count_of(org, counted).await?) };
+    let count = || async { Ok(cx.store.count_of(org, counted).await?) };
     create_within(
-        app,
+        cx,
         (org, counted.name()),
         (max, what),
         count,
