@@ -597,6 +597,9 @@ async fn concurrent_creations_never_pass_a_quota() {
         )
         .await;
     assert_eq!((r.status, &r.body), (409, &quota));
+    // refused on the quota's claim and the organization's subscriptions alone: the
+    // subscription itself is not read
+    assert_eq!(r.ddb_requests(), 2);
     assert_eq!(
         org.get("/v1/webhooks").await.body["pagination"]["totalResults"],
         json!(6)

@@ -17,7 +17,6 @@ use crate::store::metrics::in_parallel;
 use crate::store::quotas::QuotaClaim;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription, Verification};
 use crate::store::writes::SubscriptionSave;
-use crate::store::StoreError;
 use crate::usecases::etags;
 use crate::usecases::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
 use crate::usecases::retry::Retry;
@@ -423,31 +422,27 @@ async fn modify(
     let id = call.route.identifier(0, "webhook id")?;
     let org = call.org();
     let if_match = call.request.if_match.as_deref();
+    // a re-point over the URL's quota is refused before the subscription is read
     let read = || async {
-        let quota = match url {
-            Some(_) => {
+        let claim = match url {
+            Some(u) => {
                 let claim = app.store.quota_claim(org, QUOTA).await?;
-                Some((claim, app.store.list_subscriptions(org).await?))
+                let subs = app.store.list_subscriptions(org).await?;
+                same_url_below_quota(&subs, u, Some(id)).map_err(Retry::Fail)?;
+                Some(claim)
             }
             None => None,
         };
-        Ok::<_, StoreError>((quota, load(app, call).await))
+        Ok::<_, Retry>((claim, load(app, call).await))
     };
-    let plan = |(quota, found): (Option<(QuotaClaim, Vec<Subscription>)>, _)| {
-        if let (Some(u), Some((_, subs))) = (url, &quota) {
-            same_url_below_quota(subs, u, Some(id))?;
-        }
+    let plan = |(claim, found): (Option<QuotaClaim>, _)| {
         let mut sub = etags::checked(if_match, found, etags::subscription, "webhook")?;
         change(&mut sub)?;
         sub.ver += 1;
         sub.updated_at = Timestamp::next_after([sub.updated_at]);
         Ok(WritePlan {
             outcome: sub.clone(),
-            write: SubscriptionSave {
-                org,
-                sub,
-                claim: quota.map(|(claim, _)| claim),
-            },
+            write: SubscriptionSave { org, sub, claim },
         })
     };
     call.writer(app)
