@@ -44,9 +44,25 @@ pub struct ChangeRow {
 /// Projection of the rows (`name` is a reserved word).
 const PROJECTION: &str = "id, pid, vid, su, tu, ver, #n, familyId, vals, del";
 
-/// Where a full read of one shard goes on: the last key a page read (opaque).
+/// Where a full read goes on (of one shard, or of a flat list's partition): the last key a
+/// page read (opaque).
 #[derive(Debug, Clone)]
 pub struct PageKey(HashMap<String, AttributeValue>);
+
+impl PageKey {
+    /// Where the page after `page` starts; `None` after the last one.
+    pub(super) fn after(page: &aws_sdk_dynamodb::operation::query::QueryOutput) -> Option<Self> {
+        page.last_evaluated_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .map(Self)
+    }
+
+    /// The Query's `ExclusiveStartKey` for a read going on from `key`.
+    pub(super) fn start(key: Option<Self>) -> Option<HashMap<String, AttributeValue>> {
+        key.map(|k| k.0)
+    }
+}
 
 /// How the warm copies of the index are kept (see docs/design/table.md, "Lists and filtering").
 #[derive(Debug, Clone, Copy)]
@@ -132,16 +148,12 @@ impl Store {
         let page = self
             .rows_query(pk)
             .key_condition_expression("GSI1PK = :t")
-            .set_exclusive_start_key(after.map(|k| k.0))
+            .set_exclusive_start_key(PageKey::start(after))
             .set_limit(limit)
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("Query", e))?;
-        let next = page
-            .last_evaluated_key
-            .clone()
-            .filter(|k| !k.is_empty())
-            .map(PageKey);
+        let next = PageKey::after(&page);
         Ok((decode(page)?, next))
     }
 

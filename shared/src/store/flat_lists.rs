@@ -5,6 +5,7 @@
 //! - deletions: the feed's own partition, whose sort key starts with the deletion time;
 //! - a delivery log: its `byChange` partition (`keys::delivery_log_change_pk`).
 
+use super::changes::PageKey;
 use super::keys::{
     change_pks, deletions_pk, deliveries_pk, delivery_log_change_pk, tombstone_pk, SK, TTL,
 };
@@ -130,21 +131,17 @@ fn shelf_mark(kind: ResourceKind, tu: Timestamp, ver: u64, name: &str) -> Mark {
     }
 }
 
-/// Where the next page of a full read starts (the last key a page read).
-#[derive(Debug, Clone)]
-pub struct ReadOn(Item);
-
 impl Store {
     /// One page of the full read of `list` from `start`, and where the next one starts.
     pub(crate) async fn flat_load_page(
         &self,
         list: &Followed<'_>,
-        start: Option<ReadOn>,
+        start: Option<PageKey>,
         limit: Option<i32>,
-    ) -> Result<(Vec<Change>, Option<ReadOn>), StoreError> {
+    ) -> Result<(Vec<Change>, Option<PageKey>), StoreError> {
         let query = self
             .partition_query(list.partition(), None)
-            .set_exclusive_start_key(start.map(|s| s.0))
+            .set_exclusive_start_key(PageKey::start(start))
             .set_limit(limit);
         let query = match list {
             Followed::Shelf { .. } => query
@@ -159,11 +156,7 @@ impl Store {
             .send()
             .await
             .map_err(|e| StoreError::from_sdk("Query", e))?;
-        let next = page
-            .last_evaluated_key
-            .clone()
-            .filter(|k| !k.is_empty())
-            .map(ReadOn);
+        let next = PageKey::after(&page);
         let items = page.items.unwrap_or_default();
         let rows = match list {
             Followed::Shelf { shelf, .. } => {

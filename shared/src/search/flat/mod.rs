@@ -13,7 +13,8 @@ pub use index::{FlatPage, Keys, PageQuery, Seek};
 
 use super::snapshot::SnapshotPolicy;
 use crate::domain::time::Timestamp;
-use crate::store::flat_lists::{Followed, ReadOn};
+use crate::store::changes::PageKey;
+use crate::store::flat_lists::Followed;
 use crate::store::metrics::in_parallel;
 use crate::store::{Store, StoreError};
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ struct Load {
     /// When it started: every change older than this minus the overlap is in it.
     started: Timestamp,
     /// Where the next page starts (`None`: the beginning).
-    cursor: Option<ReadOn>,
+    cursor: Option<PageKey>,
     done: bool,
     keys: Keys,
 }
