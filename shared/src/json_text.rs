@@ -2,7 +2,7 @@
 //! parsing, and one item of a bulk body or an import file (an NDJSON line to an object).
 //! The bulk route and the import worker share it without the worker reaching HTTP types.
 
-use crate::error::ApiError;
+use crate::error::Failure;
 use serde_json::Value;
 
 /// JSON nested deeper than this is refused before it reaches any handler.
@@ -12,26 +12,26 @@ pub const MAX_JSON_DEPTH: usize = 32;
 #[derive(Debug, Clone)]
 pub struct BulkItem {
     pub line: usize,
-    pub body: Result<serde_json::Map<String, Value>, ApiError>,
+    pub body: Result<serde_json::Map<String, Value>, Failure>,
 }
 
 /// One NDJSON line as a JSON object, or why it is not one (the bulk route's NDJSON body and
 /// an import's file parse lines alike).
-pub fn ndjson_line(line: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+pub fn ndjson_line(line: &str) -> Result<serde_json::Map<String, Value>, Failure> {
     if nesting_depth(line.as_bytes()) > MAX_JSON_DEPTH {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "line nests deeper than {MAX_JSON_DEPTH} levels"
         )));
     }
     serde_json::from_str::<Value>(line)
-        .map_err(|e| ApiError::bad_request(format!("line is not valid JSON: {e}")))
+        .map_err(|e| Failure::invalid(format!("line is not valid JSON: {e}")))
         .and_then(object_item)
 }
 
-pub(crate) fn object_item(v: Value) -> Result<serde_json::Map<String, Value>, ApiError> {
+pub(crate) fn object_item(v: Value) -> Result<serde_json::Map<String, Value>, Failure> {
     match v {
         Value::Object(map) => Ok(map),
-        _ => Err(ApiError::bad_request("item must be a JSON object")),
+        _ => Err(Failure::invalid("item must be a JSON object")),
     }
 }
 
@@ -76,15 +76,15 @@ mod tests {
         assert_eq!(ndjson_line("{\"a\":1}").map(|m| m.len()), Ok(1));
         let e = ndjson_line("[1]").unwrap_err();
         assert_eq!(
-            (e.status, e.message.as_str()),
+            (e.status(), e.message()),
             (400, "item must be a JSON object")
         );
         let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
         let e = ndjson_line(&deep).unwrap_err();
-        assert_eq!(e.message, "line nests deeper than 32 levels");
+        assert_eq!(e.message(), "line nests deeper than 32 levels");
         assert!(ndjson_line("{")
             .unwrap_err()
-            .message
+            .message()
             .starts_with("line is not valid JSON: "));
     }
 }

@@ -150,10 +150,10 @@ proptest! {
             match parse_json(&text) {
                 Ok(search) => {
                     if let Err(e) = search.validate(&defs) {
-                        prop_assert_eq!(e.status, 400);
+                        prop_assert_eq!(e.status(), 400);
                     }
                 }
-                Err(e) => prop_assert_eq!(e.status, 400),
+                Err(e) => prop_assert_eq!(e.status(), 400),
             }
         }
     }
@@ -168,7 +168,7 @@ proptest! {
         let search = json!({format!("product.{key}"): [{"operator": op, "value": value}]});
         if let Ok(parsed) = parse_json(&search.to_string()) {
             if let Err(e) = parsed.validate(&defs) {
-                prop_assert_eq!(e.status, 400);
+                prop_assert_eq!(e.status(), 400);
             }
         }
     }

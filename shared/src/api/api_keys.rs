@@ -7,12 +7,13 @@ use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::names;
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
 use crate::store::items::KeyItem;
+use crate::store::StoreError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -128,7 +129,7 @@ fn render(k: &KeyItem) -> Value {
     })
 }
 
-async fn live_keys(app: &App, org: &str) -> Result<Vec<KeyItem>, ApiError> {
+async fn live_keys(app: &App, org: &str) -> Result<Vec<KeyItem>, StoreError> {
     let mut keys: Vec<KeyItem> = app
         .store
         .list_keys(org)
@@ -193,7 +194,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         quota,
         count,
         create,
-        ApiError::from,
+        Failure::from,
     )
     .await?;
     let view = KeyView {

@@ -14,7 +14,6 @@ use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::search::flat::{PageQuery, Seek};
 use crate::store::flat_lists::Mark;
-use crate::store::items::EntityItem;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
@@ -25,12 +24,9 @@ use crate::usecases::asset_input::{
 use crate::usecases::etags;
 use crate::usecases::links;
 use crate::usecases::references;
-use crate::usecases::retry::Retry;
-use crate::usecases::write_plan::WritePlan;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 pub const ENDPOINTS: &[Endpoint] = &[
     Endpoint::new(
@@ -253,10 +249,8 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Err(StoreError::ConditionFailed) => {
             Err(ApiError::conflict(format!("asset '{id}' already exists")))
         }
-        Err(e) => {
-            Err(references::missing(&e, &[(String::new(), &input.values)])
-                .unwrap_or_else(|| e.into()))
-        }
+        Err(e) => Err(references::missing(&e, &[(String::new(), &input.values)])
+            .map_or_else(|| e.into(), ApiError::from)),
     }
 }
 
@@ -352,23 +346,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     ))
 }
 
-/// The assets named by `ids`, in that order (one BatchGetItem); missing ones left out.
-async fn assets_in_order(
-    app: &App,
-    org: &str,
-    ids: &[String],
-) -> Result<Vec<ResourceItem>, ApiError> {
-    let keys = ids.iter().map(|id| Shelf::ASSETS.key(org, id)).collect();
-    let mut by_id: HashMap<String, ResourceItem> = app
-        .store
-        .get_resources(keys)
-        .await?
-        .into_iter()
-        .map(|a| (a.id.clone(), a))
-        .collect();
-    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
-}
-
 /// The list envelope of linked assets, paged by the request's `limit` and `page`.
 fn linked_envelope(call: &Call, assets: &[ResourceItem]) -> Result<ApiResponse, ApiError> {
     let paging = Paging::from_query(&call.query)?;
@@ -384,7 +361,7 @@ async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
         .get_product(call.org(), id)
         .await?
         .ok_or_else(|| ApiError::entity_not_found("product", id))?;
-    let assets = assets_in_order(app, call.org(), &product.assets).await?;
+    let assets = links::assets_in_order(&app.store, call.org(), &product.assets).await?;
     linked_envelope(call, &assets)
 }
 
@@ -393,7 +370,7 @@ async fn product_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
 async fn variant_assets(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let id = call.route.identifier(0, "variant")?;
     let tree = crate::usecases::tree_delete::find_variant(app, call.org(), id, false).await?;
-    let assets = assets_in_order(app, call.org(), &tree.product.assets).await?;
+    let assets = links::assets_in_order(&app.store, call.org(), &tree.product.assets).await?;
     linked_envelope(call, &assets)
 }
 
@@ -437,66 +414,7 @@ async fn relink(app: &App, call: &Call, replace: bool) -> Result<ApiResponse, Ap
     if !replace && body.assets.is_none() {
         return Err(ApiError::bad_request("field 'assets' is required"));
     }
-    let org = call.org();
-    // what the product links next decides which assets are read
-    let read = || async move {
-        let product = app
-            .store
-            .get_product(org, pid)
-            .await?
-            .ok_or_else(|| ApiError::entity_not_found("product", pid))?;
-        let mut new = if replace {
-            Vec::new()
-        } else {
-            product.assets.clone()
-        };
-        for id in ids {
-            if !new.contains(id) {
-                new.push(id.clone());
-            }
-        }
-        if new.len() > MAX_LINKS {
-            return Err(ApiError::bad_request(format!(
-                "field 'assets': a product links at most {MAX_LINKS} assets"
-            )));
-        }
-        let assets = assets_in_order(app, org, &new).await?;
-        Ok((product, new, assets))
-    };
-    let plan = |(mut product, new, assets): (EntityItem, Vec<String>, Vec<ResourceItem>)| {
-        if let Some(missing) = new.iter().find(|id| !assets.iter().any(|a| &a.id == *id)) {
-            return Err(ApiError::bad_request(format!(
-                "field 'assets': asset '{missing}' does not exist"
-            )));
-        }
-        let old = product.assets.clone();
-        if new == old {
-            return Ok(WritePlan::unchanged(assets));
-        }
-        let mut write = TreeWrite::new();
-        links::additions(
-            &mut write,
-            org,
-            Shelf::ASSETS,
-            pid,
-            &old,
-            &new,
-            &HashSet::new(),
-        )?;
-        let expect = Expect::Version(product.ver);
-        product.assets = new.clone();
-        product.touch(Timestamp::next_after([product.updated_at]));
-        write.put(org, &product, expect)?;
-        links::removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
-        Ok(WritePlan {
-            write,
-            outcome: assets,
-        })
-    };
-    let assets = call
-        .writer(app)
-        .run(&format!("product '{pid}'"), read, plan, Retry::from)
-        .await?;
+    let assets = links::relink_assets(&call.writer(app), pid, ids, replace).await?;
     let total = assets.len();
     Ok(Paging {
         limit: MAX_LINKS as u32,

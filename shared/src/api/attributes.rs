@@ -6,7 +6,7 @@ use crate::domain::attributes::{
     is_valid_key, AttributeDefinition, AttributeType, TargetEntity, ValueShape,
 };
 use crate::domain::names;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::http::body::present;
 use crate::http::doc::{QueryDoc, NO_QUERY};
 use crate::http::query::PageParams;
@@ -295,7 +295,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .await
     };
     let exists = |e| match e {
-        StoreError::ConditionFailed => ApiError::conflict(format!(
+        StoreError::ConditionFailed => Failure::conflict(format!(
             "attribute '{}' already exists",
             def.qualified_key()
         )),

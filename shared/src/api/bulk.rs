@@ -32,10 +32,9 @@ pub async fn patch_products(app: &'static App, call: &Call) -> Result<ApiRespons
         .await?;
     let deadline = call.request.write_deadline(app.config.write_budget);
     let outcomes = app
-        .in_bulk_slot(
-            call,
-            write_items(app, call.org(), items, None, &call.origin(), deadline),
-        )
+        .in_bulk_slot(call, async {
+            Ok(write_items(app, call.org(), items, None, &call.origin(), deadline).await?)
+        })
         .await?;
     let lines: Vec<Value> = outcomes.iter().map(LineOutcome::render).collect();
     let answer = ApiResponse::json(200, json!({ "result": lines }));

@@ -7,6 +7,11 @@ use crate::app::{App, Call};
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
 use crate::error::ApiError;
+
+/// A query parameter refused, as the use cases word it (`listing::bad_param`).
+fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
+    crate::usecases::listing::bad_param(name, problem).into()
+}
 use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
 use crate::http::query::{query_values, QueryValue, UpdatedAfter};
 use crate::http::ApiResponse;
@@ -14,7 +19,7 @@ use crate::search::engine::Cut;
 use crate::search::parse::{parse_json, RawSearch};
 use crate::store::items::EntityKind;
 use crate::store::lists::IndexEntry;
-use crate::usecases::listing::{bad_param, matching, Refresh};
+use crate::usecases::listing::{matching, Refresh};
 pub use crate::usecases::listing::{CompletenessQuery, Selecting};
 use schemars::{json_schema, Schema};
 use serde_json::{json, Value};
@@ -75,7 +80,7 @@ pub struct Channel(String);
 
 impl QueryValue for Search {
     fn parse(raw: &str) -> Result<Self, ApiError> {
-        parse_json(raw).map(Self)
+        Ok(parse_json(raw).map(Self)?)
     }
 
     fn schema() -> Schema {

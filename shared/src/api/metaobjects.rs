@@ -8,10 +8,9 @@ use crate::domain::attributes::{is_valid_key, AttributeType, ValueShape};
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues};
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::http::body::present;
 use crate::http::doc::{NO_QUERY, PAGE};
-use crate::http::etag::check;
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
@@ -22,6 +21,7 @@ use crate::store::settings::Scopes;
 use crate::store::writes::{Either, Expect, ResourcePut, TreeWrite};
 use crate::store::StoreError;
 use crate::usecases::etags;
+use crate::usecases::etags::check;
 use crate::usecases::references::{first_referrer, render_metaobject};
 use crate::usecases::retry::Retry;
 use crate::usecases::write_plan::WritePlan;
@@ -335,7 +335,7 @@ async fn create_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     };
     let exists = |e| match e {
         StoreError::ConditionFailed => {
-            ApiError::conflict(format!("metaobject definition '{name}' already exists"))
+            Failure::conflict(format!("metaobject definition '{name}' already exists"))
         }
         e => e.into(),
     };
@@ -348,12 +348,12 @@ fn definition_name(call: &Call) -> Result<&str, ApiError> {
     if is_valid_key(name) {
         Ok(name)
     } else {
-        Err(definition_not_found(name))
+        Err(definition_not_found(name).into())
     }
 }
 
-fn definition_not_found(name: &str) -> ApiError {
-    ApiError::not_found(format!("metaobject definition '{name}' not found"))
+fn definition_not_found(name: &str) -> Failure {
+    Failure::NotFound(format!("metaobject definition '{name}' not found"))
 }
 
 async fn get_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -393,8 +393,8 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(paging.page_response(all.iter().map(render_metaobject).collect(), page.total))
 }
 
-fn not_found(def: &str, id: &str) -> ApiError {
-    ApiError::not_found(format!("metaobject '{id}' of definition '{def}' not found"))
+fn not_found(def: &str, id: &str) -> Failure {
+    Failure::NotFound(format!("metaobject '{id}' of definition '{def}' not found"))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -488,7 +488,7 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             Ok(WritePlan { write, outcome })
         };
     let what = format!("metaobject '{name}/{id}'");
-    call.writer(app).run(&what, read, plan, Retry::from).await
+    Ok(call.writer(app).run(&what, read, plan, Retry::from).await?)
 }
 
 /// DELETE /metaobjects/{definition}/{identifier}: 409 while any product, variant, SKU,
@@ -509,11 +509,11 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .ok_or_else(|| not_found(name, id));
         let m = etags::checked(if_match, m, etags::resource, "metaobject")?;
         let by = first_referrer(app, org, name, id).await?;
-        Ok::<_, ApiError>((m, by))
+        Ok::<_, Failure>((m, by))
     };
     let plan = |(m, by): (ResourceItem, Option<String>)| {
         if let Some(by) = by {
-            return Err(ApiError::conflict(format!(
+            return Err(Failure::conflict(format!(
                 "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"
             )));
         }
@@ -525,5 +525,5 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         })
     };
     let what = format!("metaobject '{name}/{id}'");
-    call.writer(app).run(&what, read, plan, Retry::from).await
+    Ok(call.writer(app).run(&what, read, plan, Retry::from).await?)
 }

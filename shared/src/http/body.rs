@@ -2,7 +2,7 @@
 //! fields refused), with errors that name the field's path and the problem.
 
 use super::ApiRequest;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -18,10 +18,15 @@ impl JsonBody {
     /// The body as a `T` (declared with `#[serde(deny_unknown_fields)]`), each error naming
     /// the field's path and what it must be.
     pub fn parse<T: DeserializeOwned>(self) -> Result<T, ApiError> {
-        serde_path_to_error::deserialize(Value::Object(self.0)).map_err(|e| {
-            ApiError::bad_request(describe(&e.path().to_string(), &e.inner().to_string()))
-        })
+        Ok(typed(self.0)?)
     }
+}
+
+/// A JSON object as a `T`, each error naming the field's path and what it must be: a
+/// body's (`JsonBody::parse`) and a bulk item's parsing.
+pub fn typed<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(Value::Object(object))
+        .map_err(|e| Failure::Invalid(describe(&e.path().to_string(), &e.inner().to_string())))
 }
 
 /// For an optional field that may be left out but not sent as `null`: `#[serde(default, deserialize_with = "present")]`.

@@ -1,4 +1,5 @@
-//! Entity tags: `ETag` on single-entity reads and writes, `If-Match` on writes. A tag is a
+//! Entity tags: `ETag` on single-entity reads and writes, `If-Match` on writes (checked by
+//! the use cases: `usecases/etags.rs`). A tag is a
 //! digest of the entity's own stored state (not its descendants', not bookkeeping such as
 //! versions and index keys), so it changes exactly when the entity itself changes; a write
 //! compares `If-Match` with the state it read, inside the same optimistic loop whose
@@ -28,33 +29,6 @@ pub fn readable(if_match: Option<&str>) -> Result<(), ApiError> {
             "header 'If-Match' must be printable ASCII characters",
         )),
         _ => Ok(()),
-    }
-}
-
-/// Checks `If-Match` (when sent) against the entity's current tag (`None`: it does not
-/// exist): 412 when no listed tag matches. `*` matches any existing entity; weak tags never
-/// match (writes need a strong comparison).
-pub fn check(if_match: Option<&str>, current: Option<&str>, what: &str) -> Result<(), ApiError> {
-    let Some(header) = if_match else {
-        return Ok(());
-    };
-    let Some(current) = current else {
-        return Err(ApiError::new(
-            412,
-            format!("If-Match: the {what} does not exist"),
-        ));
-    };
-    let matched = header
-        .split(',')
-        .map(str::trim)
-        .any(|t| t == "*" || t == current);
-    if matched {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            412,
-            format!("If-Match: the {what} has changed; its ETag is now {current}"),
-        ))
     }
 }
 
@@ -88,29 +62,5 @@ mod tests {
                 (400, "header 'If-Match' must be printable ASCII characters")
             );
         }
-    }
-
-    #[test]
-    fn if_match_is_strong_and_412_when_it_fails() {
-        let t = "\"abc\"";
-        assert!(check(None, None, "product").is_ok());
-        assert!(check(Some("\"abc\""), Some(t), "product").is_ok());
-        assert!(check(Some("\"x\", \"abc\""), Some(t), "product").is_ok());
-        assert!(check(Some("*"), Some(t), "product").is_ok());
-        for sent in ["W/\"abc\"", "\"abd\"", "abc"] {
-            let e = check(Some(sent), Some(t), "product").unwrap_err();
-            assert_eq!(
-                (e.status, e.message.as_str()),
-                (
-                    412,
-                    "If-Match: the product has changed; its ETag is now \"abc\""
-                )
-            );
-        }
-        let e = check(Some("*"), None, "sku").unwrap_err();
-        assert_eq!(
-            (e.status, e.message.as_str()),
-            (412, "If-Match: the sku does not exist")
-        );
     }
 }

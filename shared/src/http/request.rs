@@ -331,7 +331,7 @@ mod tests {
         assert_eq!((items[0].line, items[1].line), (1, 2));
         assert_eq!(items[0].body.as_ref().unwrap()["identifier"], "a");
         assert_eq!(
-            items[1].body.as_ref().unwrap_err().message,
+            items[1].body.as_ref().unwrap_err().message(),
             "item must be a JSON object"
         );
         let nd = req(
@@ -346,9 +346,9 @@ mod tests {
             .body
             .as_ref()
             .unwrap_err()
-            .message
+            .message()
             .starts_with("line is not valid JSON"));
-        assert_eq!(nd[2].body.as_ref().unwrap_err().status, 400);
+        assert_eq!(nd[2].body.as_ref().unwrap_err().status(), 400);
         let err = |ct: &str, body: &str, max: usize| {
             req(Some(ct), body).json_items(1000, max).unwrap_err()
         };

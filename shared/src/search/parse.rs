@@ -11,7 +11,7 @@ use crate::domain::invalid::excerpt;
 use crate::domain::limits::{MAX_IN_VALUES, MAX_SEARCH_CONDITIONS, MAX_SEARCH_KEYS};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{parse_price, parse_weight};
-use crate::error::ApiError;
+use crate::error::Failure;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -81,22 +81,22 @@ type RawCondition = (String, Option<Value>);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawSearch(Vec<(String, Vec<RawCondition>)>);
 
-fn bad(key: &str, problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("filter '{}': {problem}", excerpt(key)))
+fn bad(key: &str, problem: impl std::fmt::Display) -> Failure {
+    Failure::invalid(format!("filter '{}': {problem}", excerpt(key)))
 }
 
 /// Checks the JSON shape of `search` (already URL-decoded).
-pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
+pub fn parse_json(raw: &str) -> Result<RawSearch, Failure> {
     let value: Value = serde_json::from_str(raw).map_err(|e| {
-        ApiError::bad_request(format!("query parameter 'search' is not valid JSON: {e}"))
+        Failure::invalid(format!("query parameter 'search' is not valid JSON: {e}"))
     })?;
     let Value::Object(map) = value else {
-        return Err(ApiError::bad_request(
+        return Err(Failure::invalid(
             "query parameter 'search' must be a JSON object of filters",
         ));
     };
     if map.len() > MAX_SEARCH_KEYS {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "query parameter 'search': at most {MAX_SEARCH_KEYS} filter keys; this one has {}",
             map.len()
         )));
@@ -105,7 +105,7 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, ApiError> {
     for (key, conds) in map {
         // checked before anything is read: the key becomes part of a storage key
         if split_key(&key).is_some_and(|(_, k)| !is_valid_key(k)) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "query parameter 'search': filter '{}': an attribute key is {KEY_RULE}",
                 excerpt(&key)
             )));
@@ -176,7 +176,7 @@ impl RawSearch {
     pub fn validate(
         &self,
         defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
-    ) -> Result<Vec<Filter>, ApiError> {
+    ) -> Result<Vec<Filter>, Failure> {
         self.0
             .iter()
             .map(|(key, pairs)| {
@@ -218,7 +218,7 @@ pub const SYSTEM_FILTERS: [(&str, Field); 3] = [
 fn field_of(
     key: &str,
     defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
-) -> Result<Field, ApiError> {
+) -> Result<Field, Failure> {
     if let Some((_, field)) = SYSTEM_FILTERS.iter().find(|(name, _)| *name == key) {
         return Ok(field.clone());
     }
@@ -251,7 +251,7 @@ fn condition(
     field: &Field,
     op_name: &str,
     value: Option<&Value>,
-) -> Result<Condition, ApiError> {
+) -> Result<Condition, Failure> {
     let category = field.category();
     let op = Operator::parse(op_name)
         .ok_or_else(|| bad(key, format!("unknown operator '{op_name}'")))?;
@@ -406,7 +406,7 @@ mod tests {
     fn check(search: Value) -> Result<Vec<Filter>, String> {
         parse_json(&search.to_string())
             .and_then(|r| r.validate(&defs()))
-            .map_err(|e| e.message)
+            .map_err(|e| e.message().to_string())
     }
 
     #[test]
@@ -459,7 +459,7 @@ mod tests {
         }
         assert!(parse_json("{nope")
             .unwrap_err()
-            .message
+            .message()
             .starts_with("query parameter 'search' is not valid JSON"));
     }
 

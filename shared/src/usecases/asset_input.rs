@@ -10,7 +10,7 @@ use crate::domain::identifier;
 use crate::domain::names;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, ValueChange};
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::http::body::present;
 use crate::http::schema;
 use crate::store::resources::{ResourceItem, Shelf};
@@ -124,8 +124,8 @@ impl<'a> RawAsset<'a> {
         at: String,
         identifier: Option<&'a str>,
         fields: AssetFieldsRef<'a>,
-    ) -> Result<Self, ApiError> {
-        let bad = |m: String| ApiError::bad_request(format!("{at}{m}"));
+    ) -> Result<Self, Failure> {
+        let bad = |m: String| Failure::invalid(format!("{at}{m}"));
         if let Some(id) = identifier {
             identifier::validate("asset", id).map_err(|e| bad(e.message))?;
         }
@@ -166,7 +166,7 @@ impl RawAsset<'_> {
     }
 
     /// Validates the values against the asset attribute definitions of `ctx`.
-    pub fn validate(&self, id: &str, ctx: &WriteContext) -> Result<AssetInput, ApiError> {
+    pub fn validate(&self, id: &str, ctx: &WriteContext) -> Result<AssetInput, Failure> {
         let languages = ctx.scopes.language_codes();
         let channels = ctx.scopes.channel_ids();
         let rules = ScopeRules {
@@ -176,7 +176,7 @@ impl RawAsset<'_> {
         let values = match self.fields.values {
             None => Vec::new(),
             Some(m) => values::parse_values("asset", m, &ctx.defs_of(TargetEntity::Asset), &rules)
-                .map_err(|e| ApiError::bad_request(format!("{}{}", self.at, e.message)))?,
+                .map_err(|e| Failure::invalid(format!("{}{}", self.at, e.message)))?,
         };
         Ok(AssetInput {
             identifier: id.to_string(),
@@ -194,11 +194,11 @@ pub async fn patch_asset(
     w: &Writer<'_>,
     id: &str,
     input: &AssetInput,
-) -> Result<ResourceItem, ApiError> {
+) -> Result<ResourceItem, Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || cx.store.get_resource(org, Shelf::ASSETS, id);
     let plan = |found: Option<ResourceItem>| {
-        let found = found.ok_or_else(|| ApiError::entity_not_found("asset", id));
+        let found = found.ok_or_else(|| Failure::not_found("asset", id));
         let mut asset = etags::checked(if_match, found, etags::resource, "asset")?;
         let expect = Expect::Version(asset.ver);
         // the references the stored values hold, before the write changes them
@@ -246,18 +246,18 @@ pub fn new_asset(org: &str, input: &AssetInput, at: Timestamp) -> ResourceItem {
 }
 
 /// A body array of distinct identifiers of `what` (at most `MAX_LINKS`).
-pub fn distinct_ids(list: &[String], field: &str, what: &str) -> Result<Vec<String>, ApiError> {
+pub fn distinct_ids(list: &[String], field: &str, what: &str) -> Result<Vec<String>, Failure> {
     if list.len() > MAX_LINKS {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field '{field}': at most {MAX_LINKS} {what} identifiers"
         )));
     }
     let mut ids: Vec<String> = Vec::new();
     for id in list {
         identifier::validate(what, id)
-            .map_err(|e| ApiError::bad_request(format!("field '{field}': {}", e.message)))?;
+            .map_err(|e| Failure::invalid(format!("field '{field}': {}", e.message)))?;
         if ids.contains(id) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field '{field}': {what} '{id}' is given twice"
             )));
         }

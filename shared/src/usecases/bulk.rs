@@ -9,14 +9,13 @@ use super::links;
 use super::product_write::{known_tree, plan_write, read, upsert_product};
 use super::references;
 use super::retry::Retry;
-use super::tree_patch::Written;
 use super::tree_patch::{self, Plan, ProductBody, ProductPatch, RawProductPatch};
 use super::write_plan::Writer;
 use crate::context::Context;
 use crate::domain::identifier;
-use crate::error::ApiError;
+use crate::error::Failure;
+use crate::http::body::typed;
 use crate::http::render::to_json;
-use crate::http::JsonBody;
 use crate::json_text::BulkItem;
 use crate::store::items::EntityItem;
 use crate::store::metrics::in_parallel;
@@ -64,7 +63,7 @@ impl LineOutcome {
 /// with the `identifier` it was sent (echoed in the answer when it is a string).
 pub type ParsedLine = (
     usize,
-    Result<(String, ProductBody), (Option<String>, ApiError)>,
+    Result<(String, ProductBody), (Option<String>, Failure)>,
 );
 
 /// Parses each item: the required `identifier` (checked like a path identifier) taken out,
@@ -78,13 +77,12 @@ pub fn parse_lines(items: Vec<BulkItem>) -> Vec<ParsedLine> {
                 Err(e) => return (line, Err((None, e))),
             };
             let Some(Value::String(id)) = body.remove("identifier") else {
-                let e =
-                    ApiError::bad_request("field 'identifier' is required and must be a string");
+                let e = Failure::invalid("field 'identifier' is required and must be a string");
                 return (line, Err((None, e)));
             };
             let parsed = identifier::validate("product", &id)
-                .map_err(ApiError::from)
-                .and_then(|()| JsonBody(body).parse());
+                .map_err(Failure::from)
+                .and_then(|()| typed(body));
             match parsed {
                 Ok(body) => (line, Ok((id, body))),
                 Err(e) => (line, Err((Some(id), e))),
@@ -97,7 +95,7 @@ pub fn parse_lines(items: Vec<BulkItem>) -> Vec<ParsedLine> {
 /// refused naming the earlier one. Keeps input order.
 pub fn shape(
     lines: &[ParsedLine],
-) -> Vec<(usize, Option<&str>, Result<RawProductPatch<'_>, ApiError>)> {
+) -> Vec<(usize, Option<&str>, Result<RawProductPatch<'_>, Failure>)> {
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     lines
         .iter()
@@ -107,9 +105,8 @@ pub fn shape(
                 Err((id, e)) => return (*line, id.as_deref(), Err(e.clone())),
             };
             if let Some(first) = first_line.get(id) {
-                let e = ApiError::bad_request(format!(
-                    "product '{id}' is given on line {first} already"
-                ));
+                let e =
+                    Failure::invalid(format!("product '{id}' is given on line {first} already"));
                 return (*line, Some(id), Err(e));
             }
             first_line.insert(id, *line);
@@ -134,7 +131,7 @@ pub async fn write_items(
     source: Option<&str>,
     origin: &Origin<'_>,
     deadline: Option<Instant>,
-) -> Result<Vec<LineOutcome>, ApiError> {
+) -> Result<Vec<LineOutcome>, Failure> {
     let lines = parse_lines(items);
     let shaped = shape(&lines);
 
@@ -156,13 +153,10 @@ pub async fn write_items(
     wanted.sort_unstable();
     wanted.dedup();
     if wanted.len() > MAX_BULK_ATTRIBUTE_KEYS {
-        return Err(ApiError::new(
-            413,
-            format!(
-                "a bulk request (or import batch) names at most {MAX_BULK_ATTRIBUTE_KEYS} distinct attribute keys over all its items; this one names {}",
-                wanted.len()
-            ),
-        ));
+        return Err(Failure::TooLarge(format!(
+            "a bulk request (or import batch) names at most {MAX_BULK_ATTRIBUTE_KEYS} distinct attribute keys over all its items; this one names {}",
+            wanted.len()
+        )));
     }
     let families: Vec<i64> = families.into_iter().collect();
     let ctx = if wanted.is_empty() && families.is_empty() {
@@ -170,7 +164,7 @@ pub async fn write_items(
     } else {
         cx.store.write_context(org, &wanted, &families).await?
     };
-    let mut checked: Vec<(usize, Option<&str>, Result<ProductPatch, ApiError>)> = shaped
+    let mut checked: Vec<(usize, Option<&str>, Result<ProductPatch, Failure>)> = shaped
         .into_iter()
         .map(|(line, id, raw)| {
             let patch = raw.and_then(|r| r.validate(&ctx)).map(|mut p| {
@@ -254,7 +248,7 @@ pub async fn write_items(
     let planning = futures_util::stream::iter(reads)
         .buffer_unordered(cx.config.bulk_concurrency)
         .collect();
-    let planned: Vec<(usize, Result<Plan, Option<ApiError>>)> = if reading {
+    let planned: Vec<(usize, Result<Plan, Option<Failure>>)> = if reading {
         in_parallel(planning).await
     } else {
         planning.await
@@ -331,40 +325,35 @@ fn past(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
-/// The outcome of a valid line whose write never started: 503, nothing of it written.
+/// The outcome of a valid line whose write never started: busy, nothing of it written.
 fn not_started(
-    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, ApiError>),
+    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, Failure>),
 ) -> LineOutcome {
-    LineOutcome {
-        line: *line,
-        identifier: id.map(str::to_string),
-        status: 503,
-        error: Some(NOT_STARTED.to_string()),
-    }
+    failed(*line, *id, Failure::Busy(NOT_STARTED.to_string()))
 }
 
 /// The outcome of an item refused before any write.
-fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, ApiError>) -> LineOutcome {
+fn refused(line: usize, id: Option<&str>, patch: &Result<ProductPatch, Failure>) -> LineOutcome {
     let e = match patch {
         Err(e) => e.clone(),
-        Ok(_) => ApiError::internal(),
+        Ok(_) => Failure::Internal,
     };
     failed(line, id, e)
 }
 
 /// The outcome of an item refused with `e`.
-fn failed(line: usize, id: Option<&str>, e: ApiError) -> LineOutcome {
+fn failed(line: usize, id: Option<&str>, e: Failure) -> LineOutcome {
     LineOutcome {
         line,
         identifier: id.map(str::to_string),
-        status: e.status,
-        error: Some(e.message),
+        status: e.status(),
+        error: Some(e.message().to_string()),
     }
 }
 
 /// The outcome of a line whose write committed (or had nothing to change).
 fn written(
-    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, ApiError>),
+    (line, id, _): &(usize, Option<&str>, Result<ProductPatch, Failure>),
     created: bool,
 ) -> LineOutcome {
     LineOutcome {
@@ -382,7 +371,7 @@ async fn write_line(
     org: &str,
     line: usize,
     id: Option<&str>,
-    patch: &Result<ProductPatch, ApiError>,
+    patch: &Result<ProductPatch, Failure>,
     known: Option<Option<EntityItem>>,
     origin: &Origin<'_>,
 ) -> LineOutcome {
@@ -395,12 +384,14 @@ async fn write_line(
         if_match: None,
         origin: origin.clone(),
     };
-    let result = upsert_product(&w, id, patch, known).await;
-    LineOutcome {
-        line,
-        identifier: Some(id.to_string()),
-        status: result.as_ref().map_or_else(|e| e.status, Written::status),
-        error: result.err().map(|e| e.message),
+    match upsert_product(&w, id, patch, known).await {
+        Ok(written) => LineOutcome {
+            line,
+            identifier: Some(id.to_string()),
+            status: written.status(),
+            error: None,
+        },
+        Err(e) => failed(line, Some(id), e),
     }
 }
 
@@ -419,7 +410,7 @@ mod tests {
                 line: i + 1,
                 body: match v {
                     Value::Object(m) => Ok(m.clone()),
-                    _ => Err(ApiError::bad_request("item must be a JSON object")),
+                    _ => Err(Failure::invalid("item must be a JSON object")),
                 },
             })
             .collect();
@@ -441,7 +432,7 @@ mod tests {
         let shaped = shape(&b);
         let errors: Vec<Option<String>> = shaped
             .iter()
-            .map(|(_, _, r)| r.as_ref().err().map(|e| e.message.clone()))
+            .map(|(_, _, r)| r.as_ref().err().map(|e| e.message().to_string()))
             .collect();
         assert_eq!(errors[0], None);
         assert_eq!(

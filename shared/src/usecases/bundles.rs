@@ -2,13 +2,13 @@
 //! `bundles` set follows the bundle's items in the same transaction.
 
 use super::etags;
+use super::etags::check;
 use super::references;
 use super::retry::Retry;
 use super::write_plan::{WritePlan, Writer};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, StoredValues, ValueChange};
-use crate::error::ApiError;
-use crate::http::etag::check;
+use crate::error::Failure;
 use crate::store::metrics::in_parallel;
 use crate::store::resources::{BundleLine, ResourceItem, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
@@ -29,7 +29,7 @@ pub async fn put_bundle(
     w: &Writer<'_>,
     id: &str,
     input: &BundleInput<'_>,
-) -> Result<(bool, ResourceItem), ApiError> {
+) -> Result<(bool, ResourceItem), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let skus: &Vec<&str> = &input.items.iter().map(|l| l.sku.as_str()).collect();
     let read = || async move {
@@ -55,14 +55,14 @@ fn plan_put(
     if_match: Option<&str>,
     existing: Option<ResourceItem>,
     skus: &HashSet<String>,
-) -> Result<WritePlan<(bool, ResourceItem)>, ApiError> {
+) -> Result<WritePlan<(bool, ResourceItem)>, Failure> {
     check(
         if_match,
         existing.as_ref().map(etags::resource).as_deref(),
         "bundle",
     )?;
     if let Some(l) = input.items.iter().find(|l| !skus.contains(&l.sku)) {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'items': sku '{}' does not exist",
             l.sku
         )));
@@ -108,11 +108,11 @@ fn plan_put(
 
 /// Deletes the bundle `id` under `if_match`, and its place in its SKUs' `bundles` sets, in
 /// one transaction.
-pub async fn delete_bundle(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete_bundle(w: &Writer<'_>, id: &str) -> Result<(), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || cx.store.get_resource(org, Shelf::BUNDLES, id);
     let plan = |found: Option<ResourceItem>| {
-        let found = found.ok_or_else(|| ApiError::entity_not_found("bundle", id));
+        let found = found.ok_or_else(|| Failure::not_found("bundle", id));
         let bundle = etags::checked(if_match, found, etags::resource, "bundle")?;
         let mut write = TreeWrite::new();
         write.delete_resource(org, &bundle)?;

@@ -2,11 +2,11 @@
 //! and not be the category or below it, and concurrent moves must not close a cycle.
 
 use super::etags;
+use super::etags::check;
 use super::retry::Retry;
 use super::write_plan::{WritePlan, Writer};
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
-use crate::http::etag::check;
+use crate::error::Failure;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ pub async fn put_category(
     w: &Writer<'_>,
     id: &str,
     input: &CategoryInput<'_>,
-) -> Result<(bool, ResourceItem), ApiError> {
+) -> Result<(bool, ResourceItem), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || cx.store.list_resources(org, Shelf::CATEGORIES);
     let plan = |all: Vec<ResourceItem>| plan_put(org, id, input, if_match, &all);
@@ -43,7 +43,7 @@ fn plan_put(
     input: &CategoryInput<'_>,
     if_match: Option<&str>,
     all: &[ResourceItem],
-) -> Result<WritePlan<(bool, ResourceItem)>, ApiError> {
+) -> Result<WritePlan<(bool, ResourceItem)>, Failure> {
     let by_id: HashMap<&str, &ResourceItem> = all.iter().map(|c| (c.id.as_str(), c)).collect();
     let chain = match input.parent {
         Some(p) => ancestors(&by_id, id, p)?,
@@ -89,23 +89,23 @@ fn ancestors<'a>(
     by_id: &HashMap<&str, &'a ResourceItem>,
     id: &str,
     parent: &str,
-) -> Result<Vec<&'a ResourceItem>, ApiError> {
+) -> Result<Vec<&'a ResourceItem>, Failure> {
     let mut chain = Vec::new();
     let mut next = Some(parent);
     while let Some(p) = next {
         if p == id {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'parent': category '{parent}' is '{id}' or one of its descendants"
             )));
         }
         let Some(c) = by_id.get(p) else {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'parent': category '{p}' does not exist"
             )));
         };
         chain.push(*c);
         if chain.len() > MAX_DEPTH {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'parent': categories nest at most {MAX_DEPTH} levels"
             )));
         }

@@ -1,6 +1,7 @@
 //! The entity tag of each entity kind: which stored fields are the entity's own (tagged)
 //! and which are bookkeeping (keys, versions, tree times, link back-references, counted references).
 
+use crate::error::Failure;
 use crate::http::etag::tag_of;
 use crate::store::items::EntityItem;
 use crate::store::resources::ResourceItem;
@@ -77,23 +78,75 @@ mod resource_tests {
     }
 }
 
+/// Checks `If-Match` (when sent) against the entity's current tag (`None`: it does not
+/// exist): stale when no listed tag matches. `*` matches any existing entity; weak tags
+/// never match (writes need a strong comparison).
+pub fn check(if_match: Option<&str>, current: Option<&str>, what: &str) -> Result<(), Failure> {
+    let Some(header) = if_match else {
+        return Ok(());
+    };
+    let Some(current) = current else {
+        return Err(Failure::Stale(format!(
+            "If-Match: the {what} does not exist"
+        )));
+    };
+    let matched = header
+        .split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t == current);
+    if matched {
+        Ok(())
+    } else {
+        Err(Failure::Stale(format!(
+            "If-Match: the {what} has changed; its ETag is now {current}"
+        )))
+    }
+}
+
 /// `If-Match` checked against what a write read: the entity's tag when it was found; when
-/// it was not (a 404) and `If-Match` was sent, 412 instead.
+/// it was not and `If-Match` was sent, stale instead.
 pub fn checked<T>(
     if_match: Option<&str>,
-    found: Result<T, crate::error::ApiError>,
+    found: Result<T, Failure>,
     tag: impl Fn(&T) -> String,
     what: &str,
-) -> Result<T, crate::error::ApiError> {
+) -> Result<T, Failure> {
     match found {
         Ok(t) => {
-            crate::http::etag::check(if_match, Some(&tag(&t)), what)?;
+            check(if_match, Some(&tag(&t)), what)?;
             Ok(t)
         }
-        Err(e) if e.status == 404 && if_match.is_some() => {
-            crate::http::etag::check(if_match, None, what)?;
+        Err(e) if e.is_not_found() && if_match.is_some() => {
+            check(if_match, None, what)?;
             Err(e)
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::*;
+
+    #[test]
+    fn if_match_is_strong_and_stale_when_it_fails() {
+        let t = "\"abc\"";
+        assert!(check(None, None, "product").is_ok());
+        assert!(check(Some("\"abc\""), Some(t), "product").is_ok());
+        assert!(check(Some("\"x\", \"abc\""), Some(t), "product").is_ok());
+        assert!(check(Some("*"), Some(t), "product").is_ok());
+        for sent in ["W/\"abc\"", "\"abd\"", "abc"] {
+            assert_eq!(
+                check(Some(sent), Some(t), "product"),
+                Err(Failure::Stale(
+                    "If-Match: the product has changed; its ETag is now \"abc\"".into()
+                ))
+            );
+        }
+        assert_eq!(
+            check(Some("*"), None, "sku"),
+            Err(Failure::Stale("If-Match: the sku does not exist".into()))
+        );
+        assert_eq!(Failure::Stale(String::new()).status(), 412);
     }
 }

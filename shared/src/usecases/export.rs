@@ -6,7 +6,7 @@
 use super::listing::{matching, Refresh, Selecting};
 use crate::context::Context;
 use crate::domain::selection::Selection;
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::http::render::{self, Embed};
 use crate::search::engine::Cut;
 use crate::search::parse::parse_json;
@@ -64,14 +64,14 @@ pub struct ExportSpec {
     selection: Selection,
 }
 
-fn bad_field(name: &str, problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("field '{name}': {problem}"))
+fn bad_field(name: &str, problem: impl std::fmt::Display) -> Failure {
+    Failure::invalid(format!("field '{name}': {problem}"))
 }
 
 impl ExportRequest {
     /// Checks the request's shape (the definitions its filter names are checked when the
     /// list runs: [`page`]).
-    pub fn spec(&self) -> Result<ExportSpec, ApiError> {
+    pub fn spec(&self) -> Result<ExportSpec, Failure> {
         let (entity, allowed): (EntityKind, &[&str]) = match self.entity {
             ExportEntity::Products => (EntityKind::Product, &["variants", "skus"]),
             ExportEntity::Variants => (EntityKind::Variant, &["skus"]),
@@ -138,7 +138,7 @@ pub struct Fetched {
 
 /// How many entities the export's list holds now; its filter checked against the
 /// definitions as the list checks it (a refusal names the problem).
-pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, ApiError> {
+pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, Failure> {
     let first = (Cut::Index(0), 0);
     let (_, total, _) = matching(cx, org, spec.entity, &spec.select, first, Refresh::Now).await?;
     Ok(total as u64)
@@ -154,7 +154,7 @@ pub async fn fetch(
     spec: &ExportSpec,
     (after, limit): (Option<&str>, usize),
     refresh: Refresh,
-) -> Result<Fetched, ApiError> {
+) -> Result<Fetched, Failure> {
     let cut = (after.map_or(Cut::Index(0), Cut::After), limit);
     let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, refresh).await?;
     let store = &cx.store;
@@ -179,7 +179,7 @@ pub async fn fetch(
 
 impl Fetched {
     /// Each entity of the page as its detail route shows it, a line each.
-    pub fn render(&self, spec: &ExportSpec) -> Result<Lines, ApiError> {
+    pub fn render(&self, spec: &ExportSpec) -> Result<Lines, Failure> {
         let (embed, sel) = (spec.embed, &spec.selection);
         let mut text = Vec::new();
         for t in &self.trees {
@@ -190,7 +190,7 @@ impl Fetched {
             };
             serde_json::to_writer(&mut text, &line).map_err(|e| {
                 tracing::error!(error = %e, "rendering an export line");
-                ApiError::internal()
+                Failure::Internal
             })?;
             text.push(b'\n');
         }
@@ -220,7 +220,7 @@ mod tests {
 
     fn spec(body: Value) -> Result<ExportSpec, String> {
         let req: ExportRequest = serde_json::from_value(body).map_err(|e| e.to_string())?;
-        req.spec().map_err(|e| e.message)
+        req.spec().map_err(|e| e.message().to_string())
     }
 
     #[test]

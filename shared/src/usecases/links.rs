@@ -7,18 +7,18 @@
 //! the product write, removals after it; a delete unlinks (or at least re-versions) every
 //! product in `linkedBy` before the conditional delete of the target.
 
-use super::asset_input::{apply, new_asset};
+use super::asset_input::{apply, new_asset, MAX_LINKS};
 use super::retry::Retry;
 use super::tree_patch::ProductPatch;
 use super::write_plan::{WritePlan, Writer};
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::store::items::EntityItem;
 use crate::store::resources::{ResourceItem, ResourceKind, Shelf};
 use crate::store::writes::{Expect, TreeWrite};
 use crate::store::Store;
 use crate::store::StoreError;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The product field that holds links to `kind`.
 fn links_of(product: &mut EntityItem, kind: ResourceKind) -> Option<&mut Vec<String>> {
@@ -80,7 +80,7 @@ fn members<'a>(
 /// and deletes the target if it is still at the version read. 404 when it does not exist; a
 /// category with subcategories is 409 (a new child moves the category's version, so the
 /// check and the delete cannot miss one).
-pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Result<(), Failure> {
     let (cx, org) = (w.cx, w.org);
     let what = shelf.kind.as_str();
     // the target, its subcategories' check, then the products its `linkedBy` names
@@ -89,7 +89,7 @@ pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Re
             .store
             .get_resource(org, shelf, id)
             .await?
-            .ok_or_else(|| ApiError::entity_not_found(what, id));
+            .ok_or_else(|| Failure::not_found(what, id));
         let target = super::etags::checked(w.if_match, target, super::etags::resource, what)?;
         if shelf.kind == ResourceKind::Category {
             let all = cx.store.list_resources(org, shelf).await?;
@@ -99,7 +99,7 @@ pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Re
                 .map(|c| c.id.as_str())
                 .collect();
             if !children.is_empty() {
-                return Err(ApiError::conflict(format!(
+                return Err(Failure::conflict(format!(
                     "category '{id}' has subcategories ({}); delete or move them first",
                     children.join(", ")
                 )));
@@ -127,6 +127,91 @@ pub async fn delete_everywhere(w: &Writer<'_>, shelf: Shelf<'_>, id: &str) -> Re
     };
     w.run(&format!("{what} '{id}'"), read, plan, Retry::from)
         .await
+}
+
+/// The products' asset links set to `ids` (`replace`) or `ids` added to them (POST): read
+/// the product and the assets it links next, plan the product's write with the links'
+/// additions and removals. Answers the assets it links, in order.
+pub async fn relink_assets(
+    w: &Writer<'_>,
+    pid: &str,
+    ids: &[String],
+    replace: bool,
+) -> Result<Vec<ResourceItem>, Failure> {
+    let (cx, org) = (w.cx, w.org);
+    // what the product links next decides which assets are read
+    let read = || async move {
+        let product = cx
+            .store
+            .get_product(org, pid)
+            .await?
+            .ok_or_else(|| Failure::not_found("product", pid))?;
+        let mut new = if replace {
+            Vec::new()
+        } else {
+            product.assets.clone()
+        };
+        for id in ids {
+            if !new.contains(id) {
+                new.push(id.clone());
+            }
+        }
+        if new.len() > MAX_LINKS {
+            return Err(Failure::invalid(format!(
+                "field 'assets': a product links at most {MAX_LINKS} assets"
+            )));
+        }
+        let assets = assets_in_order(&cx.store, org, &new).await?;
+        Ok((product, new, assets))
+    };
+    let plan = |(mut product, new, assets): (EntityItem, Vec<String>, Vec<ResourceItem>)| {
+        if let Some(missing) = new.iter().find(|id| !assets.iter().any(|a| &a.id == *id)) {
+            return Err(Failure::invalid(format!(
+                "field 'assets': asset '{missing}' does not exist"
+            )));
+        }
+        let old = product.assets.clone();
+        if new == old {
+            return Ok(WritePlan::unchanged(assets));
+        }
+        let mut write = TreeWrite::new();
+        additions(
+            &mut write,
+            org,
+            Shelf::ASSETS,
+            pid,
+            &old,
+            &new,
+            &HashSet::new(),
+        )?;
+        let expect = Expect::Version(product.ver);
+        product.assets = new.clone();
+        product.touch(Timestamp::next_after([product.updated_at]));
+        write.put(org, &product, expect)?;
+        removals(&mut write, org, Shelf::ASSETS, pid, &old, &new)?;
+        Ok(WritePlan {
+            write,
+            outcome: assets,
+        })
+    };
+    w.run(&format!("product '{pid}'"), read, plan, Retry::from)
+        .await
+}
+
+/// The assets `ids`, in that order (one BatchGetItem); those that do not exist left out.
+pub async fn assets_in_order(
+    store: &Store,
+    org: &str,
+    ids: &[String],
+) -> Result<Vec<ResourceItem>, StoreError> {
+    let keys = ids.iter().map(|id| Shelf::ASSETS.key(org, id)).collect();
+    let mut by_id: HashMap<String, ResourceItem> = store
+        .get_resources(keys)
+        .await?
+        .into_iter()
+        .map(|a| (a.id.clone(), a))
+        .collect();
+    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
 }
 
 /// Whether a PATCH /products body names any asset or category (whose read [`targets`] is).
@@ -180,7 +265,7 @@ pub fn product_link_writes(
             .iter()
             .find(|c| find(ResourceKind::Category, c).is_none())
         {
-            return Err(Retry::Fail(ApiError::bad_request(format!(
+            return Err(Retry::Fail(Failure::invalid(format!(
                 "field 'categories': category '{c}' does not exist"
             ))));
         }
@@ -204,7 +289,7 @@ pub fn product_link_writes(
                 Some(existing) => (existing.clone(), Expect::Version(existing.ver)),
                 None if input.url.is_some() => (new_asset(org, input, at), Expect::Absent),
                 None => {
-                    return Err(Retry::Fail(ApiError::bad_request(format!(
+                    return Err(Retry::Fail(Failure::invalid(format!(
                         "assets[{i}]: asset '{id}' does not exist; give its 'url' to create it"
                     ))))
                 }

@@ -5,7 +5,7 @@
 use crate::context::Context;
 use crate::domain::attributes::TargetEntity;
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::search::engine::{Cut, Page};
 use crate::search::parse::RawSearch;
 use crate::search::select::{levels_needed, Completeness, Criteria, Requirement};
@@ -32,8 +32,8 @@ pub enum Refresh {
 }
 
 /// A refused query parameter.
-pub(crate) fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("query parameter '{name}': {problem}"))
+pub(crate) fn bad_param(name: &str, problem: impl std::fmt::Display) -> Failure {
+    Failure::invalid(format!("query parameter '{name}': {problem}"))
 }
 
 /// `completeness_profile`, `completeness` and `channel`, checked for shape.
@@ -77,7 +77,7 @@ pub async fn matching(
     req: &Selecting,
     (cut, limit): (Cut<'_>, usize),
     refresh: Refresh,
-) -> Result<Page, ApiError> {
+) -> Result<Page, Failure> {
     let engine = &cx.lists;
     let kinds = levels(target, req);
     let refresh = async {
@@ -120,7 +120,7 @@ fn completeness(
     q: &CompletenessQuery,
     profile: Option<&CompletenessProfile>,
     scopes: &Scopes,
-) -> Result<Option<Completeness>, ApiError> {
+) -> Result<Option<Completeness>, Failure> {
     let profile = profile.ok_or_else(|| {
         bad_param(
             "completeness_profile",

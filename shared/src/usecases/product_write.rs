@@ -3,6 +3,7 @@
 //! and again on a lost condition.
 
 use super::etags;
+use super::etags::check;
 use super::links;
 use super::references;
 use super::retry::{with_retries, Retry};
@@ -10,8 +11,7 @@ use super::tree_delete::find_sku;
 use super::tree_patch::{self, EntityPatch, Plan, ProductPatch, VariantPatch, Written};
 use super::write_plan::{WritePlan, Writer};
 use crate::context::Context;
-use crate::error::ApiError;
-use crate::http::etag::check;
+use crate::error::Failure;
 use crate::http::render;
 use crate::store::items::EntityItem;
 use crate::store::items::EntityKind;
@@ -31,7 +31,7 @@ pub async fn upsert_product(
     id: &str,
     patch: &ProductPatch,
     known: Option<Option<EntityItem>>,
-) -> Result<Written, ApiError> {
+) -> Result<Written, Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let known = &std::sync::Mutex::new(known_tree(known, patch));
     // The tag of the product as an attempt that committed part of its writes stored it: a
@@ -71,10 +71,10 @@ pub async fn patch_sku(
     w: &Writer<'_>,
     id: &str,
     sku_patch: &EntityPatch,
-) -> Result<Written, ApiError> {
+) -> Result<Written, Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || async move { Ok::<_, StoreError>(find_sku(cx, org, id).await) };
-    let plan = |tree: Result<ProductTree, ApiError>| {
+    let plan = |tree: Result<ProductTree, Failure>| {
         let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
         let patch = ProductPatch {
             variants: vec![VariantPatch {

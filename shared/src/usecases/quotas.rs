@@ -4,7 +4,7 @@
 
 use super::retry::{with_retries, Retry};
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::Failure;
 pub use crate::store::quotas::Counted;
 use crate::store::quotas::QuotaClaim;
 use crate::store::StoreError;
@@ -28,11 +28,11 @@ pub async fn create_within<T, C, CF, W, WF>(
     (max, what): (usize, &str),
     count: C,
     create: W,
-    refused: impl Fn(StoreError) -> ApiError,
-) -> Result<T, ApiError>
+    refused: impl Fn(StoreError) -> Failure,
+) -> Result<T, Failure>
 where
     C: Fn() -> CF,
-    CF: Future<Output = Result<usize, ApiError>>,
+    CF: Future<Output = Result<usize, Failure>>,
     W: Fn(QuotaClaim) -> WF,
     WF: Future<Output = Result<T, StoreError>>,
 {
@@ -67,8 +67,8 @@ pub async fn create_counted<T, W, WF>(
     org: &str,
     (counted, max, what): (Counted, usize, &str),
     create: W,
-    refused: impl Fn(StoreError) -> ApiError,
-) -> Result<T, ApiError>
+    refused: impl Fn(StoreError) -> Failure,
+) -> Result<T, Failure>
 where
     W: Fn(QuotaClaim) -> WF,
     WF: Future<Output = Result<T, StoreError>>,
@@ -86,8 +86,8 @@ where
 }
 
 /// The answer beyond a quota: `an organization may have at most 100 completeness profiles`.
-pub fn over(max: usize, what: &str) -> ApiError {
-    ApiError::conflict(format!(
+pub fn over(max: usize, what: &str) -> Failure {
+    Failure::conflict(format!(
         "quota exceeded: an organization may have at most {max} {what}"
     ))
 }

@@ -8,7 +8,7 @@ use super::retry::Retry;
 use crate::context::Context;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{referenced_identifiers, StoredValues, ValueChange};
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::http::render::{to_json, Attributes};
 use crate::store::parallel::try_all;
 use crate::store::resources::{ResourceItem, Shelf};
@@ -42,7 +42,7 @@ async fn existing<'a>(
     store: &Store,
     org: &str,
     refs: impl Iterator<Item = &'a Ref>,
-) -> Result<BTreeSet<Ref>, ApiError> {
+) -> Result<BTreeSet<Ref>, Failure> {
     let keys: Vec<_> = refs
         .map(|(def, id)| Shelf::metaobjects(def).key(org, id))
         .collect();
@@ -57,9 +57,9 @@ async fn existing<'a>(
         .collect())
 }
 
-fn first_missing(wanted: &[(String, Ref)], found: &BTreeSet<Ref>) -> Result<(), ApiError> {
+fn first_missing(wanted: &[(String, Ref)], found: &BTreeSet<Ref>) -> Result<(), Failure> {
     match wanted.iter().find(|(_, r)| !found.contains(r)) {
-        Some((at, (def, id))) => Err(ApiError::bad_request(format!(
+        Some((at, (def, id))) => Err(Failure::invalid(format!(
             "{at}: metaobject '{id}' of definition '{def}' does not exist"
         ))),
         None => Ok(()),
@@ -72,7 +72,7 @@ pub async fn check_exist(
     store: &Store,
     org: &str,
     changes: &[(String, &[ValueChange])],
-) -> Result<(), ApiError> {
+) -> Result<(), Failure> {
     let wanted = wanted_refs(changes);
     let found = existing(store, org, wanted.iter().map(|(_, r)| r)).await?;
     first_missing(&wanted, &found)
@@ -90,7 +90,7 @@ pub fn named(e: StoreError, changes: &[(String, &[ValueChange])]) -> Retry {
 
 /// The 400 of a reference to a deleted metaobject (`StoreError::NoMetaobject`), naming the
 /// field of `changes` that sets it; `None` for any other failure.
-pub fn missing(e: &StoreError, changes: &[(String, &[ValueChange])]) -> Option<ApiError> {
+pub fn missing(e: &StoreError, changes: &[(String, &[ValueChange])]) -> Option<Failure> {
     let StoreError::NoMetaobject(def, id) = e else {
         return None;
     };
@@ -98,7 +98,7 @@ pub fn missing(e: &StoreError, changes: &[(String, &[ValueChange])]) -> Option<A
         .into_iter()
         .find(|(_, (d, i))| d == def && i == id)
         .map_or_else(|| "values".to_string(), |(at, _)| at);
-    Some(ApiError::bad_request(format!(
+    Some(Failure::invalid(format!(
         "{at}: metaobject '{id}' of definition '{def}' does not exist"
     )))
 }
@@ -109,7 +109,7 @@ pub async fn check_exist_each(
     store: &Store,
     org: &str,
     writes: &[Vec<(String, &[ValueChange])>],
-) -> Result<Vec<Result<(), ApiError>>, ApiError> {
+) -> Result<Vec<Result<(), Failure>>, Failure> {
     let wanted: Vec<Vec<(String, Ref)>> = writes.iter().map(|w| wanted_refs(w)).collect();
     let found = existing(store, org, wanted.iter().flatten().map(|(_, r)| r)).await?;
     Ok(wanted.iter().map(|w| first_missing(w, &found)).collect())
@@ -180,7 +180,7 @@ pub fn render_metaobject(m: &ResourceItem) -> Value {
 /// The metaobjects a rendered `result`'s (already selected) attributes reference, each once,
 /// ordered by definition and identifier; `[]` when none. One BatchGetItem round trip when
 /// anything is referenced, none otherwise.
-pub async fn included(store: &Store, org: &str, result: &Value) -> Result<Value, ApiError> {
+pub async fn included(store: &Store, org: &str, result: &Value) -> Result<Value, Failure> {
     let mut refs = BTreeSet::new();
     collect(result, &mut refs);
     let keys = refs
@@ -207,7 +207,7 @@ pub async fn first_referrer(
     org: &str,
     def: &str,
     id: &str,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, Failure> {
     let (in_tree, shelves) = crate::store::metrics::in_parallel(async {
         futures_util::try_join!(
             cx.lists.referrer(org, def, id),

@@ -1,7 +1,7 @@
 //! Optimistic writes: re-read, re-plan and commit again while a concurrent writer wins a
 //! condition, within a time budget, so that contention costs latency rather than a 409.
 
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::store::StoreError;
 use std::future::Future;
 use tokio::time::{Duration, Instant};
@@ -19,7 +19,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(320);
 /// Runs `attempt` (read, plan, commit) until it succeeds or fails for good; a lost condition
 /// ([`Retry::Again`]) is retried after a jittered exponential backoff until
 /// [`WRITE_RETRY_BUDGET`] is spent, then answered 409 naming `what`.
-pub async fn with_retries<T, F, Fut>(what: &str, attempt: F) -> Result<T, ApiError>
+pub async fn with_retries<T, F, Fut>(what: &str, attempt: F) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Retry>>,
@@ -27,11 +27,7 @@ where
     retry_within(WRITE_RETRY_BUDGET, what, attempt).await
 }
 
-async fn retry_within<T, F, Fut>(
-    budget: Duration,
-    what: &str,
-    mut attempt: F,
-) -> Result<T, ApiError>
+async fn retry_within<T, F, Fut>(budget: Duration, what: &str, mut attempt: F) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Retry>>,
@@ -41,13 +37,7 @@ where
     // Whether an attempt committed part of its writes: then no failure may look like a
     // refusal that changed nothing.
     let mut partial = false;
-    let answer = |partial: bool, e: ApiError| {
-        if partial && !e.is_partially_applied() {
-            ApiError::partially_applied(&e.message)
-        } else {
-            e
-        }
-    };
+    let answer = |partial: bool, e: Failure| if partial { e.after_partial() } else { e };
     loop {
         match attempt().await {
             Ok(v) => return Ok(v),
@@ -58,7 +48,7 @@ where
         n += 1;
         let pause = backoff(n);
         if n >= MIN_WRITE_ATTEMPTS && started.elapsed() + pause > budget {
-            let e = ApiError::conflict(format!(
+            let e = Failure::conflict(format!(
                 "{what} was changed concurrently by other writers; retry the request"
             ));
             return Err(answer(partial, e));
@@ -75,11 +65,11 @@ pub enum Retry {
     /// re-plan (the plan completes what is missing); should the write still fail, its answer
     /// says it was partially applied.
     AgainAfterPartial,
-    Fail(ApiError),
+    Fail(Failure),
 }
 
-impl From<ApiError> for Retry {
-    fn from(e: ApiError) -> Self {
+impl From<Failure> for Retry {
+    fn from(e: Failure) -> Self {
         Self::Fail(e)
     }
 }
@@ -135,18 +125,16 @@ mod tests {
         let calls = Cell::new(0u32);
         let budget = Duration::from_millis(400);
         let started = Instant::now();
-        let r: Result<(), ApiError> = retry_within(budget, "product 'p'", || async {
+        let r: Result<(), Failure> = retry_within(budget, "product 'p'", || async {
             calls.set(calls.get() + 1);
             Err(Retry::Again)
         })
         .await;
-        let e = r.expect_err("409");
         assert_eq!(
-            (e.status, e.message.as_str()),
-            (
-                409,
-                "product 'p' was changed concurrently by other writers; retry the request"
-            )
+            r,
+            Err(Failure::Conflict(
+                "product 'p' was changed concurrently by other writers; retry the request".into()
+            ))
         );
         // No pause is started that would end past the budget: a pause that did could overrun
         // it by up to MAX_BACKOFF (320 ms); timer lateness on a loaded machine stays well
@@ -173,12 +161,12 @@ mod tests {
         .await;
         assert_eq!((r.ok(), calls.get()), (Some(7), 5));
         calls.set(0);
-        let r: Result<(), ApiError> = with_retries("x", || async {
+        let r: Result<(), Failure> = with_retries("x", || async {
             calls.set(calls.get() + 1);
-            Err(Retry::Fail(ApiError::bad_request("no")))
+            Err(Retry::Fail(Failure::invalid("no")))
         })
         .await;
-        assert_eq!((r.err().map(|e| e.status), calls.get()), (Some(400), 1));
+        assert_eq!((r, calls.get()), (Err(Failure::invalid("no")), 1));
     }
 
     /// The first of two transactions committed, the second lost its condition.
@@ -193,25 +181,22 @@ mod tests {
     #[tokio::test]
     async fn a_failure_after_a_partial_commit_is_never_a_plain_refusal() {
         let calls = Cell::new(0u32);
-        let r: Result<(), ApiError> = with_retries("x", || async {
+        let r: Result<(), Failure> = with_retries("x", || async {
             calls.set(calls.get() + 1);
             if calls.get() == 1 {
                 Err(lost_after_first())
             } else {
-                Err(Retry::Fail(ApiError::conflict(
+                Err(Retry::Fail(Failure::conflict(
                     "sku 's' already exists under another variant",
                 )))
             }
         })
         .await;
-        let e = r.expect_err("partial");
         assert_eq!(
-            (e.status, e.message.as_str(), e.is_partially_applied()),
-            (
-                503,
-                "the request was partially applied: part of its writes are stored, then it stopped (sku 's' already exists under another variant); repeat the same request to complete it",
-                true
-            )
+            r,
+            Err(Failure::Partial(
+                "the request was partially applied: part of its writes are stored, then it stopped (sku 's' already exists under another variant); repeat the same request to complete it".into()
+            ))
         );
         // completed by the retry: a success
         calls.set(0);
@@ -230,13 +215,13 @@ mod tests {
     #[tokio::test]
     async fn a_spent_budget_still_gets_the_minimum_number_of_tries() {
         let calls = Cell::new(0u32);
-        let r: Result<(), ApiError> = retry_within(Duration::ZERO, "x", || async {
+        let r: Result<(), Failure> = retry_within(Duration::ZERO, "x", || async {
             calls.set(calls.get() + 1);
             Err(Retry::Again)
         })
         .await;
         assert_eq!(
-            (r.err().map(|e| e.status), calls.get()),
+            (r.err().map(|e| e.status()), calls.get()),
             (Some(409), MIN_WRITE_ATTEMPTS)
         );
     }

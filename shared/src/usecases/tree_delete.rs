@@ -8,7 +8,7 @@ use super::retry::Retry;
 use super::write_plan::{WritePlan, Writer};
 use crate::context::Context;
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::store::items::{EntityItem, EntityKind};
 use crate::store::products::{ProductTree, TreeDepth};
 use crate::store::writes::{Expect, TreeWrite};
@@ -16,13 +16,13 @@ use crate::store::StoreError;
 
 /// The product `id`, its variants and SKUs (and their identity items). Children go first
 /// and the product last, so a retry after a partial failure finishes the job.
-pub async fn delete_product(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete_product(w: &Writer<'_>, id: &str) -> Result<(), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || async move {
         let tree = cx.store.get_product_tree(org, id, TreeDepth::Skus).await?;
-        Ok::<_, StoreError>(tree.ok_or_else(|| ApiError::entity_not_found("product", id)))
+        Ok::<_, StoreError>(tree.ok_or_else(|| Failure::not_found("product", id)))
     };
-    let plan = |tree: Result<ProductTree, ApiError>| {
+    let plan = |tree: Result<ProductTree, Failure>| {
         let tree = etags::checked(if_match, tree, |t| etags::entity(&t.product), "product")?;
         let mut write = TreeWrite::new();
         for item in tree.skus.iter().chain(&tree.variants) {
@@ -37,10 +37,10 @@ pub async fn delete_product(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
 }
 
 /// The variant `id` and its SKUs; its product's `updatedAt` moves.
-pub async fn delete_variant(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete_variant(w: &Writer<'_>, id: &str) -> Result<(), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || async move { Ok::<_, StoreError>(find_variant(cx, org, id, true).await) };
-    let plan = |tree: Result<ProductTree, ApiError>| {
+    let plan = |tree: Result<ProductTree, Failure>| {
         let tree = etags::checked(if_match, tree, |t| etags::entity(&t.variants[0]), "variant")?;
         let variant = &tree.variants[0];
         let mut write = TreeWrite::new();
@@ -57,10 +57,10 @@ pub async fn delete_variant(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
 }
 
 /// The SKU `id`; its variant's and product's `updatedAt` move.
-pub async fn delete_sku(w: &Writer<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete_sku(w: &Writer<'_>, id: &str) -> Result<(), Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
     let read = || async move { Ok::<_, StoreError>(find_sku(cx, org, id).await) };
-    let plan = |tree: Result<ProductTree, ApiError>| {
+    let plan = |tree: Result<ProductTree, Failure>| {
         let tree = etags::checked(if_match, tree, |t| etags::entity(&t.skus[0]), "sku")?;
         let s = &tree.skus[0];
         let at = Timestamp::next_after([
@@ -100,8 +100,8 @@ pub async fn find_variant(
     org: &str,
     id: &str,
     with_skus: bool,
-) -> Result<ProductTree, ApiError> {
-    let not_found = || ApiError::entity_not_found("variant", id);
+) -> Result<ProductTree, Failure> {
+    let not_found = || Failure::not_found("variant", id);
     let identity = cx
         .store
         .identity(org, EntityKind::Variant, id)
@@ -114,8 +114,8 @@ pub async fn find_variant(
 }
 
 /// The SKU `id` with its variant and product, or 404.
-pub async fn find_sku(cx: &Context, org: &str, id: &str) -> Result<ProductTree, ApiError> {
-    let not_found = || ApiError::entity_not_found("sku", id);
+pub async fn find_sku(cx: &Context, org: &str, id: &str) -> Result<ProductTree, Failure> {
+    let not_found = || Failure::not_found("sku", id);
     let identity = cx
         .store
         .identity(org, EntityKind::Sku, id)

@@ -4,7 +4,7 @@
 
 use super::retry::{with_retries, Retry};
 use crate::context::Context;
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::store::writes::{Apply, Origin, TreeWrite};
 use crate::store::StoreError;
 use std::future::Future;
@@ -48,13 +48,13 @@ impl Writer<'_> {
         read: Rd,
         plan: P,
         failed: F,
-    ) -> Result<T, ApiError>
+    ) -> Result<T, Failure>
     where
         Rd: Fn() -> RdFut,
         RdFut: Future<Output = Result<R, E>>,
         Retry: From<E>,
         W: Apply,
-        P: Fn(R) -> Result<WritePlan<T, W>, ApiError>,
+        P: Fn(R) -> Result<WritePlan<T, W>, Failure>,
         F: Fn(StoreError) -> Retry,
     {
         let (read, plan, failed) = (&read, &plan, &failed);

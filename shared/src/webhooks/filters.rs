@@ -10,7 +10,7 @@ use crate::domain::changes::decode_fields;
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::domain::values::{raw_scalars, StoredValues};
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::search::eval::matches;
 use crate::search::parse::{parse_json, Field, Filter, RawSearch};
 use crate::store::items::EntityKind;
@@ -31,13 +31,13 @@ pub struct FilterBody {
 /// the change feed with each batch of its organization, and kept in one item.
 pub const MAX_FILTER_BYTES: usize = 8_192;
 
-fn bad(problem: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("field 'filter': {problem}"))
+fn bad(problem: impl std::fmt::Display) -> Failure {
+    Failure::invalid(format!("field 'filter': {problem}"))
 }
 
 /// The body field as sent: `None` when absent, `Some(None)` for `null` (every change is
 /// delivered), else the filter, its `search` checked as the lists check theirs.
-pub fn parse(value: Option<&Value>) -> Result<Option<Option<FilterBody>>, ApiError> {
+pub fn parse(value: Option<&Value>) -> Result<Option<Option<FilterBody>>, Failure> {
     let Some(value) = value else {
         return Ok(None);
     };
@@ -93,7 +93,7 @@ impl FilterBody {
     pub fn kept(
         &self,
         defs: &HashMap<TargetEntity, HashMap<String, AttributeDefinition>>,
-    ) -> Result<EventFilter, ApiError> {
+    ) -> Result<EventFilter, Failure> {
         let mut types = BTreeMap::new();
         for f in self.raw.validate(defs)? {
             if let Field::Attribute {
@@ -137,7 +137,7 @@ fn key_level(key: &str) -> Option<EntityKind> {
 
 /// Checks that `filter` can test every event of `topics`: product, variant and SKU events
 /// only, and no key below the event's level.
-pub fn check_levels(filter: &EventFilter, topics: &[String]) -> Result<(), ApiError> {
+pub fn check_levels(filter: &EventFilter, topics: &[String]) -> Result<(), Failure> {
     let raw = parse_json(&filter.search)?;
     for topic in topics {
         let types: Vec<&str> = match topic.split_once('.') {
@@ -153,7 +153,7 @@ pub fn check_levels(filter: &EventFilter, topics: &[String]) -> Result<(), ApiEr
             for key in raw.keys() {
                 match key_level(key) {
                     Some(k) if depth(k) > depth(event_level) => {
-                        return Err(ApiError::bad_request(format!(
+                        return Err(Failure::invalid(format!(
                             "filter '{key}': a {} key cannot test {entity_type} events (topic '{topic}'); a filter may name the event's own level and its ancestors, not its descendants",
                             k.as_str()
                         )))

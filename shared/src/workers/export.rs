@@ -8,6 +8,7 @@
 
 use crate::context::Context;
 use crate::domain::time::Timestamp;
+use crate::error::Failure;
 use crate::imports::{export_key, export_pending_key, ImportConfig};
 use crate::store::exports::{ExportItem, ExportPart, ExportStatus, Pending};
 use crate::store::StoreError;
@@ -205,7 +206,7 @@ impl Exporter<'_> {
         }
         let spec = match serde_json::from_str::<ExportRequest>(&job.request)
             .map_err(|e| e.to_string())
-            .and_then(|r| r.spec().map_err(|e| e.message))
+            .and_then(|r| r.spec().map_err(|e| e.message().to_string()))
         {
             Ok(spec) => spec,
             Err(why) => return self.fail(org, job, &why).await,
@@ -372,13 +373,13 @@ impl Exporter<'_> {
                             *fresh = true;
                             page
                         }
-                        Err(e) if e.status == 503 => {
+                        Err(Failure::Busy(_)) => {
                             // the list index is loading: it goes on from where it stopped
                             tokio::time::sleep(Duration::from_millis(500)).await;
                             continue;
                         }
-                        Err(e) if e.status >= 500 => return Err(Ok(Stop::Failed(e.message))),
-                        Err(e) => return Err(Err(e.message)),
+                        Err(e) if e.is_refusal() => return Err(Err(e.message().to_string())),
+                        Err(e) => return Err(Ok(Stop::Failed(e.message().to_string()))),
                     }
                 }
             };
@@ -401,7 +402,7 @@ impl Exporter<'_> {
                 // flush a page costs a few bytes of the ratio)
                 let lines = current
                     .render(spec)
-                    .map_err(|e| Ok(Stop::Failed(e.message)))?;
+                    .map_err(|e| Ok(Stop::Failed(e.message().to_string())))?;
                 gz.write_all(&lines.text)
                     .and_then(|()| gz.flush())
                     .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;

@@ -372,10 +372,9 @@ impl Importer {
                 body: match &l.text {
                     // an export's line imports as the product it shows
                     Some(t) => ndjson_line(t).map(as_patch),
-                    None => Err(crate::error::ApiError::new(
-                        413,
-                        format!("line is longer than {MAX_LINE_BYTES} bytes or not UTF-8"),
-                    )),
+                    None => Err(crate::error::Failure::TooLarge(format!(
+                        "line is longer than {MAX_LINE_BYTES} bytes or not UTF-8"
+                    ))),
                 },
             })
             .collect();
@@ -386,16 +385,16 @@ impl Importer {
             Ok(outcomes) => outcomes,
             // A batch refused whole (a limit over all its lines) fails each of its lines:
             // applying it again would be refused again.
-            Err(e) if e.status < 500 => lines
+            Err(e) if e.is_refusal() => lines
                 .into_iter()
                 .map(|line| crate::usecases::bulk::LineOutcome {
                     line,
                     identifier: None,
-                    status: e.status,
-                    error: Some(e.message.clone()),
+                    status: e.status(),
+                    error: Some(e.message().to_string()),
                 })
                 .collect(),
-            Err(e) => return Err(Stop::Failed(e.message)),
+            Err(e) => return Err(Stop::Failed(e.message().to_string())),
         };
         // Storage throttled or unavailable for a line is not the line's fault: the batch is
         // applied again later (re-applying is safe), nothing of it is counted now.

@@ -7,7 +7,7 @@ use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, TargetEntity};
 use crate::domain::names;
 use crate::domain::values::is_language_tag;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::http::body::present;
 use crate::http::doc::{NO_QUERY, PAGE};
 use crate::http::render::to_json;
@@ -237,16 +237,16 @@ impl ScopeEntry for Channel {
 
 /// Adds `entry` to its list: 409 when it exists, 400 past [`MAX_SCOPES`]. The first entry,
 /// or one marked default, becomes the one default. The list stays sorted by key.
-fn add_scope<T: ScopeEntry>(list: &mut Vec<T>, mut entry: T) -> Result<Value, ApiError> {
+fn add_scope<T: ScopeEntry>(list: &mut Vec<T>, mut entry: T) -> Result<Value, Failure> {
     let what = T::WHAT;
     if list.iter().any(|e| e.same(&entry)) {
-        return Err(ApiError::conflict(format!(
+        return Err(Failure::conflict(format!(
             "{what} '{}' already exists",
             entry.key()
         )));
     }
     if list.len() >= MAX_SCOPES {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "a workspace has at most {MAX_SCOPES} {what}s"
         )));
     }
@@ -288,7 +288,7 @@ async fn create_family(app: &App, call: &Call) -> Result<ApiResponse, ApiError> 
         }
     };
     let family =
-        crate::usecases::quotas::create_counted(app, call.org(), quota, create, ApiError::from)
+        crate::usecases::quotas::create_counted(app, call.org(), quota, create, Failure::from)
             .await?;
     Ok(ApiResponse::single(201, json(&family)))
 }
@@ -377,7 +377,7 @@ async fn list_scopes(
 async fn update_scopes(
     app: &App,
     call: &Call,
-    change: impl Fn(&mut Scopes) -> Result<Value, ApiError>,
+    change: impl Fn(&mut Scopes) -> Result<Value, Failure>,
 ) -> Result<ApiResponse, ApiError> {
     let org = call.org();
     let created = call
@@ -496,7 +496,7 @@ async fn create_channel(app: &App, call: &Call) -> Result<ApiResponse, ApiError>
     update_scopes(app, call, |scopes| {
         let codes = scopes.language_codes();
         if let Some(l) = locales.iter().find(|l| !codes.contains(l)) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'locales': language '{l}' does not exist"
             )));
         }

@@ -141,7 +141,7 @@ pub(super) async fn create_profile(app: &App, call: &Call) -> Result<ApiResponse
             .create_profile(call.org(), new, call.guard(), Some(&claim))
             .await
     };
-    crate::usecases::quotas::create_counted(app, call.org(), quota, create, ApiError::from).await?;
+    crate::usecases::quotas::create_counted(app, call.org(), quota, create, Failure::from).await?;
     Ok(ApiResponse::single(201, render_profile(&profile)))
 }
 

@@ -143,11 +143,11 @@ pub(super) async fn destination_field(
 }
 
 /// A PATCH changes a destination within its type (`by_url`: it was given as `url`).
-pub(super) fn keeps_kind(current: Kind, new: &Destination, by_url: bool) -> Result<(), ApiError> {
+pub(super) fn keeps_kind(current: Kind, new: &Destination, by_url: bool) -> Result<(), Failure> {
     if new.kind() == current {
         return Ok(());
     }
-    Err(ApiError::bad_request(if by_url {
+    Err(Failure::invalid(if by_url {
         format!(
             "field 'url' is for HTTPS destinations; this subscription delivers to {}: send 'destination'",
             current.as_str()
@@ -193,25 +193,25 @@ pub(super) async fn ask_for_token(app: &App, call: &Call, sub: &Subscription) {
     }
 }
 
-fn not_pending(sub: &Subscription) -> ApiError {
-    ApiError::conflict(format!(
+fn not_pending(sub: &Subscription) -> Failure {
+    Failure::conflict(format!(
         "webhook '{}' is not awaiting verification (only a new AWS destination is)",
         sub.id
     ))
 }
 
 /// Why `token` does not confirm `sub`, if it does not.
-fn refused_token(sub: &Subscription, token: &str) -> Option<ApiError> {
+fn refused_token(sub: &Subscription, token: &str) -> Option<Failure> {
     let Some(v) = &sub.verification else {
         return Some(not_pending(sub));
     };
     if !bool::from(v.token.as_bytes().ct_eq(token.as_bytes())) {
-        return Some(ApiError::bad_request(
+        return Some(Failure::invalid(
             "field 'token' does not match the latest verification message of this subscription",
         ));
     }
     if v.expires_at.millis() <= Timestamp::now().millis() {
-        return Some(ApiError::bad_request(format!(
+        return Some(Failure::invalid(format!(
             "field 'token': the latest verification token expired at {}; POST /webhooks/{}/verification sends a new one",
             v.expires_at, sub.id
         )));
@@ -244,14 +244,15 @@ async fn verify(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn resend(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     reads_catalog(call, "changing a subscription to catalog topics")?;
     // what would refuse it is checked before the hour's quota counts it
+    let id = call.route.identifier(0, "webhook id")?;
     let current = etags::checked(
         call.request.if_match.as_deref(),
-        load(app, call).await,
+        find(app, call.org(), id).await,
         etags::subscription,
         "webhook",
     )?;
     if current.verification.is_none() {
-        return Err(not_pending(&current));
+        return Err(not_pending(&current).into());
     }
     count_by_hand(app, call).await?;
     let sub = modify(app, call, None, |sub| {

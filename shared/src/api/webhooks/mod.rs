@@ -5,7 +5,7 @@ use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::apikey::{prefixed_ulid, random_string, SECRET_ALPHABET};
 use crate::auth::Scope;
 use crate::domain::time::Timestamp;
-use crate::error::ApiError;
+use crate::error::{ApiError, Failure};
 use crate::http::body::present;
 use crate::http::doc::{QueryDoc, NO_QUERY, PAGE};
 use crate::http::render::to_json;
@@ -273,7 +273,7 @@ fn same_url_below_quota(
     subs: &[Subscription],
     url: &str,
     except: Option<&str>,
-) -> Result<(), ApiError> {
+) -> Result<(), Failure> {
     let endpoint = url_guard::endpoint(url);
     let same = subs
         .iter()
@@ -302,16 +302,18 @@ fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
     )))
 }
 
-fn not_found(id: &str) -> ApiError {
-    ApiError::entity_not_found("webhook", id)
-}
-
+/// The subscription the path names.
 async fn load(app: &App, call: &Call) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
+    Ok(find(app, call.org(), id).await?)
+}
+
+/// Subscription `id`, or that it does not exist.
+async fn find(app: &App, org: &str, id: &str) -> Result<Subscription, Failure> {
     app.store
-        .get_subscription(call.org(), id)
+        .get_subscription(org, id)
         .await?
-        .ok_or_else(|| not_found(id))
+        .ok_or_else(|| Failure::not_found("webhook", id))
 }
 
 /// GET /webhooks: every subscription, oldest first.
@@ -388,7 +390,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         quota,
         count,
         create,
-        ApiError::from,
+        Failure::from,
     )
     .await?;
     if aws {
@@ -403,7 +405,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         .store
         .get_subscription_and_health(call.org(), id)
         .await?;
-    let sub = sub.ok_or_else(|| not_found(id))?;
+    let sub = sub.ok_or_else(|| Failure::not_found("webhook", id))?;
     Ok(
         ApiResponse::single(200, to_json(view(&sub, false, Some(&health))))
             .with_etag(etags::subscription(&sub)),
@@ -417,7 +419,7 @@ async fn modify(
     app: &App,
     call: &Call,
     url: Option<&str>,
-    change: impl Fn(&mut Subscription) -> Result<(), ApiError>,
+    change: impl Fn(&mut Subscription) -> Result<(), Failure>,
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
     let org = call.org();
@@ -433,7 +435,7 @@ async fn modify(
             }
             None => None,
         };
-        Ok::<_, Retry>((claim, load(app, call).await))
+        Ok::<_, Retry>((claim, find(app, org, id).await))
     };
     let plan = |(claim, found): (Option<QuotaClaim>, _)| {
         let mut sub = etags::checked(if_match, found, etags::subscription, "webhook")?;
@@ -445,9 +447,10 @@ async fn modify(
             write: SubscriptionSave { org, sub, claim },
         })
     };
-    call.writer(app)
+    Ok(call
+        .writer(app)
         .run(&format!("webhook '{id}'"), read, plan, Retry::from)
-        .await
+        .await?)
 }
 
 /// PATCH /webhooks/{id}: omitted fields stay as they are; `description: null` clears it.
@@ -528,7 +531,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
         Some(sent) => {
             let sub = etags::checked(
                 Some(sent),
-                load(app, call).await,
+                find(app, call.org(), id).await,
                 etags::subscription,
                 "webhook",
             )?;
@@ -542,7 +545,7 @@ async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     {
         return Err(match at_version {
             Some(_) => ApiError::new(412, "If-Match: the webhook has changed"),
-            None => not_found(id),
+            None => Failure::not_found("webhook", id).into(),
         });
     }
     Ok(ApiResponse::single(200, crate::http::render::deleted(id)))

@@ -46,7 +46,7 @@ pub(super) async fn rotate(app: &App, call: &Call) -> Result<ApiResponse, ApiErr
     let secret = new_secret();
     let sub = modify(app, call, None, |sub| {
         if sub.kind.is_aws() {
-            return Err(ApiError::conflict(format!(
+            return Err(Failure::conflict(format!(
                 "webhook '{}' delivers to {}: IAM authenticates it, and it has no signing secret to rotate",
                 sub.id,
                 sub.kind.as_str()

@@ -13,7 +13,7 @@ use crate::domain::limits::{
 use crate::domain::time::Timestamp;
 use crate::domain::values::{self, ScopeRules, StoredValues, ValueChange};
 use crate::domain::{identifier, names};
-use crate::error::ApiError;
+use crate::error::Failure;
 use crate::http::render;
 use crate::store::counters::{refs_of, Ref};
 use crate::store::items::{EntityItem, EntityKind};
@@ -80,12 +80,12 @@ impl<'a> RawEntity<'a> {
         id: &'a str,
         name: Option<&'a str>,
         values: Option<&'a Map<String, Value>>,
-    ) -> Result<Self, ApiError> {
-        let bad = |e: ApiError| {
+    ) -> Result<Self, Failure> {
+        let bad = |e: Failure| {
             if at.is_empty() {
                 e
             } else {
-                ApiError::bad_request(format!("{at}: {}", e.message))
+                Failure::invalid(format!("{at}: {}", e.message()))
             }
         };
         if !at.is_empty() {
@@ -105,26 +105,24 @@ impl<'a> RawEntity<'a> {
 /// An entity's `name` (product, variant, SKU), checked like every display name: 1 to 255
 /// characters, not blank, no control characters. An omitted (or `null`) name keeps the
 /// entity's name, and a new entity is named after its identifier; an empty one is refused.
-fn entity_name(name: &str) -> Result<&str, ApiError> {
+fn entity_name(name: &str) -> Result<&str, Failure> {
     names::validate("name", name)?;
     Ok(name)
 }
 
 /// A variant's or SKU's `identifier` (`at` names it in errors): required, a string.
-fn identifier_field<'a>(at: &str, value: Option<&'a Value>) -> Result<&'a str, ApiError> {
+fn identifier_field<'a>(at: &str, value: Option<&'a Value>) -> Result<&'a str, Failure> {
     value.and_then(Value::as_str).ok_or_else(|| {
-        ApiError::bad_request(format!(
+        Failure::invalid(format!(
             "{at}: field 'identifier' is required and must be a string"
         ))
     })
 }
 
 /// The `variants` of a product body, checked: counts, identifiers, names, no duplicates.
-fn raw_variants(
-    list: &[VariantBody],
-) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, ApiError> {
+fn raw_variants(list: &[VariantBody]) -> Result<Vec<(RawEntity<'_>, Vec<RawEntity<'_>>)>, Failure> {
     if list.len() > MAX_VARIANTS_PER_PRODUCT {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'variants': a product has at most {MAX_VARIANTS_PER_PRODUCT} variants; this body names {}",
             list.len()
         )));
@@ -135,7 +133,7 @@ fn raw_variants(
         .map(Vec::len)
         .sum();
     if skus > MAX_SKUS_PER_PRODUCT {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'variants': a product has at most {MAX_SKUS_PER_PRODUCT} SKUs; this body names {skus}"
         )));
     }
@@ -152,7 +150,7 @@ fn raw_variants(
             v.values.as_ref(),
         )?;
         if !seen_variants.insert(variant.id) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "variants[{i}]: variant '{}' is given twice",
                 variant.id
             )));
@@ -168,7 +166,7 @@ fn raw_variants(
                 s.values.as_ref(),
             )?;
             if !seen_skus.insert(sku.id) {
-                return Err(ApiError::bad_request(format!(
+                return Err(Failure::invalid(format!(
                     "{at}: sku '{}' is given twice",
                     sku.id
                 )));
@@ -181,9 +179,9 @@ fn raw_variants(
 }
 
 /// A `values` object of at most [`MAX_VALUES_PER_ENTITY`] keys.
-fn values_within_limit(m: &Map<String, Value>) -> Result<&Map<String, Value>, ApiError> {
+fn values_within_limit(m: &Map<String, Value>) -> Result<&Map<String, Value>, Failure> {
     if m.len() > MAX_VALUES_PER_ENTITY {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'values': at most {MAX_VALUES_PER_ENTITY} attribute keys per entity; this one has {}",
             m.len()
         )));
@@ -208,11 +206,11 @@ fn wanted_keys(
 /// definition to read.
 pub fn distinct_keys(
     mut wanted: Vec<(TargetEntity, String)>,
-) -> Result<Vec<(TargetEntity, String)>, ApiError> {
+) -> Result<Vec<(TargetEntity, String)>, Failure> {
     wanted.sort_unstable();
     wanted.dedup();
     if wanted.len() > MAX_ATTRIBUTE_KEYS_PER_WRITE {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'values': a write names at most {MAX_ATTRIBUTE_KEYS_PER_WRITE} distinct attribute keys; this one names {}",
             wanted.len()
         )));
@@ -225,7 +223,7 @@ fn entity_patch(
     raw: &RawEntity<'_>,
     entity: TargetEntity,
     ctx: &WriteContext,
-) -> Result<EntityPatch, ApiError> {
+) -> Result<EntityPatch, Failure> {
     let languages = ctx.scopes.language_codes();
     let channels = ctx.scopes.channel_ids();
     let rules = ScopeRules {
@@ -239,7 +237,7 @@ fn entity_patch(
                 if raw.at.is_empty() {
                     e.into()
                 } else {
-                    ApiError::bad_request(format!("{}.{}", raw.at, e.message))
+                    Failure::invalid(format!("{}.{}", raw.at, e.message))
                 }
             })?
         }
@@ -263,7 +261,7 @@ pub struct RawProductPatch<'a> {
 
 impl<'a> RawProductPatch<'a> {
     /// Checks a parsed body for product `id` (already checked as an identifier).
-    pub fn new(id: &'a str, body: &'a ProductBody) -> Result<Self, ApiError> {
+    pub fn new(id: &'a str, body: &'a ProductBody) -> Result<Self, Failure> {
         Ok(Self {
             product: RawEntity::new(
                 String::new(),
@@ -306,10 +304,10 @@ impl<'a> RawProductPatch<'a> {
 
     /// Validates every value against `ctx` (read with [`Self::wanted`] and
     /// [`Self::family_id`]); no I/O.
-    pub fn validate(&self, ctx: &WriteContext) -> Result<ProductPatch, ApiError> {
+    pub fn validate(&self, ctx: &WriteContext) -> Result<ProductPatch, Failure> {
         if let Some(f) = self.family_id() {
             if !ctx.families.contains(&f) {
-                return Err(ApiError::bad_request(format!(
+                return Err(Failure::invalid(format!(
                     "field 'familyId': family {f} does not exist"
                 )));
             }
@@ -378,7 +376,7 @@ pub async fn parse_product_patch(
     org: &str,
     id: &str,
     body: &ProductBody,
-) -> Result<ProductPatch, ApiError> {
+) -> Result<ProductPatch, Failure> {
     let raw = RawProductPatch::new(id, body)?;
     let wanted = distinct_keys(raw.wanted())?;
     let families: Vec<i64> = raw.family_id().into_iter().collect();
@@ -393,9 +391,9 @@ pub async fn parse_product_patch(
 }
 
 /// The `assets` of a product body: asset objects with distinct identifiers.
-fn raw_assets(list: &[AssetItem]) -> Result<Vec<RawAsset<'_>>, ApiError> {
+fn raw_assets(list: &[AssetItem]) -> Result<Vec<RawAsset<'_>>, Failure> {
     if list.len() > MAX_LINKS {
-        return Err(ApiError::bad_request(format!(
+        return Err(Failure::invalid(format!(
             "field 'assets': a product links at most {MAX_LINKS} assets"
         )));
     }
@@ -403,7 +401,7 @@ fn raw_assets(list: &[AssetItem]) -> Result<Vec<RawAsset<'_>>, ApiError> {
     for (i, a) in list.iter().enumerate() {
         let raw = RawAsset::new(format!("assets[{i}]: "), Some(&a.identifier), a.fields())?;
         if out.iter().any(|o| o.identifier == raw.identifier) {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "assets[{i}]: asset '{}' is given twice",
                 a.identifier
             )));
@@ -419,7 +417,7 @@ pub async fn parse_sku_patch(
     org: &str,
     id: &str,
     body: &SkuPatchBody,
-) -> Result<EntityPatch, ApiError> {
+) -> Result<EntityPatch, Failure> {
     let raw = RawEntity::new(
         String::new(),
         "sku",

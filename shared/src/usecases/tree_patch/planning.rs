@@ -101,7 +101,7 @@ pub fn plan(
     tree: Option<ProductTree>,
     patch: &ProductPatch,
     create: bool,
-) -> Result<Plan, ApiError> {
+) -> Result<Plan, Failure> {
     let (mut product, existing_variants, existing_skus) = match tree {
         Some(t) => (Planned::existing(t.product), t.variants, t.skus),
         None if create => (
@@ -109,7 +109,7 @@ pub fn plan(
             Vec::new(),
             Vec::new(),
         ),
-        None => return Err(ApiError::entity_not_found("product", product_id)),
+        None => return Err(Failure::not_found("product", product_id)),
     };
     let created = product.expect == Expect::Absent
         || (patch.source.is_some() && product.item.src == patch.source);
@@ -150,14 +150,14 @@ pub fn plan(
         let mut variant = match variants_by_id.remove(vid) {
             Some(v) => Planned::existing(v),
             None if create => Planned::new(org, EntityKind::Variant, vid, (Some(product_id), None)),
-            None => return Err(ApiError::entity_not_found("variant", vid)),
+            None => return Err(Failure::not_found("variant", vid)),
         };
         variant.changed_self |= apply_entity(&mut variant.item, &vp.entity);
         let mut skus = Vec::new();
         for sp in &vp.skus {
             let mut sku = match skus_by_id.remove(&sp.id) {
                 Some(s) if s.vid.as_deref() != Some(vid) => {
-                    return Err(ApiError::conflict(format!(
+                    return Err(Failure::conflict(format!(
                         "sku '{}' belongs to variant '{}'",
                         sp.id,
                         s.vid.unwrap_or_default()
@@ -167,7 +167,7 @@ pub fn plan(
                 None if create => {
                     Planned::new(org, EntityKind::Sku, &sp.id, (Some(product_id), Some(vid)))
                 }
-                None => return Err(ApiError::entity_not_found("sku", &sp.id)),
+                None => return Err(Failure::not_found("sku", &sp.id)),
             };
             sku.changed_self |= apply_entity(&mut sku.item, sp);
             variant.changed_tree |= sku.changed_self;
@@ -235,7 +235,7 @@ fn check_tree_size(
     other_variants: usize,
     other_skus: usize,
     product: Expect,
-) -> Result<(), ApiError> {
+) -> Result<(), Failure> {
     let new = |p: &Planned| p.expect == Expect::Absent;
     let adds_variants = planned.iter().any(|(v, _)| new(v));
     let adds_skus = planned.iter().flat_map(|(_, s)| s).any(new);
@@ -243,7 +243,7 @@ fn check_tree_size(
     if adds_variants && (read_all || *depth != TreeDepth::Product) {
         let total = other_variants + planned.len();
         if total > MAX_VARIANTS_PER_PRODUCT {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'variants': a product has at most {MAX_VARIANTS_PER_PRODUCT} variants; this write would make {total}"
             )));
         }
@@ -251,7 +251,7 @@ fn check_tree_size(
     if adds_skus && (read_all || *depth == TreeDepth::Skus) {
         let total = other_skus + planned.iter().map(|(_, s)| s.len()).sum::<usize>();
         if total > MAX_SKUS_PER_PRODUCT {
-            return Err(ApiError::bad_request(format!(
+            return Err(Failure::invalid(format!(
                 "field 'variants': a product has at most {MAX_SKUS_PER_PRODUCT} SKUs; this write would make {total}"
             )));
         }

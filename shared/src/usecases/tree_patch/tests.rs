@@ -123,11 +123,11 @@ fn missing_entities_are_404_without_create_and_a_moved_sku_is_409() {
     };
     assert_eq!(
         plan(ORG, "p", Some(tree()), &patch, false).unwrap_err(),
-        ApiError::entity_not_found("variant", "v2")
+        Failure::not_found("variant", "v2")
     );
     assert_eq!(
         plan(ORG, "q", None, &ProductPatch::default(), false).unwrap_err(),
-        ApiError::entity_not_found("product", "q")
+        Failure::not_found("product", "q")
     );
     let moved = ProductPatch {
         entity: entity("p"),
@@ -139,7 +139,7 @@ fn missing_entities_are_404_without_create_and_a_moved_sku_is_409() {
     };
     let err = plan(ORG, "p", Some(tree()), &moved, true).unwrap_err();
     assert_eq!(
-        (err.status, err.message.as_str()),
+        (err.status(), err.message()),
         (409, "sku 's1' belongs to variant 'v1'")
     );
 }
@@ -206,13 +206,13 @@ fn an_import_line_that_created_a_product_reports_201_when_applied_again() {
 
 /// The error a product body gets from parsing and shape checks, or `""`.
 fn body_error(body: serde_json::Value) -> String {
-    let parsed: Result<ProductBody, ApiError> =
-        crate::http::JsonBody(body.as_object().expect("an object").clone()).parse();
+    let parsed: Result<ProductBody, Failure> =
+        crate::http::body::typed(body.as_object().expect("an object").clone());
     match parsed {
-        Err(e) => e.message,
+        Err(e) => e.message().to_string(),
         Ok(b) => RawProductPatch::new("p", &b)
             .err()
-            .map(|e| e.message)
+            .map(|e| e.message().to_string())
             .unwrap_or_default(),
     }
 }

@@ -3,6 +3,10 @@
 //! Messages are written for API clients: they name the parameter, field or key at fault and
 //! never carry SDK error names, stack traces or internal ids (those go to the logs only).
 
+mod failure;
+
+pub use failure::Failure;
+
 use crate::store::StoreError;
 use std::fmt;
 
@@ -83,14 +87,7 @@ impl ApiError {
     /// [`PARTIALLY_APPLIED_HEADER`], never a plain 4xx or 503, since part of it is stored;
     /// repeating the same request completes it. `cause` is what stopped it.
     pub fn partially_applied(cause: &str) -> Self {
-        Self::new(
-            503,
-            format!(
-                "the request was partially applied: part of its writes are stored, then it stopped ({cause}); repeat the same request to complete it"
-            ),
-        )
-        .with_header("retry-after", "1")
-        .with_header(PARTIALLY_APPLIED_HEADER, "true")
+        Failure::partial(cause).into()
     }
 
     /// Whether this is the answer of a partially applied write.
@@ -102,8 +99,7 @@ impl ApiError {
 
     /// Storage throttled or unreachable after the SDK's own retries.
     pub fn unavailable() -> Self {
-        Self::new(503, "service temporarily unavailable, retry later")
-            .with_header("retry-after", "1")
+        Failure::unavailable().into()
     }
 
     pub fn internal() -> Self {
@@ -132,47 +128,40 @@ pub const KEY_TOO_LONG_MESSAGE: &str = "a value in the request is too long to lo
      identifiers are at most 255 characters and 300 bytes of UTF-8, attribute keys at most 64 \
      characters";
 
+/// A storage failure answered as what it means (`Failure::from`).
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::ConditionFailed => {
-                ApiError::conflict("a concurrent write changed this resource; retry the request")
-            }
-            StoreError::Taken(message) => ApiError::conflict(message),
-            StoreError::NoMetaobject(def, id) => ApiError::bad_request(format!(
-                "metaobject '{id}' of definition '{def}' does not exist"
-            )),
-            StoreError::TooLarge(message) | StoreError::Refused(message) => {
-                ApiError::bad_request(message)
-            }
-            StoreError::Partial {
-                committed,
-                total,
-                cause,
-            } => {
-                tracing::warn!(committed, total, cause = %cause, "write partially applied");
-                ApiError::partially_applied(&ApiError::from(*cause).message)
-            }
-            StoreError::KeyTooLong(detail) => {
-                tracing::warn!(%detail, "a key built from the request is too long");
-                ApiError::bad_request(KEY_TOO_LONG_MESSAGE)
-            }
-            StoreError::Unavailable(detail) => {
-                tracing::warn!(%detail, "storage unavailable");
-                ApiError::unavailable()
-            }
-            StoreError::Loading { read } => ApiError::new(
-                503,
-                format!(
-                    "the list index of this organization is still loading ({read} entries \
-                     read so far); retry in a moment"
-                ),
-            )
-            .with_header("retry-after", "1"),
-            StoreError::Other(detail) => {
-                tracing::error!(%detail, "storage error");
-                ApiError::internal()
-            }
+        Failure::from(err).into()
+    }
+}
+
+impl Failure {
+    /// The status of each kind (decisions.md), also a bulk or import line's `status`.
+    pub fn status(&self) -> u16 {
+        match self {
+            Failure::Invalid(_) => 400,
+            Failure::NotFound(_) => 404,
+            Failure::Conflict(_) => 409,
+            Failure::Stale(_) => 412,
+            Failure::TooLarge(_) => 413,
+            Failure::Partial(_) | Failure::Busy(_) => 503,
+            Failure::Internal => 500,
+        }
+    }
+}
+
+/// The one mapping of what a use case says to its HTTP answer: the status of its kind, its
+/// message, and `Retry-After` (with [`PARTIALLY_APPLIED_HEADER`] for a partial write) on
+/// every 503.
+impl From<Failure> for ApiError {
+    fn from(f: Failure) -> Self {
+        let e = ApiError::new(f.status(), f.message());
+        match f {
+            Failure::Partial(_) => e
+                .with_header("retry-after", "1")
+                .with_header(PARTIALLY_APPLIED_HEADER, "true"),
+            Failure::Busy(_) => e.with_header("retry-after", "1"),
+            _ => e,
         }
     }
 }
