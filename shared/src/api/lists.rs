@@ -7,11 +7,6 @@ use crate::app::{App, Call};
 use crate::domain::limits::MAX_EMBEDDED_PER_PAGE;
 use crate::domain::selection::Selection;
 use crate::error::ApiError;
-
-/// A query parameter refused, as the use cases word it (`listing::bad_param`).
-fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
-    crate::usecases::listing::bad_param(name, problem).into()
-}
 use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
 use crate::http::query::{query_values, QueryValue, UpdatedAfter};
 use crate::http::ApiResponse;
@@ -23,6 +18,11 @@ use crate::usecases::listing::{matching, Refresh};
 pub use crate::usecases::listing::{CompletenessQuery, Selecting};
 use schemars::{json_schema, Schema};
 use serde_json::{json, Value};
+
+/// A query parameter refused, as the use cases word it (`listing::bad_param`).
+fn bad_param(name: &str, problem: impl std::fmt::Display) -> ApiError {
+    crate::usecases::listing::bad_param(name, problem).into()
+}
 
 /// The query of a list of variants or SKUs (`R`: the relations it embeds), and the most of
 /// a list of products'.
