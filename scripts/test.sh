@@ -21,6 +21,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "shared/src: no import circles, no import against the layers of docs/architecture.md, no file over 600 lines"
 python3 scripts/check-module-cycles.py
 python3 scripts/check-layers.py
+python3 scripts/check-layers.py --self-test
 python3 scripts/check-file-sizes.py
 stage "cargo build (binaries the e2e tests run)"
 cargo build --workspace --bins --locked

@@ -514,26 +514,16 @@ async fn untagged_keys_still_work_and_their_reads_are_bounded() {
     let store = stack().await.store();
     let key_id = format!("{}legacy", org.id);
     let secret = "L".repeat(40);
-    store
-        .put_key(
-            &catalog::store::items::KeyItem {
-                pk: format!("O#{}", org.id),
-                sk: format!("KEY#{key_id}"),
-                key_id: key_id.clone(),
-                org: org.id.clone(),
-                name: "before tags".into(),
-                secret_hash: catalog::auth::apikey::hash_secret(&secret),
-                scopes: vec!["catalog:read".into()],
-                revoked: false,
-                created_at: Timestamp::now(),
-                last_used_at: None,
-                tagged: false,
-            },
-            None,
-            None,
-        )
-        .await
-        .unwrap();
+    // a key as the store issued it before tags: its secret carries no tag
+    let mut untagged = catalog::store::items::KeyItem::issued(
+        &org.id,
+        &key_id,
+        &catalog::auth::apikey::hash_secret(&secret),
+        "before tags",
+        vec!["catalog:read".into()],
+    );
+    untagged.tagged = false;
+    store.put_key(&untagged, None, None).await.unwrap();
     let legacy = format!("cat_{key_id}_{secret}");
     let r = Request::new("GET", "/v1/products")
         .bearer(&legacy)

@@ -5,9 +5,7 @@
 
 use super::items::EntityKind;
 use super::keys::change_pks;
-/// The organization of an entity's item, from its keys (the change feed tells entities from
-/// other items by it).
-pub use super::keys::entity_org;
+use super::keys::entity_org;
 use super::parallel::try_all;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
@@ -16,6 +14,26 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::time::Duration;
+
+/// The organization of a stream image of an item of `entity_type`, from its keys, when the
+/// item is that entity itself (not a tombstone, an identity item or other state): the change
+/// feed tells entities from other items by it.
+pub fn image_org(image: &serde_dynamo::Item, entity_type: &str) -> Option<String> {
+    entity_org(text(image, "PK")?, text(image, "GSI1PK"), entity_type).map(str::to_string)
+}
+
+/// The (PK, SK) of a stream record's `Keys`: a tree item's place, which
+/// `products::ancestor_keys` reads its ancestors' from.
+pub fn record_key(keys: &serde_dynamo::Item) -> Option<(String, String)> {
+    Some((text(keys, "PK")?.to_string(), text(keys, "SK")?.to_string()))
+}
+
+fn text<'a>(image: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
+    match image.get(name) {
+        Some(serde_dynamo::AttributeValue::S(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
 
 /// One row of the `byChange` index as the warm copies read it (or a tombstone, `del`).
 #[derive(Debug, Clone, Deserialize)]

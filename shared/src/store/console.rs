@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsoleItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     #[serde(rename = "keyId")]
     pub key_id: String,
     #[serde(rename = "secretHash")]

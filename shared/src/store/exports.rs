@@ -43,9 +43,9 @@ pub struct ExportPart {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     pub id: String,
     pub status: ExportStatus,
     /// The request as accepted (JSON text of `POST /exports`'s body).

@@ -51,9 +51,9 @@ pub struct ImportError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     pub id: String,
     pub status: ImportStatus,
     pub format: String,

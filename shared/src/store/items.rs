@@ -37,18 +37,22 @@ impl EntityKind {
     }
 }
 
+/// The attributes of a row that are its keys and index keys, not the entity's own (an
+/// entity's tag leaves them out).
+pub const KEY_ATTRIBUTES: [&str; 4] = ["PK", "SK", "GSI1PK", "GSI2SK"];
+
 /// A product, variant or SKU item. Keys and index keys are derived from the other fields
 /// by the store when it writes, never set by callers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EntityItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     #[serde(rename = "GSI1PK")]
-    pub gsi1pk: String,
+    pub(in crate::store) gsi1pk: String,
     #[serde(rename = "GSI2SK")]
-    pub gsi2sk: String,
+    pub(in crate::store) gsi2sk: String,
     pub kind: EntityKind,
     pub id: String,
     pub name: String,
@@ -96,9 +100,9 @@ pub struct EntityItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrgItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     pub id: String,
     pub name: String,
     #[serde(rename = "apiEnabled")]
@@ -130,9 +134,9 @@ impl From<RateLimit> for crate::domain::rate::Policy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     #[serde(rename = "keyId")]
     pub key_id: String,
     pub org: String,
@@ -161,9 +165,9 @@ pub struct KeyItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttributeItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     #[serde(flatten)]
     pub def: crate::domain::attributes::AttributeDefinition,
     #[serde(rename = "createdAt")]

@@ -97,13 +97,13 @@ pub struct BundleLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceItem {
     #[serde(rename = "PK")]
-    pub pk: String,
+    pub(in crate::store) pk: String,
     #[serde(rename = "SK")]
-    pub sk: String,
+    pub(in crate::store) sk: String,
     #[serde(rename = "GSI1PK")]
-    pub gsi1pk: String,
+    pub(in crate::store) gsi1pk: String,
     #[serde(rename = "GSI2SK")]
-    pub gsi2sk: String,
+    pub(in crate::store) gsi2sk: String,
     pub kind: String,
     pub id: String,
     /// The metaobject's definition.

@@ -3,11 +3,9 @@
 
 use crate::error::Failure;
 use crate::http::etag::tag_of;
-use crate::store::items::EntityItem;
+use crate::store::items::{EntityItem, KEY_ATTRIBUTES as KEYS};
 use crate::store::resources::ResourceItem;
 use crate::store::webhooks::Subscription;
-
-const KEYS: [&str; 4] = ["PK", "SK", "GSI1PK", "GSI2SK"];
 
 /// A product's, variant's or SKU's tag: not moved by its descendants (`tu`, `ver`).
 pub fn entity(item: &EntityItem) -> String {

@@ -19,11 +19,7 @@ use std::collections::HashMap;
 type Key = (String, String);
 
 fn key_of(record: &EventRecord) -> Option<Key> {
-    let text = |name: &str| match record.change.keys.get(name) {
-        Some(serde_dynamo::AttributeValue::S(s)) => Some(s.clone()),
-        _ => None,
-    };
-    Some((text("PK")?, text("SK")?))
+    crate::store::changes::record_key(&record.change.keys)
 }
 
 /// The keys of the ancestors at `levels` of the tree item `record` changed.

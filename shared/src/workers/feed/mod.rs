@@ -7,7 +7,7 @@ use crate::context::Context;
 use crate::domain::changes::{self, PayloadKind};
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
-use crate::store::changes::entity_org;
+use crate::store::changes::image_org;
 use crate::store::webhooks::{PendingKey, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
@@ -37,10 +37,9 @@ pub struct Change {
 /// The fields of an item image that tell whether it is an entity, and which.
 #[derive(Deserialize)]
 struct EntityImage {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "GSI1PK", default)]
-    gsi1pk: Option<String>,
+    /// The organization of the entity the image is, from its keys (`None`: not an entity).
+    #[serde(skip)]
+    org: Option<String>,
     /// An item whose `kind` names no entity type is not an entity: it fails to decode.
     kind: EntityType,
     id: String,
@@ -65,7 +64,7 @@ impl EntityImage {
         if !kept(self.kind) || self.del == Some(true) {
             return None;
         }
-        entity_org(&self.pk, self.gsi1pk.as_deref(), self.kind.as_str())
+        self.org.as_deref()
     }
 }
 
@@ -74,7 +73,9 @@ fn image(item: &serde_dynamo::Item) -> Option<EntityImage> {
     if !item.contains_key("kind") {
         return None;
     }
-    serde_dynamo::from_item(item.clone()).ok()
+    let mut image: EntityImage = serde_dynamo::from_item(item.clone()).ok()?;
+    image.org = image_org(item, image.kind.as_str());
+    Some(image)
 }
 
 /// The change a stream record stands for, if any: INSERT is `created`, REMOVE `deleted`,
