@@ -70,7 +70,7 @@ pub fn catalog() -> Vec<EventType> {
     EntityType::NAMES
         .iter()
         .flat_map(|entity| {
-            Action::ALL.into_iter().map(move |action| EventType {
+            Action::topics().map(move |action| EventType {
                 name: event_name(entity, action),
                 description: happened(entity, action),
                 example: example(entity, action, &format!("{entity}-1")),

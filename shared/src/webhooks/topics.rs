@@ -2,41 +2,42 @@
 //! how a subscription's topics are checked, and which events they match.
 
 use crate::domain::entity_types::EntityType;
-use serde::{Deserialize, Serialize};
+use crate::domain::named::named_enum;
 
 /// Most topics one subscription may list.
 pub const MAX_TOPICS: usize = 50;
 
-/// What happened to an entity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Created,
-    Updated,
-    Deleted,
-    /// A test event (`POST /webhooks/{id}/test`): never a topic, sent only on request.
-    Test,
-    /// An AWS destination's proof of ownership (`webhook.verification`, with its token):
-    /// never a topic, sent when the subscription is made and on request.
-    Verification,
+named_enum! {
+    /// What happened to an entity, or (`test`, `verification`) what a subscription was sent
+    /// on request: [`Action::is_topic`] says which topics name.
+    pub enum Action {
+        Created => "created",
+        Updated => "updated",
+        Deleted => "deleted",
+        Test => "test",
+        Verification => "verification",
+    }
 }
 
 impl Action {
-    /// The actions of catalog events, the ones topics name.
-    pub const ALL: [Action; 3] = [Self::Created, Self::Updated, Self::Deleted];
-
-    pub fn as_str(self) -> &'static str {
+    /// Whether topics name it: the actions of catalog events. A test event (`POST
+    /// /webhooks/{id}/test`) and an AWS destination's proof of ownership
+    /// (`webhook.verification`) are never topics, sent only when asked for.
+    pub fn is_topic(self) -> bool {
         match self {
-            Self::Created => "created",
-            Self::Updated => "updated",
-            Self::Deleted => "deleted",
-            Self::Test => "test",
-            Self::Verification => "verification",
+            Self::Created | Self::Updated | Self::Deleted => true,
+            Self::Test | Self::Verification => false,
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.as_str() == s)
+    /// The actions topics name, in declaration order.
+    pub fn topics() -> impl Iterator<Item = Action> {
+        Self::ALL.iter().copied().filter(|a| a.is_topic())
+    }
+
+    /// The topic action `s` names.
+    pub fn parse_topic(s: &str) -> Option<Self> {
+        Self::parse(s).filter(|a| a.is_topic())
     }
 
     /// The action of a logged event's name (`product.updated`, `webhook.test`).
@@ -44,7 +45,7 @@ impl Action {
         match event.rsplit_once('.')? {
             (TEST_ENTITY_TYPE, "test") => Some(Self::Test),
             (TEST_ENTITY_TYPE, "verification") => Some(Self::Verification),
-            (_, action) => Self::parse(action),
+            (_, action) => Self::parse_topic(action),
         }
     }
 }
@@ -73,9 +74,11 @@ pub fn validate(topic: &str) -> Result<(), String> {
             EntityType::names()
         ));
     }
-    if action != "*" && Action::parse(action).is_none() {
+    if action != "*" && Action::parse_topic(action).is_none() {
+        let actions: Vec<_> = Action::topics().map(Action::as_str).collect();
         return Err(format!(
-            "topic '{topic}' names unknown action '{action}'; actions are created, updated, deleted or *"
+            "topic '{topic}' names unknown action '{action}'; actions are {} or *",
+            actions.join(", ")
         ));
     }
     Ok(())

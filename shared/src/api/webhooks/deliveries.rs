@@ -167,7 +167,8 @@ impl QueryValue for EventParam {
     }
 
     fn schema() -> schemars::Schema {
-        let mut schema = crate::http::schema::matching("[a-z]+\\.(created|updated|deleted|test)");
+        let actions = Action::NAMES.join("|");
+        let mut schema = crate::http::schema::matching(&format!("[a-z]+\\.({actions})"));
         schema.insert(
             "description".into(),
             "Only deliveries of this event (`product.updated`, `webhook.test`).".into(),
@@ -198,8 +199,21 @@ fn event_filter(value: &str) -> Result<&str, ApiError> {
         None => false,
     };
     known.then_some(value).ok_or_else(|| {
+        let events: Vec<String> = Action::ALL
+            .iter()
+            .map(|a| {
+                let entity = if a.is_topic() {
+                    "<entity>"
+                } else {
+                    topics::TEST_ENTITY_TYPE
+                };
+                format!("{entity}.{}", a.as_str())
+            })
+            .collect();
+        let (last, rest) = events.split_last().expect("actions");
         ApiError::bad_request(format!(
-            "query parameter 'event': '{value}' is not an event; events are <entity>.created, <entity>.updated, <entity>.deleted, webhook.test or webhook.verification"
+            "query parameter 'event': '{value}' is not an event; events are {} or {last}",
+            rest.join(", ")
         ))
     })
 }

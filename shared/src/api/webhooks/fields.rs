@@ -10,7 +10,10 @@ use crate::webhooks::filters;
 
 /// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
 pub(super) fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let actions = Action::ALL.map(Action::as_str).join("|");
+    let actions = Action::topics()
+        .map(Action::as_str)
+        .collect::<Vec<_>>()
+        .join("|");
     let topic = schema::matching(&format!(
         "\\*|(?:{})\\.(?:{actions}|\\*)",
         EntityType::NAMES.join("|")
