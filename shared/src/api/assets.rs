@@ -16,14 +16,11 @@ use crate::search::flat::{PageQuery, Seek};
 use crate::store::flat_lists::Mark;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
-use crate::store::writes::{Expect, TreeWrite};
-use crate::store::StoreError;
 use crate::usecases::asset_input::{
-    new_asset, patch_asset, AssetCreate, AssetFields, AssetItem, RawAsset, MAX_LINKS,
+    create_asset, patch_asset, AssetCreate, AssetFields, AssetItem, RawAsset, MAX_LINKS,
 };
 use crate::usecases::etags;
 use crate::usecases::links;
-use crate::usecases::references;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -240,18 +237,8 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let raw = RawAsset::new(String::new(), Some(id), body.fields())?;
     let ctx = context(app, call.org(), &[&raw]).await?;
     let input = raw.validate(id, &ctx)?;
-    references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
-    let item = new_asset(call.org(), &input, Timestamp::now());
-    let mut write = TreeWrite::new();
-    write.put_resource(call.org(), &item, Expect::Absent)?;
-    match app.store.commit(&write, &call.origin()).await {
-        Ok(()) => Ok(ApiResponse::single(201, render(&item)).with_etag(etags::resource(&item))),
-        Err(StoreError::ConditionFailed) => {
-            Err(ApiError::conflict(format!("asset '{id}' already exists")))
-        }
-        Err(e) => Err(references::missing(&e, &[(String::new(), &input.values)])
-            .map_or_else(|| e.into(), ApiError::from)),
-    }
+    let item = create_asset(&call.writer(app), &input).await?;
+    Ok(ApiResponse::single(201, render(&item)).with_etag(etags::resource(&item)))
 }
 
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
@@ -271,7 +258,6 @@ async fn patch(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let raw = RawAsset::new(String::new(), None, body.fields())?;
     let ctx = context(app, call.org(), &[&raw]).await?;
     let input = &raw.validate(id, &ctx)?;
-    references::check_exist(&app.store, call.org(), &[(String::new(), &input.values)]).await?;
     let asset = patch_asset(&call.writer(app), id, input).await?;
     Ok(ApiResponse::single(200, render(&asset)).with_etag(etags::resource(&asset)))
 }

@@ -6,8 +6,6 @@ use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
 use crate::domain::attributes::{is_valid_key, AttributeType, ValueShape};
 use crate::domain::names;
-use crate::domain::time::Timestamp;
-use crate::domain::values::{self, ScopeRules, StoredValues};
 use crate::error::{ApiError, Failure};
 use crate::http::body::present;
 use crate::http::doc::{NO_QUERY, PAGE};
@@ -16,15 +14,11 @@ use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Doc, JsonBody, Paging, Route};
 use crate::store::metaobjects::{MetaField, MetaobjectDefinition};
 use crate::store::metrics::in_parallel;
-use crate::store::resources::{ResourceItem, Shelf};
-use crate::store::settings::Scopes;
-use crate::store::writes::{Either, Expect, ResourcePut, TreeWrite};
+use crate::store::resources::Shelf;
 use crate::store::StoreError;
 use crate::usecases::etags;
-use crate::usecases::etags::check;
-use crate::usecases::references::{first_referrer, render_metaobject};
-use crate::usecases::retry::Retry;
-use crate::usecases::write_plan::WritePlan;
+use crate::usecases::metaobjects::{self, definition_not_found, not_found};
+use crate::usecases::references::render_metaobject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -352,10 +346,6 @@ fn definition_name(call: &Call) -> Result<&str, ApiError> {
     }
 }
 
-fn definition_not_found(name: &str) -> Failure {
-    Failure::NotFound(format!("metaobject definition '{name}' not found"))
-}
-
 async fn get_definition(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = definition_name(call)?;
     let def = app
@@ -393,10 +383,6 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     Ok(paging.page_response(all.iter().map(render_metaobject).collect(), page.total))
 }
 
-fn not_found(def: &str, id: &str) -> Failure {
-    Failure::NotFound(format!("metaobject '{id}' of definition '{def}' not found"))
-}
-
 async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
@@ -418,77 +404,10 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let body: MetaobjectFields = call.body(app)?;
     let display = body.name.as_deref().unwrap_or(id);
     names::validate("name", display)?;
-    let input = body.values.as_ref();
-    let org = call.org();
-    let shelf = Shelf::metaobjects(name);
-    let read = || async move {
-        in_parallel(async {
-            futures_util::try_join!(
-                app.store.get_metaobject_definition(org, name),
-                app.store.get_scopes(org),
-                app.store.get_resource(org, shelf, id)
-            )
-        })
-        .await
-    };
-    let plan =
-        |(def, scopes, existing): (Option<MetaobjectDefinition>, Scopes, Option<ResourceItem>)| {
-            let def = def.ok_or_else(|| definition_not_found(name))?;
-            check(
-                call.request.if_match.as_deref(),
-                existing.as_ref().map(etags::resource).as_deref(),
-                "metaobject",
-            )?;
-            let languages = scopes.language_codes();
-            let rules = ScopeRules {
-                languages: Some(&languages),
-                channels: Some(&[]),
-            };
-            let mut vals = StoredValues::new();
-            if let Some(m) = input {
-                let changes =
-                    values::parse_values("metaobject", m, &def.field_definitions(), &rules)?;
-                values::apply(&mut vals, &changes);
-            }
-            let at = Timestamp::next_after(existing.as_ref().map(|m| m.updated_at));
-            let (mut item, expect, status) = match existing {
-                Some(m) => {
-                    let ver = m.ver;
-                    (m, Expect::Version(ver), 200)
-                }
-                None => (
-                    ResourceItem::new(org, shelf, id, display, at),
-                    Expect::Absent,
-                    201,
-                ),
-            };
-            let answer = |item: &ResourceItem| {
-                ApiResponse::single(status, render_metaobject(item))
-                    .with_etag(etags::resource(item))
-            };
-            if status == 200 && item.name == display && item.values == vals {
-                return Ok(WritePlan {
-                    write: Either::Left(TreeWrite::new()),
-                    outcome: answer(&item),
-                });
-            }
-            item.name = display.to_string();
-            item.values = vals;
-            item.touch(at);
-            let outcome = answer(&item);
-            let write = if expect == Expect::Absent {
-                // a deleted metaobject of this identifier left its counters closed
-                let mut write = TreeWrite::new();
-                write.put_resource(org, &item, expect)?;
-                write.open_counters(org, &item)?;
-                Either::Left(write)
-            } else {
-                Either::Right(ResourcePut { item, expect })
-            };
-            Ok(WritePlan { write, outcome })
-        };
-    let what = format!("metaobject '{name}/{id}'");
-    Ok(call.writer(app).run(&what, read, plan, Retry::from).await?)
+    let (created, item) =
+        metaobjects::put(&call.writer(app), name, id, display, body.values.as_ref()).await?;
+    let status = if created { 201 } else { 200 };
+    Ok(ApiResponse::single(status, render_metaobject(&item)).with_etag(etags::resource(&item)))
 }
 
 /// DELETE /metaobjects/{definition}/{identifier}: 409 while any product, variant, SKU,
@@ -498,32 +417,6 @@ async fn put(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
 async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let name = definition_name(call)?;
     let id = call.route.identifier(1, "metaobject")?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    // the referrer is looked for only once the metaobject and If-Match are known to hold
-    let read = || async move {
-        let m = app
-            .store
-            .get_resource(org, Shelf::metaobjects(name), id)
-            .await?
-            .ok_or_else(|| not_found(name, id));
-        let m = etags::checked(if_match, m, etags::resource, "metaobject")?;
-        let by = first_referrer(app, org, name, id).await?;
-        Ok::<_, Failure>((m, by))
-    };
-    let plan = |(m, by): (ResourceItem, Option<String>)| {
-        if let Some(by) = by {
-            return Err(Failure::conflict(format!(
-                "metaobject '{id}' of definition '{name}' is still referenced by {by}; remove the references first"
-            )));
-        }
-        let mut write = TreeWrite::new();
-        write.delete_metaobject(org, &m)?;
-        Ok(WritePlan {
-            write,
-            outcome: ApiResponse::single(200, crate::http::render::deleted(id)),
-        })
-    };
-    let what = format!("metaobject '{name}/{id}'");
-    Ok(call.writer(app).run(&what, read, plan, Retry::from).await?)
+    metaobjects::delete(&call.writer(app), name, id).await?;
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
 }

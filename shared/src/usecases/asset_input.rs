@@ -4,6 +4,7 @@
 
 use super::etags;
 use super::references;
+use super::retry::Retry;
 use super::write_plan::{WritePlan, Writer};
 use crate::domain::attributes::TargetEntity;
 use crate::domain::identifier;
@@ -16,6 +17,7 @@ use crate::http::schema;
 use crate::store::resources::{ResourceItem, Shelf};
 use crate::store::settings::WriteContext;
 use crate::store::writes::{Expect, TreeWrite};
+use crate::store::StoreError;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -189,13 +191,15 @@ impl RawAsset<'_> {
 }
 
 /// Patches the asset `id` as `input` says (omitted fields unchanged; 404 when it does not
-/// exist): one GetItem, then one transaction when anything changed.
+/// exist): the metaobjects its values reference are read, then one GetItem, then one
+/// transaction when anything changed.
 pub async fn patch_asset(
     w: &Writer<'_>,
     id: &str,
     input: &AssetInput,
 ) -> Result<ResourceItem, Failure> {
     let (cx, org, if_match) = (w.cx, w.org, w.if_match);
+    references::check_exist(&cx.store, org, &[(String::new(), input.values.as_slice())]).await?;
     let read = || cx.store.get_resource(org, Shelf::ASSETS, id);
     let plan = |found: Option<ResourceItem>| {
         let found = found.ok_or_else(|| Failure::not_found("asset", id));
@@ -215,6 +219,35 @@ pub async fn patch_asset(
         })
     };
     let failed = |e| references::named(e, &[(String::new(), &input.values)]);
+    w.run(&format!("asset '{id}'"), read, plan, failed).await
+}
+
+/// Creates the asset `input` names (its `url` given): the metaobjects its values reference
+/// are read first, then one conditional PutItem decides (409 when the identifier exists).
+pub async fn create_asset(w: &Writer<'_>, input: &AssetInput) -> Result<ResourceItem, Failure> {
+    let (cx, org) = (w.cx, w.org);
+    let id = input.identifier.as_str();
+    let changes = [(String::new(), input.values.as_slice())];
+    let changes = &changes;
+    let read = || references::check_exist(&cx.store, org, changes);
+    let plan = |()| {
+        let item = new_asset(org, input, Timestamp::now());
+        let mut write = TreeWrite::new();
+        write.put_resource(org, &item, Expect::Absent)?;
+        Ok(WritePlan {
+            write,
+            outcome: item,
+        })
+    };
+    // decided by its condition: never read and planned again
+    let failed = |e| {
+        Retry::Fail(match e {
+            StoreError::ConditionFailed => {
+                Failure::conflict(format!("asset '{id}' already exists"))
+            }
+            e => references::missing(&e, changes).unwrap_or_else(|| e.into()),
+        })
+    };
     w.run(&format!("asset '{id}'"), read, plan, failed).await
 }
 

@@ -16,9 +16,7 @@ use crate::http::{ApiResponse, Body, Doc, Paging, Route};
 use crate::store::settings::{
     Channel, CompletenessProfile, Family, Language, Scopes, WriteContext,
 };
-use crate::store::writes::ScopesPut;
-use crate::usecases::retry::Retry;
-use crate::usecases::write_plan::WritePlan;
+use crate::usecases::settings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -372,30 +370,14 @@ async fn list_scopes(
     Ok(paging.envelope(&pick(&scopes), Value::clone))
 }
 
-/// Applies `change` to the organization's scopes with a conditional write, read and
-/// planned again when a concurrent writer changed them first.
+/// Applies `change` to the organization's scopes (`usecases::settings::update_scopes`):
+/// 201 with what it made.
 async fn update_scopes(
     app: &App,
     call: &Call,
     change: impl Fn(&mut Scopes) -> Result<Value, Failure>,
 ) -> Result<ApiResponse, ApiError> {
-    let org = call.org();
-    let created = call
-        .writer(app)
-        .run(
-            "the workspace settings",
-            || app.store.get_scopes(org),
-            |mut scopes| {
-                let created = change(&mut scopes)?;
-                scopes.ver += 1;
-                Ok(WritePlan {
-                    write: ScopesPut { org, scopes },
-                    outcome: created,
-                })
-            },
-            Retry::from,
-        )
-        .await?;
+    let created = settings::update_scopes(&call.writer(app), change).await?;
     Ok(ApiResponse::single(201, created))
 }
 

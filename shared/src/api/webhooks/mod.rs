@@ -14,13 +14,10 @@ use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
 use crate::search::flat::{PageQuery, Seek};
 use crate::store::flat_lists::Followed;
 use crate::store::metrics::in_parallel;
-use crate::store::quotas::QuotaClaim;
 use crate::store::webhooks::{Attempt, Delivery, DeliveryStatus, Subscription, Verification};
-use crate::store::writes::SubscriptionSave;
 use crate::usecases::etags;
-use crate::usecases::quotas::{create_within, MAX_REPLAYS_PER_HOUR, MAX_WEBHOOKS_PER_URL};
-use crate::usecases::retry::Retry;
-use crate::usecases::write_plan::WritePlan;
+use crate::usecases::quotas::{create_within, MAX_REPLAYS_PER_HOUR};
+use crate::usecases::subscriptions::{self, find, same_url_below_quota, QUOTA};
 use crate::webhooks::changed_fields;
 use crate::webhooks::event_types;
 use crate::webhooks::queue::{new_delivery, new_delivery_id, QueueMessage};
@@ -204,9 +201,6 @@ pub const API: Api = Api {
 /// Most subscriptions per organization (the change feed reads them all per batch), counted
 /// atomically with each create (`api/quotas.rs`).
 pub const MAX_WEBHOOKS: usize = 50;
-/// The quota version the organization's subscriptions share: a create, and a re-point to
-/// another URL, both move it.
-const QUOTA: &str = "webhooks";
 const MAX_DESCRIPTION: usize = 500;
 /// The fields of a subscription a POST or PATCH /webhooks body may set (POST requires
 /// `topics` and `url` or `destination`, `enabled: false` creates it disabled);
@@ -265,29 +259,6 @@ async fn checked_url(app: &App, raw: &str) -> Result<String, ApiError> {
     Ok(url.to_string())
 }
 
-/// 409 when `url` already has [`MAX_WEBHOOKS_PER_URL`] subscriptions (other than `except`):
-/// one receiver does not need more, and each one multiplies the deliveries it gets. URLs
-/// are compared as endpoints ([`url_guard::endpoint`]): a query string or fragment does not
-/// make another receiver.
-fn same_url_below_quota(
-    subs: &[Subscription],
-    url: &str,
-    except: Option<&str>,
-) -> Result<(), Failure> {
-    let endpoint = url_guard::endpoint(url);
-    let same = subs
-        .iter()
-        .filter(|s| url_guard::endpoint(&s.url) == endpoint && Some(s.id.as_str()) != except)
-        .count();
-    if same >= MAX_WEBHOOKS_PER_URL {
-        return Err(crate::usecases::quotas::over(
-            MAX_WEBHOOKS_PER_URL,
-            "webhook subscriptions to one URL",
-        ));
-    }
-    Ok(())
-}
-
 /// Every topic is a catalog topic (products, variants, SKUs, assets, categories, bundles,
 /// metaobjects): its events carry catalog identifiers and times, so subscribing to one,
 /// changing such a subscription in any way (its URL, secret, state or description: each
@@ -306,14 +277,6 @@ fn reads_catalog(call: &Call, what: &str) -> Result<(), ApiError> {
 async fn load(app: &App, call: &Call) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
     Ok(find(app, call.org(), id).await?)
-}
-
-/// Subscription `id`, or that it does not exist.
-async fn find(app: &App, org: &str, id: &str) -> Result<Subscription, Failure> {
-    app.store
-        .get_subscription(org, id)
-        .await?
-        .ok_or_else(|| Failure::not_found("webhook", id))
 }
 
 /// GET /webhooks: every subscription, oldest first.
@@ -412,9 +375,7 @@ async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     )
 }
 
-/// Applies `change` to the stored subscription under optimistic concurrency. A re-point to
-/// `url` is counted under the URL's quota like a create, atomically with the save: each
-/// attempt reads the quota's version, counts, and saves with the version's move.
+/// Applies `change` to the subscription the path names (`usecases::subscriptions::modify`).
 async fn modify(
     app: &App,
     call: &Call,
@@ -422,35 +383,7 @@ async fn modify(
     change: impl Fn(&mut Subscription) -> Result<(), Failure>,
 ) -> Result<Subscription, ApiError> {
     let id = call.route.identifier(0, "webhook id")?;
-    let org = call.org();
-    let if_match = call.request.if_match.as_deref();
-    // a re-point over the URL's quota is refused before the subscription is read
-    let read = || async {
-        let claim = match url {
-            Some(u) => {
-                let claim = app.store.quota_claim(org, QUOTA).await?;
-                let subs = app.store.list_subscriptions(org).await?;
-                same_url_below_quota(&subs, u, Some(id)).map_err(Retry::Fail)?;
-                Some(claim)
-            }
-            None => None,
-        };
-        Ok::<_, Retry>((claim, find(app, org, id).await))
-    };
-    let plan = |(claim, found): (Option<QuotaClaim>, _)| {
-        let mut sub = etags::checked(if_match, found, etags::subscription, "webhook")?;
-        change(&mut sub)?;
-        sub.ver += 1;
-        sub.updated_at = Timestamp::next_after([sub.updated_at]);
-        Ok(WritePlan {
-            outcome: sub.clone(),
-            write: SubscriptionSave { org, sub, claim },
-        })
-    };
-    Ok(call
-        .writer(app)
-        .run(&format!("webhook '{id}'"), read, plan, Retry::from)
-        .await?)
+    Ok(subscriptions::modify(&call.writer(app), id, url, change).await?)
 }
 
 /// PATCH /webhooks/{id}: omitted fields stay as they are; `description: null` clears it.
