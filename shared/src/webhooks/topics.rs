@@ -35,6 +35,11 @@ impl Action {
         Self::ALL.iter().copied().filter(|a| a.is_topic())
     }
 
+    /// The names of the actions topics name, in declaration order.
+    pub fn topic_names() -> Vec<&'static str> {
+        Self::topics().map(Self::as_str).collect()
+    }
+
     /// The topic action `s` names.
     pub fn parse_topic(s: &str) -> Option<Self> {
         Self::parse(s).filter(|a| a.is_topic())
@@ -75,10 +80,9 @@ pub fn validate(topic: &str) -> Result<(), String> {
         ));
     }
     if action != "*" && Action::parse_topic(action).is_none() {
-        let actions: Vec<_> = Action::topics().map(Action::as_str).collect();
         return Err(format!(
             "topic '{topic}' names unknown action '{action}'; actions are {} or *",
-            actions.join(", ")
+            Action::topic_names().join(", ")
         ));
     }
     Ok(())

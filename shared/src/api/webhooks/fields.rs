@@ -10,10 +10,7 @@ use crate::webhooks::filters;
 
 /// `topics`: 1 to [`MAX_TOPICS`] topics, as [`topics::validate`] checks each.
 pub(super) fn topic_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let actions = Action::topics()
-        .map(Action::as_str)
-        .collect::<Vec<_>>()
-        .join("|");
+    let actions = Action::topic_names().join("|");
     let topic = schema::matching(&format!(
         "\\*|(?:{})\\.(?:{actions}|\\*)",
         EntityType::NAMES.join("|")
