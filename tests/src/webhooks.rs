@@ -514,6 +514,34 @@ try {
 }
 "#;
 
+/// The body of the first message on `queue_url` that contains `needle`, within `within`.
+pub async fn queued(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    needle: &str,
+    what: &str,
+    within: Duration,
+) -> String {
+    eventually(what, within, || async {
+        // each receive hides what it returned for a while, so successive polls walk the
+        // whole queue however many messages other tests left on it
+        let out = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(20)
+            .send()
+            .await
+            .unwrap();
+        out.messages
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.body)
+            .find(|b| b.contains(needle))
+    })
+    .await
+}
+
 /// A stream record of the table inserting `image` (sequence number `seq`), as Lambda hands
 /// one to the change feed.
 pub fn stream_insert(seq: &str, image: Value) -> Value {

@@ -50,24 +50,7 @@ fn events_of(got: &[catalog_e2e::webhooks::Received]) -> BTreeSet<(String, Strin
 
 /// The body of the first message on `queue_url` that contains `needle`.
 async fn queued(sqs: &aws_sdk_sqs::Client, queue_url: &str, needle: &str, what: &str) -> String {
-    eventually(what, DELIVERY, || async {
-        // each receive hides what it returned for a while, so successive polls walk the
-        // whole queue however many messages other tests left on it
-        let out = sqs
-            .receive_message()
-            .queue_url(queue_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(20)
-            .send()
-            .await
-            .unwrap();
-        out.messages
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|m| m.body)
-            .find(|b| b.contains(needle))
-    })
-    .await
+    catalog_e2e::webhooks::queued(sqs, queue_url, needle, what, DELIVERY).await
 }
 
 /// A DynamoDB stream INSERT record of `image`, as the event source hands it to the feed.

@@ -20,6 +20,10 @@ pub const MAX_SEARCH_KEYS: usize = 20;
 pub const MAX_SEARCH_CONDITIONS: usize = 10;
 /// Values of one `IN` / `NOT_IN` condition.
 pub const MAX_IN_VALUES: usize = 100;
+/// Characters of one text value a `search` condition compares (`CONTAINS`, `EQUALS`, each
+/// `IN` value): every operator's work is linear in it, and the change feed runs it on every
+/// change a filtered subscription sees.
+pub const MAX_SEARCH_TEXT_CHARS: usize = 1_000;
 /// Variants and SKUs one list page embeds with `include`.
 pub const MAX_EMBEDDED_PER_PAGE: usize = 5_000;
 
@@ -31,7 +35,8 @@ pub const MAX_FAMILIES: usize = 1_000;
 pub const MAX_PROFILES: usize = 100;
 /// Metaobject definitions per organization.
 pub const MAX_METAOBJECT_DEFINITIONS: usize = 100;
-/// Webhook subscriptions to one URL.
+/// Webhook subscriptions to one receiver: an HTTPS URL's scheme, host and port, or one
+/// queue or bus.
 pub const MAX_WEBHOOKS_PER_URL: usize = 5;
 /// Delivery replays per organization and hour.
 pub const MAX_REPLAYS_PER_HOUR: usize = 1_000;
@@ -96,8 +101,8 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row(
-        "`search`: filter keys / conditions per key / `IN` values",
-        "20 / 10 / 100",
+        "`search`: filter keys / conditions per key / `IN` values / characters of one value",
+        "20 / 10 / 100 / 1,000",
         "400",
     ),
     row(
@@ -106,7 +111,7 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row("`limit` on lists", "1 to 200 (default 100)", "400"),
-    row("API keys / webhook subscriptions / subscriptions to one URL, per organization", "100 / 50 / 5", "409"),
+    row("API keys / webhook subscriptions / subscriptions to one receiver (an HTTPS URL's scheme, host and port; a queue; a bus), per organization", "100 / 50 / 5", "409"),
     row("Attribute definitions / families / completeness profiles / metaobject definitions, per organization", "2,000 / 1,000 / 100 / 100", "409"),
     row("Languages / channels, per organization", "200 / 200", "400"),
     row("Delivery replays and test events, per organization and hour", "1,000", "429 with `Retry-After`"),
@@ -184,7 +189,10 @@ mod tests {
         );
         assert_eq!(
             limit("`search`"),
-            format!("{MAX_SEARCH_KEYS} / {MAX_SEARCH_CONDITIONS} / {MAX_IN_VALUES}")
+            format!(
+                "{MAX_SEARCH_KEYS} / {MAX_SEARCH_CONDITIONS} / {MAX_IN_VALUES} / {}",
+                grouped(MAX_SEARCH_TEXT_CHARS)
+            )
         );
         assert_eq!(
             limit("Bulk `PATCH /products` running at once"),

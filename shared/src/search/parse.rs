@@ -8,7 +8,9 @@ use crate::domain::attributes::{
     is_valid_key, AttributeDefinition, AttributeType, TargetEntity, KEY_RULE,
 };
 use crate::domain::invalid::excerpt;
-use crate::domain::limits::{MAX_IN_VALUES, MAX_SEARCH_CONDITIONS, MAX_SEARCH_KEYS};
+use crate::domain::limits::{
+    MAX_IN_VALUES, MAX_SEARCH_CONDITIONS, MAX_SEARCH_KEYS, MAX_SEARCH_TEXT_CHARS,
+};
 use crate::domain::time::Timestamp;
 use crate::domain::values::{parse_price, parse_weight};
 use crate::error::Failure;
@@ -149,11 +151,36 @@ pub fn parse_json(raw: &str) -> Result<RawSearch, Failure> {
                     ));
                 }
             }
+            if let Some(chars) = longest_text(value.as_ref()) {
+                return Err(bad(
+                    &key,
+                    format!(
+                        "operator '{op}': a value is at most {MAX_SEARCH_TEXT_CHARS} characters; this one has {chars}"
+                    ),
+                ));
+            }
             pairs.push((op, value));
         }
         out.push((key, pairs));
     }
     Ok(RawSearch(out))
+}
+
+/// The length in characters of the longest text of a condition's value (itself, or an item
+/// of its array) when it is over [`MAX_SEARCH_TEXT_CHARS`].
+fn longest_text(value: Option<&Value>) -> Option<usize> {
+    let texts: Vec<&str> = match value {
+        Some(Value::String(s)) => vec![s],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    texts
+        .into_iter()
+        // bytes bound characters from above: most texts are counted without a walk
+        .filter(|s| s.len() > MAX_SEARCH_TEXT_CHARS)
+        .map(|s| s.chars().count())
+        .filter(|n| *n > MAX_SEARCH_TEXT_CHARS)
+        .max()
 }
 
 impl RawSearch {
@@ -453,6 +480,14 @@ mod tests {
                 "filter 'product.title': expected an array of {operator, value} objects",
             ),
             (json!([1]), "query parameter 'search' must be a JSON object of filters"),
+            (
+                json!({"product.title": [{"operator": "CONTAINS", "value": format!("{}b", "a".repeat(6_014))}]}),
+                "filter 'product.title': operator 'CONTAINS': a value is at most 1000 characters; this one has 6015",
+            ),
+            (
+                json!({"_identifier": [{"operator": "IN", "value": ["a", "ä".repeat(1_001)]}]}),
+                "filter '_identifier': operator 'IN': a value is at most 1000 characters; this one has 1001",
+            ),
         ];
         for (search, error) in cases {
             assert_eq!(check(search.clone()).unwrap_err(), error, "{search}");
@@ -461,6 +496,16 @@ mod tests {
             .unwrap_err()
             .message()
             .starts_with("query parameter 'search' is not valid JSON"));
+    }
+
+    #[test]
+    fn a_value_of_the_longest_length_is_taken() {
+        let longest = "ä".repeat(MAX_SEARCH_TEXT_CHARS);
+        let f = check(json!({"product.title": [{"operator": "CONTAINS", "value": longest}]}));
+        assert_eq!(
+            f.unwrap()[0].conditions[0].operand,
+            Operand::Text("ä".repeat(MAX_SEARCH_TEXT_CHARS))
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::values::{raw_scalars, StoredValues};
 use crate::error::Failure;
 use crate::search::eval::matches;
-use crate::search::parse::{parse_json, Field, Filter, RawSearch};
+use crate::search::parse::{parse_json, Field, Filter, Operand, RawSearch};
 use crate::store::items::EntityKind;
 use crate::store::webhooks::EventFilter;
 use serde::Deserialize;
@@ -261,8 +261,23 @@ impl Compiled {
 
     /// Whether the entity of an `entity_type` event matches, as `t` shows it at `now`.
     pub fn matches(&self, entity_type: &str, t: &Tested<'_>, now: Timestamp) -> bool {
+        self.judge(entity_type, t, now, &mut Budget::new(usize::MAX))
+            .unwrap_or(false)
+    }
+
+    /// [`Compiled::matches`] within `budget`: every condition is charged the bytes it
+    /// compares before it runs (all of its operators are linear in them), so a filter whose
+    /// judgement would cost more than is left stops there, its work bounded.
+    pub fn judge(
+        &self,
+        entity_type: &str,
+        t: &Tested<'_>,
+        now: Timestamp,
+        budget: &mut Budget,
+    ) -> Result<bool, OverBudget> {
         let own = level(entity_type);
-        let test = |f: &Filter| {
+        let any = self.any;
+        for f in &self.filters {
             let facts = match key_level(&f.key) {
                 Some(k) if Some(k) != own => match k {
                     EntityKind::Product => t.product,
@@ -272,12 +287,43 @@ impl Compiled {
                 _ => Some(t.own),
             };
             // an entity whose ancestor is gone matches no key of it, as on the lists
-            facts.is_some_and(|facts| one(f, facts, hierarchy_updated_at(own, t), now))
-        };
-        match self.any {
-            true => self.filters.iter().any(test),
-            false => self.filters.iter().all(test),
+            let holds = match facts {
+                Some(facts) => one(f, facts, hierarchy_updated_at(own, t), now, budget)?,
+                None => false,
+            };
+            if holds == any {
+                // `any`: the first that holds decides; `all`: the first that does not
+                return Ok(any);
+            }
         }
+        Ok(!any)
+    }
+}
+
+/// How many bytes the filters of one change may still compare (the change feed gives each
+/// record [`Budget::PER_RECORD`] over all of its subscriptions' filters).
+#[derive(Debug)]
+pub struct Budget {
+    left: usize,
+}
+
+/// A filter's judgement would have compared more bytes than its budget had left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverBudget;
+
+impl Budget {
+    /// One record's budget: 16 MiB of compared bytes (a 400 KB entity tested by a filter of
+    /// 20 keys, before and after its change), a few milliseconds of linear work, so a batch
+    /// of 100 records is judged in well under the feed's timeout whatever its filters hold.
+    pub const PER_RECORD: usize = 16 << 20;
+
+    pub fn new(bytes: usize) -> Self {
+        Self { left: bytes }
+    }
+
+    fn charge(&mut self, bytes: usize) -> Result<(), OverBudget> {
+        self.left = self.left.checked_sub(bytes).ok_or(OverBudget)?;
+        Ok(())
     }
 }
 
@@ -298,7 +344,13 @@ fn hierarchy_updated_at(own: Option<EntityKind>, t: &Tested<'_>) -> Option<Times
 
 /// Whether `facts` satisfy every condition of `f` (`updated_at`: the tested entity's
 /// hierarchy-aware `updatedAt`).
-fn one(f: &Filter, facts: &Facts, updated_at: Option<Timestamp>, now: Timestamp) -> bool {
+fn one(
+    f: &Filter,
+    facts: &Facts,
+    updated_at: Option<Timestamp>,
+    now: Timestamp,
+    budget: &mut Budget,
+) -> Result<bool, OverBudget> {
     let (t, values): (AttributeType, Vec<String>) = match &f.field {
         Field::Attribute { key, attr_type, .. } => (
             *attr_type,
@@ -323,7 +375,24 @@ fn one(f: &Filter, facts: &Facts, updated_at: Option<Timestamp>, now: Timestamp)
         ),
         Field::Identifier => (AttributeType::Text, vec![facts.id.clone()]),
     };
-    f.conditions.iter().all(|c| matches(c, t, &values, now))
+    // each value is read once, and compared with the whole operand at most once
+    let tested: usize = values.iter().map(String::len).sum();
+    for c in &f.conditions {
+        budget.charge(tested + values.len().max(1) * operand_bytes(&c.operand))?;
+        if !matches(c, t, &values, now) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The bytes of a condition's operand (an `IN` set's in all).
+fn operand_bytes(operand: &Operand) -> usize {
+    match operand {
+        Operand::Text(s) => s.len(),
+        Operand::Texts(set) => set.iter().map(String::len).sum(),
+        _ => 0,
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use crate::domain::time::Timestamp;
 use crate::store::items::EntityKind;
 use crate::store::webhooks::Subscription;
 use crate::store::{Store, StoreError};
-use crate::webhooks::filters::{Compiled, Facts, Tested};
+use crate::webhooks::filters::{Budget, Compiled, Facts, Tested};
 use crate::webhooks::topics::{self, Action};
 use aws_lambda_events::event::dynamodb::EventRecord;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// A tree item's (PK, SK).
@@ -44,7 +45,20 @@ pub(super) struct Filtering<'a> {
     read: HashMap<Key, Facts>,
     /// Why they could not be read, when they could not.
     unreadable: Option<StoreError>,
+    /// What each record's filters may still compare, by record (`Budget::PER_RECORD` each,
+    /// over all of its subscriptions).
+    budgets: RefCell<HashMap<usize, Budget>>,
     now: Timestamp,
+}
+
+/// Why a change's place in a filter could not be judged.
+#[derive(Debug)]
+pub(super) enum Unjudged<'a> {
+    /// The ancestors the filter tests could not be read: the change waits for a retry.
+    Unreadable(&'a StoreError),
+    /// Judging it would compare more bytes than its record's budget had left: it is set
+    /// aside, not retried (the same filter on the same data costs the same again).
+    OverBudget,
 }
 
 impl<'a> Filtering<'a> {
@@ -79,6 +93,7 @@ impl<'a> Filtering<'a> {
             by_key: HashMap::new(),
             read: HashMap::new(),
             unreadable: None,
+            budgets: RefCell::new(HashMap::new()),
             now: Timestamp::now(),
         };
         for (i, record) in records.iter().enumerate() {
@@ -126,14 +141,14 @@ impl<'a> Filtering<'a> {
     }
 
     /// Whether the entity of record `i` matched `sub`'s filter before the change and after
-    /// it (`None`: the subscription has no filter); an error when an ancestor it tests could
-    /// not be read.
+    /// it (`None`: the subscription has no filter); why not when an ancestor it tests could
+    /// not be read, or its judgement would go over the record's budget.
     pub(super) fn matched(
         &self,
         i: usize,
         change: &Change,
         sub: &Subscription,
-    ) -> Result<Option<(bool, bool)>, &StoreError> {
+    ) -> Result<Option<(bool, bool)>, Unjudged<'_>> {
         let Some(c) = self.compiled.get(sub.id.as_str()) else {
             return Ok(None);
         };
@@ -143,7 +158,7 @@ impl<'a> Filtering<'a> {
         let mut variant = None;
         for (level, key) in ancestor_keys(record, &levels) {
             if let (Some(e), false) = (&self.unreadable, self.by_key.contains_key(&key)) {
-                return Err(e);
+                return Err(Unjudged::Unreadable(e));
             }
             let facts = self.ancestor(&key, i);
             match level {
@@ -152,20 +167,27 @@ impl<'a> Filtering<'a> {
                 EntityKind::Sku => {}
             }
         }
-        let side = |image: &serde_dynamo::Item, exists: bool| {
-            let own = exists.then(|| Facts::of(image)).flatten();
-            own.is_some_and(|own| {
-                let t = Tested {
-                    own: &own,
-                    product: product.as_ref(),
-                    variant: variant.as_ref(),
-                };
-                c.matches(&change.entity_type, &t, self.now)
-            })
+        let mut budgets = self.budgets.borrow_mut();
+        let budget = budgets
+            .entry(i)
+            .or_insert_with(|| Budget::new(Budget::PER_RECORD));
+        let mut side = |image: &serde_dynamo::Item, exists: bool| {
+            let Some(own) = exists.then(|| Facts::of(image)).flatten() else {
+                return Ok(false);
+            };
+            let t = Tested {
+                own: &own,
+                product: product.as_ref(),
+                variant: variant.as_ref(),
+            };
+            c.judge(&change.entity_type, &t, self.now, budget)
         };
-        let before = side(&record.change.old_image, change.action != Action::Created);
-        let after = side(&record.change.new_image, change.action != Action::Deleted);
-        Ok(Some((before, after)))
+        let judged =
+            side(&record.change.old_image, change.action != Action::Created).and_then(|before| {
+                side(&record.change.new_image, change.action != Action::Deleted)
+                    .map(|after| (before, after))
+            });
+        judged.map(Some).map_err(|_| Unjudged::OverBudget)
     }
 }
 

@@ -367,8 +367,22 @@ impl ChangeFeed {
             }) {
                 let matched = match filtering.matched(*i, change, sub) {
                     Ok(m) => m,
+                    // a filter too costly to judge on this change: set aside for the
+                    // failure queue (alarmed), the batch and every other record go on
+                    Err(filtering::Unjudged::OverBudget) => {
+                        dropped.push(SetAside {
+                            record: *i,
+                            change: change.clone(),
+                            webhook_id: Some(sub.id.clone()),
+                            reason: format!(
+                                "filter over its budget: judging this change would compare more than {} bytes",
+                                crate::webhooks::filters::Budget::PER_RECORD
+                            ),
+                        });
+                        continue;
+                    }
                     // the ancestors its filter tests could not be read: only this waits
-                    Err(e) => {
+                    Err(filtering::Unjudged::Unreadable(e)) => {
                         let what = "filter's ancestors unreadable";
                         unreadable(
                             &mut failed,

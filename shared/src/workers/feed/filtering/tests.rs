@@ -163,3 +163,32 @@ fn an_unreadable_ancestor_holds_only_the_changes_that_need_it() {
         Some(Some((true, false)))
     );
 }
+
+/// A filter whose judgement would compare more than a record's budget is not judged on
+/// it: the record's other subscriptions lose nothing of theirs, and its next record gets
+/// a budget of its own. Before, every condition ran whatever it cost.
+#[test]
+fn a_filter_over_the_records_budget_is_not_judged() {
+    // 2 MiB of text, tested by 10 conditions before and after: 40 MiB of comparisons
+    let big = "a".repeat(2 << 20);
+    let records = vec![
+        record("MODIFY", "L3/v1/s1", sku(T1, &big), sku(T2, &big)),
+        record("MODIFY", "L3/v1/s1", sku(T2, "S"), sku(T3, "M")),
+    ];
+    let changes = changes_of(&records);
+    // each holds, so each is evaluated in turn
+    let needle = "a".repeat(1_000);
+    let costly: Vec<serde_json::Value> = (0..10)
+        .map(|_| json!({"operator": "CONTAINS", "value": needle}))
+        .collect();
+    let subs = vec![subscription(json!({ "sku.size": costly }))];
+    let (f, _) = Filtering::plan(&records, &changes, |_| subs.as_slice());
+    let (i, c) = &changes[0];
+    assert!(matches!(
+        f.matched(*i, c, &subs[0]),
+        Err(Unjudged::OverBudget)
+    ));
+    // small values cost little: judged as usual
+    let (i, c) = &changes[1];
+    assert_eq!(f.matched(*i, c, &subs[0]).unwrap(), Some((false, false)));
+}
