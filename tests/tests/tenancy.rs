@@ -299,16 +299,29 @@ async fn settings_an_organization_creates_are_bounded() {
         assert_eq!(r.status, 201, "{:?}", r.body);
         ids.push(r.body["result"]["id"].as_str().unwrap().to_string());
     }
-    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one URL"});
+    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one receiver (scheme, host and port)"});
     let r = org
         .post("/v1/webhooks", json!({"url": url, "topics": ["*"]}))
         .await;
     assert_eq!((r.status, &r.body), (409, &quota));
+    // another path on the same host is the same receiver: before, 50 subscriptions could
+    // target one host, each with its own path
+    let r = org
+        .post(
+            "/v1/webhooks",
+            json!({"url": "http://127.0.0.1:9/another-path", "topics": ["*"]}),
+        )
+        .await;
+    assert_eq!((r.status, &r.body), (409, &quota));
+    assert_eq!(
+        org.get("/v1/webhooks").await.body["pagination"]["totalResults"],
+        json!(5)
+    );
     // moving another subscription onto the URL counts too; keeping its own URL does not
     let r = org
         .post(
             "/v1/webhooks",
-            json!({"url": "http://127.0.0.1:9/other", "topics": ["*"]}),
+            json!({"url": "http://127.0.0.1:8/other", "topics": ["*"]}),
         )
         .await;
     let other = r.body["result"]["id"].as_str().unwrap().to_string();
@@ -553,9 +566,9 @@ async fn leased_tokens_a_process_did_not_use_go_back_to_the_bucket() {
     }
 }
 
-/// Quotas are counted atomically with the create, on the receiver the URL names: before,
-/// ten concurrent creations to one URL made seven (limit 5), and a query string or a
-/// fragment made another URL. Ten at once, through several processes, each with its own
+/// Quotas are counted atomically with the create, on the receiver the URL names (its
+/// scheme, host and port): before, ten concurrent creations to one URL made seven (limit
+/// 5), and a query string or a fragment made another URL. Ten at once, through several processes, each with its own
 /// query string: exactly five are created, the others are refused with the quota's 409;
 /// re-pointing another subscription there (with a fragment) is refused too. The same holds
 /// for settings: ten concurrent completeness profiles two short of the quota make two.
@@ -571,7 +584,7 @@ async fn concurrent_creations_never_pass_a_quota() {
         )
     };
     let answers = futures_util::future::join_all((0..10).map(create)).await;
-    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one URL"});
+    let quota = json!({"error": "quota exceeded: an organization may have at most 5 webhook subscriptions to one receiver (scheme, host and port)"});
     let created = answers.iter().filter(|r| r.status == 201).count();
     assert_eq!(
         created,
@@ -585,7 +598,7 @@ async fn concurrent_creations_never_pass_a_quota() {
     let r = org
         .post(
             "/v1/webhooks",
-            json!({"url": "http://127.0.0.1:9/elsewhere", "topics": ["*"]}),
+            json!({"url": "http://127.0.0.1:8/elsewhere", "topics": ["*"]}),
         )
         .await;
     assert_eq!(r.status, 201, "{:?}", r.body);

@@ -6,6 +6,7 @@ use super::quotas::{over, MAX_WEBHOOKS_PER_URL};
 use super::retry::Retry;
 use super::write_plan::{WritePlan, Writer};
 use crate::context::Context;
+use crate::domain::destinations::Kind;
 use crate::domain::time::Timestamp;
 use crate::error::Failure;
 use crate::store::webhooks::Subscription;
@@ -16,27 +17,41 @@ use crate::webhooks::url_guard;
 /// another URL, both move it.
 pub const QUOTA: &str = "webhooks";
 
-/// 409 when `url` already has [`MAX_WEBHOOKS_PER_URL`] subscriptions (other than `except`):
-/// one receiver does not need more, and each one multiplies the deliveries it gets. URLs
-/// are compared as endpoints ([`url_guard::endpoint`]): a query string or fragment does not
-/// make another receiver.
+/// 409 when the receiver `kind` and `address` name already has [`MAX_WEBHOOKS_PER_URL`]
+/// subscriptions (other than `except`): one receiver does not need more, and each one
+/// multiplies the deliveries it gets. An HTTPS receiver is the URL's origin
+/// ([`url_guard::endpoint`]: scheme, host and port), so another path, query string or
+/// fragment does not make another receiver; an AWS destination's is its queue or bus.
 pub fn same_url_below_quota(
     subs: &[Subscription],
-    url: &str,
+    kind: Kind,
+    address: &str,
     except: Option<&str>,
 ) -> Result<(), Failure> {
-    let endpoint = url_guard::endpoint(url);
+    let receiver = receiver(kind, address);
     let same = subs
         .iter()
-        .filter(|s| url_guard::endpoint(&s.url) == endpoint && Some(s.id.as_str()) != except)
+        .filter(|s| receiver_of(s) == receiver && Some(s.id.as_str()) != except)
         .count();
     if same >= MAX_WEBHOOKS_PER_URL {
         return Err(over(
             MAX_WEBHOOKS_PER_URL,
-            "webhook subscriptions to one URL",
+            "webhook subscriptions to one receiver (scheme, host and port)",
         ));
     }
     Ok(())
+}
+
+/// The receiver a destination of `kind` at `address` delivers to.
+fn receiver(kind: Kind, address: &str) -> (Kind, String) {
+    match kind {
+        Kind::Https => (kind, url_guard::endpoint(address)),
+        Kind::EventBridge | Kind::Sqs => (kind, address.to_string()),
+    }
+}
+
+fn receiver_of(sub: &Subscription) -> (Kind, String) {
+    receiver(sub.kind, &sub.url)
 }
 
 /// Subscription `id`, or that it does not exist.
@@ -63,7 +78,10 @@ pub async fn modify(
             Some(u) => {
                 let claim = cx.store.quota_claim(org, QUOTA).await?;
                 let subs = cx.store.list_subscriptions(org).await?;
-                same_url_below_quota(&subs, u, Some(id)).map_err(Retry::Fail)?;
+                // a re-point keeps its destination's type
+                let kind = subs.iter().find(|s| s.id == id).map(|s| s.kind);
+                same_url_below_quota(&subs, kind.unwrap_or_default(), u, Some(id))
+                    .map_err(Retry::Fail)?;
                 Some(claim)
             }
             None => None,

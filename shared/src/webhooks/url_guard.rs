@@ -183,17 +183,18 @@ async fn resolve(name: &str, policy: UrlPolicy) -> Result<Vec<SocketAddr>, Strin
     Ok(addrs)
 }
 
-/// The receiver `url` names, for counting subscriptions per receiver: scheme, host, port and
-/// path, without the query string and fragment (which the same receiver ignores or a
-/// subscriber could vary at will). A URL that does not parse is its own endpoint.
+/// The receiver an HTTPS subscription's `url` names, for counting subscriptions per
+/// receiver: its origin (scheme, host and port, the scheme's default port made explicit),
+/// since one host serves every path, query string and fragment a subscriber could vary at
+/// will. A URL that does not parse as HTTP(S) is its own endpoint.
 pub fn endpoint(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut u) => {
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
+        Ok(u) if matches!(u.scheme(), "http" | "https") => {
+            let host = u.host_str().unwrap_or_default();
+            let port = u.port_or_known_default().unwrap_or_default();
+            format!("{}://{}:{port}", u.scheme(), host.to_ascii_lowercase())
         }
-        Err(_) => url.to_string(),
+        _ => url.to_string(),
     }
 }
 
@@ -229,20 +230,24 @@ mod tests {
     }
 
     #[test]
-    fn an_endpoint_is_a_url_without_query_or_fragment() {
+    fn an_endpoint_is_a_urls_origin() {
         for (a, b) in [
             ("https://h.example/hook?x=1", "https://h.example/hook"),
             ("https://H.example:443/hook#f", "https://h.example/hook"),
             ("https://h.example/hook?", "https://h.example/hook"),
+            // one host serves every path
+            ("https://h.example/a", "https://h.example/b/c"),
+            ("http://h.example:80/a", "http://h.example/z"),
         ] {
             assert_eq!(endpoint(a), endpoint(b), "{a}");
         }
-        assert_ne!(
-            endpoint("https://h.example/a"),
-            endpoint("https://h.example/b")
-        );
+        assert_eq!(endpoint("https://h.example/a"), "https://h.example:443");
         assert_ne!(
             endpoint("https://h.example:8443/a"),
+            endpoint("https://h.example/a")
+        );
+        assert_ne!(
+            endpoint("http://h.example/a"),
             endpoint("https://h.example/a")
         );
     }

@@ -337,7 +337,7 @@ async fn create(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     // Both quotas, the organization's and the URL's, counted atomically with the create.
     let count = || async {
         let subs = app.store.list_subscriptions(call.org()).await?;
-        same_url_below_quota(&subs, &sub.url, None)?;
+        same_url_below_quota(&subs, sub.kind, &sub.url, None)?;
         Ok(subs.len())
     };
     let new = &sub;
