@@ -23,9 +23,50 @@ pub(super) struct Envelope<'a> {
     pub group: String,
 }
 
-/// Most regions a process keeps clients for (an allow-list with a wildcard region admits
-/// any name that looks like one).
+/// Most regions a process keeps clients for at once (an allow-list with a wildcard region
+/// admits any name that looks like one): past it, the region used least recently gives its
+/// place up, so names one tenant makes up cost that tenant a client built again, never
+/// another tenant's delivery.
 const MAX_REGIONS: usize = 16;
+
+/// Clients by region, at most [`MAX_REGIONS`], the least recently used evicted first.
+struct RegionCache<T> {
+    entries: HashMap<String, (T, u64)>,
+    tick: u64,
+}
+
+impl<T: Clone> RegionCache<T> {
+    fn new() -> Self {
+        Self {
+            entries: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    fn get(&mut self, region: &str) -> Option<T> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.entries.get_mut(region).map(|(value, used)| {
+            *used = tick;
+            value.clone()
+        })
+    }
+
+    fn insert(&mut self, region: String, value: T) {
+        if self.entries.len() >= MAX_REGIONS && !self.entries.contains_key(&region) {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(r, _)| r.clone());
+            if let Some(oldest) = oldest {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.tick += 1;
+        self.entries.insert(region, (value, self.tick));
+    }
+}
 
 #[derive(Clone)]
 struct Clients {
@@ -36,7 +77,7 @@ struct Clients {
 /// The AWS clients of the delivery worker, built on first use.
 pub(super) struct AwsSenders {
     shared: OnceCell<aws_config::SdkConfig>,
-    by_region: Mutex<HashMap<String, Clients>>,
+    by_region: Mutex<RegionCache<Clients>>,
     role: Option<String>,
     allowed: Allowed,
     timeout: std::time::Duration,
@@ -47,7 +88,7 @@ impl AwsSenders {
     pub fn new(config: &WebhookConfig) -> Self {
         Self {
             shared: OnceCell::new(),
-            by_region: Mutex::new(HashMap::new()),
+            by_region: Mutex::new(RegionCache::new()),
             role: config.destination_role.clone(),
             allowed: config.allowed.clone(),
             timeout: config.timeout,
@@ -59,12 +100,7 @@ impl AwsSenders {
         let shared = self.shared.get_or_init(aws_config::load_from_env).await;
         let mut by_region = self.by_region.lock().await;
         if let Some(c) = by_region.get(&region) {
-            return Ok(c.clone());
-        }
-        if by_region.len() >= MAX_REGIONS {
-            return Err(format!(
-                "no more than {MAX_REGIONS} regions are delivered to"
-            ));
+            return Ok(c);
         }
         let mut builder = shared.to_builder();
         builder.set_region(Some(aws_config::Region::new(region.clone())));
@@ -112,6 +148,7 @@ impl AwsSenders {
             return Err("no destination role is configured (CATALOG_DESTINATION_ROLE_ARN)".into());
         }
         let clients = self.clients(region).await?;
+        let body = &*aws_text(body);
         match destination {
             Destination::EventBridge { bus_arn } => {
                 let entry = PutEventsRequestEntry::builder()
@@ -161,6 +198,26 @@ impl AwsSenders {
             Destination::Https { .. } => Err("not an AWS destination".into()),
         }
     }
+}
+
+/// `body` (JSON text) as SQS and EventBridge take it: both refuse any character outside
+/// XML's (`#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]`), which
+/// leaves U+FFFE and U+FFFF of what JSON text can hold raw (serde_json escapes the
+/// control characters; Rust strings hold no surrogates). They can stand only inside a JSON
+/// string, so each is written as its `\uXXXX` escape: the same JSON value, a body AWS takes.
+pub(super) fn aws_text(body: &str) -> std::borrow::Cow<'_, str> {
+    let refused = |c: char| matches!(c, '\u{FFFE}' | '\u{FFFF}');
+    if !body.contains(refused) {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let mut out = String::with_capacity(body.len() + 8);
+    for c in body.chars() {
+        match c {
+            c if refused(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// A FIFO queue's message group of an entity: `<entity_type>:<identifier>`, or, when that
@@ -223,6 +280,43 @@ mod tests {
             refused("PutEvents", None, false),
             "PutEvents failed: AWS could not be reached in time, or the destination role could not be assumed"
         );
+    }
+
+    #[test]
+    fn made_up_regions_evict_the_least_recently_used_never_refuse_a_delivery() {
+        let mut cache = super::RegionCache::new();
+        cache.insert("eu-west-1".to_string(), 1);
+        for i in 0..100 {
+            // a tenant's made-up regions, each kept in turn
+            cache.insert(format!("xx-fake-{i}"), i);
+            // another tenant's region, in use all along, stays
+            assert_eq!(cache.get("eu-west-1"), Some(1));
+            assert!(cache.entries.len() <= super::MAX_REGIONS);
+        }
+        assert_eq!(cache.entries.len(), super::MAX_REGIONS);
+        assert_eq!(cache.get("xx-fake-0"), None);
+        assert_eq!(cache.get("xx-fake-99"), Some(99));
+        // a region evicted is built again on its next use
+        cache.insert("xx-fake-0".to_string(), 0);
+        assert_eq!(cache.get("xx-fake-0"), Some(0));
+        assert_eq!(cache.get("eu-west-1"), Some(1));
+    }
+
+    #[test]
+    fn bodies_hold_no_character_aws_refuses() {
+        let body = serde_json::json!({"identifier": "a\u{FFFE}b\u{FFFF}", "name": "ä\u{FFFD}"})
+            .to_string();
+        let sent = super::aws_text(&body);
+        // U+FFFD is a character AWS takes: it stays as it was
+        let expected = r#"{"identifier":"a\ufffeb\uffff","name":"ä"#.to_string() + "\u{FFFD}\"}";
+        assert_eq!(sent, expected);
+        // the same JSON value
+        let back: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(back["identifier"], "a\u{FFFE}b\u{FFFF}");
+        assert!(matches!(
+            super::aws_text("{}"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
