@@ -8,6 +8,9 @@
 #   .tools/clients-ts), and tsc over tests/clients/smoke.ts, the workflow
 #   tests/tests/clients.rs runs against the real functions (compiled to
 #   target/clients/typescript/smoke.js).
+# Each request body and 2xx answer must come out typed in both (scripts/check-client-types.py:
+# the Python client's code is read, the TypeScript types are asserted in typed.ts, which tsc
+# compiles beside smoke.ts); an untyped one fails, named by its operation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY_CLIENT_VERSION="0.29.1"
@@ -39,16 +42,18 @@ echo "post_hooks: []" > target/clients-python.yaml
 "$PY/bin/openapi-python-client" generate --path docs/openapi.yaml --output-path "$OUT/python" \
   --config target/clients-python.yaml --fail-on-warning
 [ -d "$OUT/python/catalog_api_client" ] || { echo "[clients] the Python client was not generated" >&2; exit 1; }
+"$PY/bin/python" scripts/check-client-types.py python docs/openapi.yaml "$OUT/python/catalog_api_client"
 # the generated package and the smoke workflow, as strictly as mypy checks
 (cd "$OUT/python" && "../../../$PY/bin/mypy" --strict --no-incremental catalog_api_client ../../../tests/clients/smoke.py)
 echo "[clients] typescript: $OUT/typescript" >&2
 "$TS/node_modules/.bin/openapi-typescript" docs/openapi.yaml -o "$OUT/typescript/schema.d.ts" --silent
 cp tests/clients/smoke.ts "$OUT/typescript/"
+"$PY/bin/python" scripts/check-client-types.py typescript docs/openapi.yaml "$OUT/typescript/typed.ts"
 ln -sfn "$PWD/$TS/node_modules" "$OUT/typescript/node_modules"
 cat > "$OUT/typescript/tsconfig.json" <<'JSON'
 {"compilerOptions": {"strict": true, "target": "ES2022", "module": "NodeNext",
   "moduleResolution": "NodeNext", "outDir": ".", "skipLibCheck": true, "types": ["node"]},
- "files": ["smoke.ts"]}
+ "files": ["smoke.ts", "typed.ts"]}
 JSON
 echo '{"type": "module"}' > "$OUT/typescript/package.json"
 "$TS/node_modules/.bin/tsc" -p "$OUT/typescript"

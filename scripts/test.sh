@@ -29,6 +29,9 @@ stage "infra/template.yaml: SAM expansion, cfn-lint, checkov, IAM wildcard scan"
 scripts/lint-template.sh
 stage "docs/openapi.yaml: OpenAPI 3.1 validation"
 scripts/check-openapi.sh
+# no break of the last release's clients unless docs/openapi-breaks.txt allows it; the self-test first
+.tools/openapi/bin/python scripts/check-openapi-breaks.py --self-test
+.tools/openapi/bin/python scripts/check-openapi-breaks.py
 stage "clients generated from docs/openapi.yaml (Python, TypeScript), type-checked"
 scripts/clients.sh
 stage "webhook verification snippets in docs/webhooks.md (python3, node)"

@@ -1,14 +1,16 @@
 """The Python client's smoke workflow (tests/tests/clients.rs runs it against the real
 functions): the client openapi-python-client generates from docs/openapi.yaml (make
 clients), checked with mypy --strict beside it. Upserts a tree, lists it filtered, writes
-under If-Match (and is refused with a stale tag), writes in bulk, and reads the errors.
-CATALOG_URL (the API's base, ending in /v1) and CATALOG_KEY come from the environment."""
+under If-Match (and is refused with a stale tag), writes in bulk, reads the errors, and
+sends a webhook's typed body the server refuses. CATALOG_URL (the API's base, ending in
+/v1) and CATALOG_KEY come from the environment."""
 
 import json
 import os
 
 from catalog_api_client import AuthenticatedClient
 from catalog_api_client.api.attributes import post_attributes
+from catalog_api_client.api.webhooks import post_webhooks
 from catalog_api_client.api.products import (
     get_products,
     get_products_identifier,
@@ -20,6 +22,7 @@ from catalog_api_client.models import (
     GetProductsResponse200,
     ProductBulkItem,
     ProductPatch,
+    WebhookCreate,
 )
 
 
@@ -87,4 +90,8 @@ check(statuses == [201, 400], "a status per line", bulk.content)
 missing = get_products_identifier.sync_detailed("py-none", client=client)
 check(missing.status_code == 404, "a missing product", missing.content)
 check(isinstance(error_of(missing.content), str), "404 names the problem", missing.content)
+# POST /webhooks takes its model (issue 60: it was `Any`); url-or-destination is the server's rule
+aimless = post_webhooks.sync_detailed(client=client, body=WebhookCreate(topics=["product.*"]))
+check(aimless.status_code == 400, "a webhook with neither url nor destination", aimless.content)
+check(isinstance(error_of(aimless.content), str), "400 names the problem", aimless.content)
 print("python smoke: ok")

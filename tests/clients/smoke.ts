@@ -1,7 +1,8 @@
 // The TypeScript client's smoke workflow (tests/tests/clients.rs runs it against the real
 // functions): openapi-typescript's types of docs/openapi.yaml with openapi-fetch's client,
 // type-checked by tsc before it runs. Upserts a tree, lists it filtered, writes under
-// If-Match (and is refused with a stale tag), writes in bulk, and reads the errors.
+// If-Match (and is refused with a stale tag), writes in bulk, reads the errors, and sends a
+// webhook's typed body the server refuses.
 // CATALOG_URL (the API's base, ending in /v1) and CATALOG_KEY come from the environment.
 import createClient from "openapi-fetch";
 import type { paths } from "./schema.js";
@@ -72,6 +73,10 @@ async function main(): Promise<void> {
   });
   check(missing.response.status === 404, "a missing product", missing.error ?? missing.data);
   check(missing.error !== undefined && "error" in missing.error, "404 names the problem", missing.error);
+  // POST /webhooks: a typed body; url-or-destination is the server's rule (issue 60)
+  const aimless = await client.POST("/webhooks", { body: { topics: ["product.*"] } });
+  check(aimless.response.status === 400, "a webhook with neither url nor destination", aimless.error ?? aimless.data);
+  check(aimless.error !== undefined && "error" in aimless.error, "400 names the problem", aimless.error);
   console.log("typescript smoke: ok");
 }
 

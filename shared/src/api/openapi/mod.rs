@@ -209,7 +209,7 @@ fn content(schema: Value) -> Value {
 fn success(op: &Doc) -> Value {
     let included = ("included", array(r("Metaobject")), false);
     let schema = match op.body {
-        Body::Document => json!({"type": "object", "description": "An OpenAPI 3.1 document"}),
+        Body::Document => document_answer(),
         Body::Bare(name) => r(name),
         Body::Lines(name) => object(&[("result", array(r(name)), true)]),
         Body::Single(name) => {

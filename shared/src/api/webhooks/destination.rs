@@ -60,7 +60,10 @@ schema::requiring!(
     WebhookVerify = VerifyBody, ["token"]
 );
 
-/// The body of POST /webhooks: `topics`, and `url` or `destination` (not both).
+/// The body of POST /webhooks: `topics`, and `url` or `destination` (not both). The rule is
+/// `if`/`then`/`else` in the object schema, not a top-level `oneOf`: generators make a
+/// `oneOf` body a union of anonymous schemas (openapi-python-client: `Any`, and no
+/// `WebhookCreate` model), while they type an object with `if` as its properties say.
 pub(super) struct WebhookCreate;
 
 impl JsonSchema for WebhookCreate {
@@ -71,13 +74,19 @@ impl JsonSchema for WebhookCreate {
     fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let mut schema = <WebhookFields as JsonSchema>::json_schema(g);
         schemars::transform::Transform::transform(&mut schema::Required(&["topics"]), &mut schema);
+        // exactly one of the two: with `url`, no `destination`; without it, `destination`
+        schema.insert("if".into(), serde_json::json!({"required": ["url"]}));
         schema.insert(
-            "oneOf".into(),
-            serde_json::json!([{"required": ["url"]}, {"required": ["destination"]}]),
+            "then".into(),
+            serde_json::json!({"not": {"required": ["destination"]}}),
+        );
+        schema.insert(
+            "else".into(),
+            serde_json::json!({"required": ["destination"]}),
         );
         schema.insert(
             "description".into(),
-            "The body of POST /webhooks: `topics`, and `url` or `destination`.".into(),
+            "The body of POST /webhooks: `topics`, and exactly one of `url` and `destination` (both or neither: 400).".into(),
         );
         schema
     }
