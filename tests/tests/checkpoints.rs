@@ -570,3 +570,72 @@ async fn a_reload_without_room_for_two_copies_swaps_them() {
     assert_eq!(again.body["pagination"]["totalResults"], json!(30));
     assert_eq!(again.body["result"][7]["name"], json!("Swapped"));
 }
+
+/// A list whose last build failed waits out its backoff while the others are built, and
+/// its note goes once a build succeeds: before, a list that could not be built kept the
+/// oldest checkpoint and was tried first on every run, so no other list was built again.
+#[tokio::test]
+async fn a_list_whose_build_failed_waits_out_its_backoff() {
+    imports().await;
+    let (stuck, fine) = (Org::new().await, Org::new().await);
+    for org in [&stuck, &fine] {
+        seed(org, 10, |i| (format!("p{i}"), format!("P {i}"))).await;
+        get(org, "products@ckpt-backoff", "/v1/products?limit=200").await;
+    }
+    let s3 = s3_client(moto());
+    // the note the builder leaves after a failed build, just now
+    let note = format!("checkpoints/{}/product/failed-1", stuck.id);
+    s3.put_object()
+        .bucket(BUCKET)
+        .key(&note)
+        .body(b"Query: throttled".to_vec().into())
+        .send()
+        .await
+        .expect("noted");
+    let counts = |run: &Value| {
+        (
+            run["lists"].clone(),
+            run["built"].clone(),
+            run["waiting"].clone(),
+            run["failed"].clone(),
+        )
+    };
+    let run = build(&stuck).await;
+    assert_eq!(
+        counts(&run),
+        (json!(1), json!(0), json!(1), json!(0)),
+        "{run}"
+    );
+    let key = |org: &Org| format!("checkpoints/{}/product/2", org.id);
+    assert_eq!(synced(&s3, &key(&stuck)).await, None);
+    let run = build(&fine).await;
+    assert_eq!(
+        counts(&run),
+        (json!(1), json!(1), json!(0), json!(0)),
+        "{run}"
+    );
+    written(&s3, &key(&fine)).await;
+    // an old note (its backoff over): the list is built, and the note removed
+    s3.delete_object()
+        .bucket(BUCKET)
+        .key(&note)
+        .send()
+        .await
+        .expect("deleted");
+    let old = format!("checkpoints/{}/product/failed-0", stuck.id);
+    s3.put_object()
+        .bucket(BUCKET)
+        .key(&old)
+        .body(b"Query: throttled".to_vec().into())
+        .send()
+        .await
+        .expect("noted");
+    let run = build(&stuck).await;
+    assert_eq!(
+        counts(&run),
+        (json!(1), json!(1), json!(0), json!(0)),
+        "{run}"
+    );
+    written(&s3, &key(&stuck)).await;
+    assert!(!exists(&s3, &old).await, "the note of the failures stayed");
+}

@@ -624,6 +624,7 @@ fn every_alarm_names_a_metric_that_exists() {
         "AWS/DynamoDB WriteThrottleEvents",
         "custom ImportRunsDeferred",
         "custom CheckpointAgeMs",
+        "custom CheckpointBuildsFailed",
     ] {
         assert!(seen.contains(wanted), "no alarm on {wanted}: {seen:?}");
     }
@@ -633,8 +634,8 @@ fn every_alarm_names_a_metric_that_exists() {
     let functions = of_type("AWS::Lambda::Function").len();
     assert_eq!(functions, 18);
     // every function's errors and throttles (the scheduled checkpoint builder's errors
-    // only), and 16 more
-    assert_eq!(alarms.len(), 2 * functions - 1 + 16);
+    // only), and 17 more
+    assert_eq!(alarms.len(), 2 * functions - 1 + 17);
     // The deferred-import metric counts a line the worker really logs, and so do the
     // checkpoint builder's.
     assert!(read("shared/src/workers/import.rs").contains("\"import deferred\""));

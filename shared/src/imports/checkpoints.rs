@@ -5,7 +5,7 @@
 
 use crate::domain::time::Timestamp;
 use crate::search::snapshot::{
-    list_of, wanted_key, CheckpointStore, Fetched, Stamp, CHECKPOINT_PREFIX,
+    failed_key, failure_of, list_of, wanted_key, CheckpointStore, Fetched, Stamp, CHECKPOINT_PREFIX,
 };
 use crate::store::items::EntityKind;
 use aws_sdk_s3::config::http::HttpResponse;
@@ -41,6 +41,27 @@ enum Read {
     /// A later part's version is not the first part's: the checkpoint was replaced.
     Replaced,
     Failed(String),
+}
+
+/// A list in use, as the bucket's listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub org: String,
+    pub kind: EntityKind,
+    /// When its checkpoint was written (seconds since the epoch), when it has one.
+    pub written: Option<i64>,
+    /// Its checkpoint's size.
+    pub bytes: Option<u64>,
+    /// Its builds' failures in a row, when the last one failed.
+    pub failed: Option<Failed>,
+}
+
+/// The last builds of a list failed: how many in a row, the last one when (seconds since
+/// the epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failed {
+    pub failures: u32,
+    pub at: i64,
 }
 
 /// Checkpoints in `bucket`.
@@ -95,10 +116,12 @@ impl S3Checkpoints {
     }
 
     /// The lists in use (those with a note, refreshed by the serving processes that load
-    /// them), the ones whose checkpoint is oldest (or missing) first.
-    pub async fn lists(&self) -> Result<Vec<(String, EntityKind)>, String> {
+    /// them), each with what the listing tells of its checkpoint and of its failed builds:
+    /// one ListObjectsV2 per 1,000 objects, nothing read.
+    pub async fn lists(&self) -> Result<Vec<Listed>, String> {
         let mut noted = BTreeSet::new();
         let mut written = HashMap::new();
+        let mut failed = HashMap::new();
         let mut pages = self
             .client
             .list_objects_v2()
@@ -110,20 +133,78 @@ impl S3Checkpoints {
             let page = page.map_err(|e| format!("ListObjectsV2: {}", DisplayErrorContext(&e)))?;
             for object in page.contents() {
                 let Some(key) = object.key() else { continue };
+                let at = object.last_modified().map_or(0, |t| t.secs());
+                if let Some((org, kind, failures)) = failure_of(key) {
+                    failed.insert((org, kind), Failed { failures, at });
+                    continue;
+                }
                 let Some((org, kind)) = list_of(key) else {
                     continue;
                 };
                 if key == wanted_key(&org, kind) {
                     noted.insert((org, kind));
                 } else {
-                    let at = object.last_modified().map_or(0, |t| t.secs());
-                    written.insert((org, kind), at);
+                    let bytes = object.size().map_or(0, |b| b.max(0) as u64);
+                    written.insert((org, kind), (at, bytes));
                 }
             }
         }
-        let mut out: Vec<(String, EntityKind)> = noted.into_iter().collect();
-        out.sort_by_key(|list| written.get(list).copied().unwrap_or(i64::MIN));
-        Ok(out)
+        Ok(noted
+            .into_iter()
+            .map(|list| {
+                let checkpoint = written.get(&list).copied();
+                let failed = failed.remove(&list);
+                Listed {
+                    written: checkpoint.map(|(at, _)| at),
+                    bytes: checkpoint.map(|(_, bytes)| bytes),
+                    failed,
+                    org: list.0,
+                    kind: list.1,
+                }
+            })
+            .collect())
+    }
+
+    /// Notes that the build of `org`'s list of `kind` failed once more after `before`
+    /// failures in a row: the note of `before + 1` replaces the one of `before`.
+    pub async fn note_failure(
+        &self,
+        org: &str,
+        kind: EntityKind,
+        before: Option<u32>,
+        why: &str,
+    ) -> Result<(), String> {
+        let failures = before.unwrap_or(0).saturating_add(1);
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(failed_key(org, kind, failures))
+            .body(ByteStream::from(why.as_bytes().to_vec()))
+            .send()
+            .await
+            .map_err(|e| format!("PutObject: {}", DisplayErrorContext(&e)))?;
+        match before {
+            Some(n) => self.clear_failure(org, kind, n).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Removes the note of `failures` failed builds of `org`'s list of `kind` (after one
+    /// succeeded, or a newer note replaced it).
+    pub async fn clear_failure(
+        &self,
+        org: &str,
+        kind: EntityKind,
+        failures: u32,
+    ) -> Result<(), String> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(failed_key(org, kind, failures))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("DeleteObject: {}", DisplayErrorContext(&e)))
     }
 
     /// The ETag and the stamp of the checkpoint at `key`, when there is one.

@@ -129,6 +129,23 @@ pub fn wanted_key(org: &str, kind: EntityKind) -> String {
 /// Where checkpoints and notes live.
 pub const PREFIX: &str = "checkpoints/";
 const WANTED: &str = "wanted";
+const FAILED: &str = "failed-";
+
+/// The object key of the note that the last `failures` builds of `org`'s list of `kind`
+/// failed in a row (the checkpoint builder's backoff: the count is in the key, so listing
+/// the bucket tells it without a read).
+pub fn failed_key(org: &str, kind: EntityKind, failures: u32) -> String {
+    format!("{PREFIX}{org}/{}/{FAILED}{failures}", kind.as_str())
+}
+
+/// The list and the count of a failure note's object key ([`failed_key`]).
+pub fn failure_of(object_key: &str) -> Option<(String, EntityKind, u32)> {
+    let mut parts = object_key.strip_prefix(PREFIX)?.split('/');
+    let (org, kind, last) = (parts.next()?, parts.next()?, parts.next()?);
+    let failures = last.strip_prefix(FAILED)?.parse().ok()?;
+    let kind = EntityKind::parse(kind)?;
+    (parts.next().is_none() && !org.is_empty()).then(|| (org.to_string(), kind, failures))
+}
 
 /// The list an object key under [`PREFIX`] is about (its checkpoint in this format, or a
 /// note that it wants one).

@@ -30,7 +30,7 @@ mod refresh;
 
 pub use builder::{BuildPlace, Built};
 pub use checkpoint::{
-    list_of, wanted_key, CheckpointKey, CheckpointStore, Fetched, Stamp,
+    failed_key, failure_of, list_of, wanted_key, CheckpointKey, CheckpointStore, Fetched, Stamp,
     PREFIX as CHECKPOINT_PREFIX,
 };
 
