@@ -39,8 +39,15 @@ XRAY_WRITE = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 def actions(st):
     a = st.get("Action", [])
     return a if isinstance(a, list) else [a]
-def walk(name, doc):
+def statements(doc):
+    # a statement may stand behind a condition (Fn::If): both branches are checked
     for st in doc.get("Statement", []):
+        if isinstance(st, dict) and "Fn::If" in st:
+            yield from statements({"Statement": [b for b in st["Fn::If"][1:] if b != {"Ref": "AWS::NoValue"}]})
+        else:
+            yield st
+def walk(name, doc):
+    for st in statements(doc):
         for key in ("Action", "Resource", "NotAction", "NotResource"):
             vals = st.get(key, [])
             for v in vals if isinstance(vals, list) else [vals]:
@@ -57,12 +64,9 @@ def walk(name, doc):
                 # X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level
                 # permissions: `*` is the only resource they take (infra/README.md).
                 xray = key == "Resource" and v == "*" and set(actions(st)) <= XRAY_WRITE
-                # EventDestinationRole's allow-list: the queues and buses of the stack's
-                # account and region by default, or the deployment's own ARN patterns (its
-                # Deny keeps the stack's queues out; infra/README.md, "Event destinations")
-                destinations = (name == "EventDestinationRole" and key == "Resource"
-                    and set(actions(st)) == {"sqs:SendMessage", "events:PutEvents"})
-                if "*" in text and not (log_group or import_files or xray or destinations):
+                # (EventDestinationRole's allow-list is the operator's EventDestinationArns
+                # alone, no Allow when empty: it writes no wildcard of its own)
+                if "*" in text and not (log_group or import_files or xray):
                     bad.append(f"{name}: {key} {text}")
 for name, r in t["Resources"].items():
     p = r.get("Properties", {})

@@ -1202,3 +1202,62 @@ fn the_stack_can_be_wired_into_an_infrastructure() {
     assert_eq!(resource(stage)["Type"], "AWS::ApiGatewayV2::Stage");
     assert!(expanded()["Rules"]["DomainHasCertificate"].is_object());
 }
+
+/// Issue 60, 9: AWS destinations reach nothing until the operator names them. With
+/// `EventDestinationArns` at its default (empty) the webhooks function's allow-list is empty
+/// (every queue and bus is 400 at creation) and `EventDestinationRole` has no Allow at all;
+/// with patterns, both are exactly those patterns, and the role is denied every queue of the
+/// stack, which the function refuses as its own.
+#[test]
+fn aws_destinations_reach_nothing_until_the_operator_names_them() {
+    use serde_json::json;
+    let param = &expanded()["Parameters"]["EventDestinationArns"];
+    assert_eq!(
+        (&param["Type"], &param["Default"]),
+        (&json!("CommaDelimitedList"), &json!(""))
+    );
+    let patterns = json!({"Ref": "EventDestinationArns"});
+    assert_eq!(
+        expanded()["Conditions"]["HasEventDestinations"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", patterns]}, ""]}]})
+    );
+    let env = &resource("WebhooksFunction")["Properties"]["Environment"]["Variables"];
+    // the default joins to "": no pattern (domain/destinations.rs refuses every address)
+    assert_eq!(
+        env["CATALOG_EVENT_DESTINATIONS"],
+        json!({"Fn::Join": [",", patterns]})
+    );
+    let statements = resource("EventDestinationRole")["Properties"]["Policies"][0]
+        ["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap();
+    let allow = json!({"Effect": "Allow", "Action": ["sqs:SendMessage", "events:PutEvents"],
+        "Resource": patterns});
+    assert_eq!(
+        statements[0],
+        json!({"Fn::If": ["HasEventDestinations", allow, {"Ref": "AWS::NoValue"}]})
+    );
+    // no other Allow, conditioned or not
+    for st in &statements[1..] {
+        assert_eq!(st["Effect"], "Deny", "{st}");
+    }
+    let queues: BTreeSet<String> = of_type("AWS::SQS::Queue")
+        .into_iter()
+        .map(|(name, _)| json!({"Fn::GetAtt": [name, "Arn"]}).to_string())
+        .collect();
+    let denied: BTreeSet<String> = statements[1]["Resource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    assert_eq!(statements[1]["Action"], json!(["sqs:SendMessage"]));
+    assert_eq!(denied, queues);
+    let own: BTreeSet<String> = env["CATALOG_OWN_RESOURCES"]["Fn::Join"][1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    assert_eq!(own, queues);
+}

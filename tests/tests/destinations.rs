@@ -2,7 +2,8 @@
 //! EventBridge buses (a rule forwarding to a queue, read back here), through the real
 //! `webhooks`, `change-feed` and `webhook-delivery` binaries. An AWS destination gets its
 //! verification message and nothing else until its token is confirmed; the stack's own
-//! queues and anything outside the allow-list are refused at creation.
+//! queues and anything outside the allow-list are refused at creation. What a pending
+//! destination's tenant is told, and a refusal once verified: `pending_destinations.rs`.
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use catalog_e2e::webhooks::{events_client, eventually, sqs_client, webhooks};
@@ -403,55 +404,6 @@ async fn destinations_outside_the_allow_list_or_of_the_stack_are_refused() {
     assert_eq!(https.status, 201);
     // quota version GetItem, the subscriptions' Query, the counted create's transaction
     assert_eq!(https.ddb_requests(), 3);
-}
-
-#[tokio::test]
-async fn a_refusing_destination_is_logged_with_the_aws_error_code() {
-    let hooks = webhooks().await;
-    let org = Org::new().await;
-    // allowed by the allow-list, but no such queue: AWS refuses every attempt
-    let missing = format!("{}/123456789012/missing-{}", hooks.sqs_endpoint, org.id);
-    let created = subscribe(&org, json!({"type": "sqs", "queueUrl": missing}), &["*"]).await;
-    let id = created["id"].as_str().unwrap().to_string();
-    let entry = eventually("the failed verification attempt", DELIVERY, || async {
-        let log = org.get(&format!("/v1/webhooks/{id}/deliveries")).await;
-        log.body["result"]
-            .as_array()
-            .unwrap()
-            .first()
-            .filter(|d| d["attempts"].as_u64() >= Some(1))
-            .cloned()
-    })
-    .await;
-    assert_eq!(entry["event"], json!("webhook.verification"));
-    assert_eq!(
-        entry["lastError"],
-        json!("SendMessage refused: AWS.SimpleQueueService.NonExistentQueue")
-    );
-    // a rotation has no secret to rotate, a PATCH keeps the type
-    let rotate = org
-        .post(&format!("/v1/webhooks/{id}/rotate-secret"), json!({}))
-        .await;
-    assert_eq!(
-        (rotate.status, rotate.body),
-        (
-            409,
-            json!({"error": format!("webhook '{id}' delivers to sqs: IAM authenticates it, and it has no signing secret to rotate")})
-        )
-    );
-    let patch = org
-        .patch(
-            &format!("/v1/webhooks/{id}"),
-            json!({"url": "http://127.0.0.1:9/h"}),
-        )
-        .await;
-    assert_eq!(
-        (patch.status, patch.body),
-        (
-            400,
-            json!({"error": "field 'url' is for HTTPS destinations; this subscription delivers to sqs: send 'destination'"})
-        )
-    );
 }
 
 #[tokio::test]

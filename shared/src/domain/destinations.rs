@@ -43,8 +43,9 @@ impl Kind {
 }
 
 /// What the deployment lets AWS destinations be (`CATALOG_EVENT_DESTINATIONS`, ARN patterns
-/// with IAM's `*` and `?`), and the stack's own resources, never allowed
-/// (`CATALOG_OWN_RESOURCES`, and the ARNs of the queues the configuration names).
+/// with IAM's `*` and `?`; unset or empty, the template's default: none at all), and the
+/// stack's own resources, never allowed (`CATALOG_OWN_RESOURCES`, and the ARNs of the
+/// queues the configuration names).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Allowed {
     pub patterns: Vec<String>,
@@ -157,6 +158,12 @@ impl Allowed {
         if self.own.iter().any(|own| own == arn) {
             return Err(format!(
                 "field 'destination.{field}' names one of this deployment's own resources ({arn}); deliver to a queue or bus of yours"
+            ));
+        }
+        if self.patterns.is_empty() {
+            // the default: nothing until the operator names what tenants may deliver to
+            return Err(format!(
+                "field 'destination.{field}': this deployment delivers to no SQS queue or EventBridge bus (its operator allows none); use an HTTPS URL, or ask its operator to allow yours"
             ));
         }
         if !self.patterns.iter().any(|p| glob(p, arn)) {
@@ -440,6 +447,41 @@ mod tests {
         assert!(Destination::parse(&local, &a).is_err());
         let local_mode = Allowed { local: true, ..a };
         assert!(Destination::parse(&local, &local_mode).is_ok());
+    }
+
+    #[test]
+    fn by_default_no_queue_or_bus_is_allowed() {
+        // the template's default (`EventDestinationArns` empty) sets the variable empty
+        for value in [None, Some(""), Some(" , ")] {
+            let a = Allowed::from_lookup(
+                &|name| match name {
+                    "CATALOG_EVENT_DESTINATIONS" => value.map(String::from),
+                    "AWS_REGION" => Some("eu-west-1".into()),
+                    _ => None,
+                },
+                false,
+                &[],
+            );
+            assert!(a.patterns.is_empty(), "{value:?}");
+            for (destination, field) in [
+                (
+                    json!({"type": "sqs", "queueUrl": "https://sqs.eu-west-1.amazonaws.com/111122223333/catalog-prod-events-orders"}),
+                    "queueUrl",
+                ),
+                (
+                    json!({"type": "eventbridge", "eventBusArn": "arn:aws:events:eu-west-1:111122223333:event-bus/default"}),
+                    "eventBusArn",
+                ),
+            ] {
+                assert_eq!(
+                    Destination::parse(&destination, &a),
+                    Err(format!("field 'destination.{field}': this deployment delivers to no SQS queue or EventBridge bus (its operator allows none); use an HTTPS URL, or ask its operator to allow yours"))
+                );
+            }
+            // HTTPS is not the allow-list's (the address guard checks it)
+            let https = json!({"type": "https", "url": "https://example.com/h"});
+            assert!(Destination::parse(&https, &a).is_ok());
+        }
     }
 
     #[test]

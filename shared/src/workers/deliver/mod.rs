@@ -33,6 +33,7 @@ mod aws;
 mod gating;
 mod parking;
 mod payload;
+mod verification;
 
 use gating::*;
 pub use gating::{disabled_reason, gate, Gate};
@@ -232,16 +233,15 @@ impl Deliverer {
                 .await
                 .map(|_| Outcome::Done);
         }
+        // A verification message is never held behind its destination's streak, and its
+        // outcome is not the tenant's to see (verification.rs).
+        if m.action == topics::Action::Verification {
+            return self.verification(m, &sub, delivery, previous).await;
+        }
         // An endpoint not known to answer gets one attempt at a time (the probe).
         let now = Timestamp::now();
         let health = state.health.as_ref();
-        // A verification message is never held behind its destination's streak: it is the
-        // one delivery a pending destination gets (and a re-pointed one may inherit a streak).
-        let gated = match m.action {
-            topics::Action::Verification => Gate::Send,
-            _ => gate(health, now.millis()),
-        };
-        let wait = match gated {
+        let wait = match gate(health, now.millis()) {
             Gate::Send => None,
             Gate::Wait(wait) => Some(wait),
             Gate::Claim => self.claim(m).await?,
