@@ -18,6 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+/// The largest answer a synchronous Lambda invocation returns (6 MB).
+const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
+
 type Reply = oneshot::Sender<Result<Value, String>>;
 
 struct Invocation {
@@ -166,6 +169,9 @@ impl Emulator {
             )
             .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
             .route("/2018-06-01/runtime/init/error", post(init_error))
+            // Lambda takes an answer of up to 6 MB (synchronous invocations) and fails
+            // the invocation beyond it: so does the emulator (axum's default is 2 MB)
+            .layer(axum::extract::DefaultBodyLimit::max(LAMBDA_RESPONSE_BYTES))
             .with_state(instance.clone());
         let mut env = self.env.lock().expect("lock").clone();
         match variant {

@@ -1,10 +1,12 @@
 //! `GET /{products|variants|skus|assets}/{identifier}/history` (scope `catalog:read`,
 //! decisions.md "Change history"): who changed an entity, when and what, newest first, by
-//! cursor in the list envelope, kept 90 days and readable after the entity is deleted. A
-//! page is one Query, and a COUNT Query for the totals beside it (one round trip; the COUNT
-//! takes one request per 1 MB of history); one GetItem more only when the history is empty,
-//! to tell an entity without history from none. The change feed writes the entries
-//! (`workers/feed/history.rs`).
+//! cursor in the list envelope, kept 90 days and readable after the entity is deleted. The
+//! first page is one Query (with the history's head) and the oldest entry's one-item Query
+//! beside it for the total (one round trip, whatever the history's length); a later page
+//! is one Query, its cursor carrying the first page's total. A page holds at most 4 MiB of
+//! changes (`store/history/pages.rs`), so no answer nears Lambda's 6 MB. One GetItem more
+//! only when the history is empty, to tell an entity without history from none. The
+//! change feed writes the entries (`workers/feed/history.rs`).
 
 use crate::app::{handler, App, Call, Endpoint};
 use crate::auth::Scope;
@@ -128,6 +130,9 @@ fn view(e: &Entry) -> EntryView {
     }
 }
 
+/// What separates a cursor's position from the total it carries (a position holds none).
+const TOTAL_MARK: char = '|';
+
 async fn history(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let kind = entity_type(call);
     let id = call.route.identifier(0, kind)?;
@@ -135,27 +140,50 @@ async fn history(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     let limit = params.limit.0;
     let key = &app.config.cursor_key;
     let scope = format!("history/{kind}/{id}");
-    let after = match &params.cursor {
+    let opened = match &params.cursor {
         Some(c) => Some(key.open(call.org(), &scope, &c.0)?),
         None => None,
     };
-    // the page and the totals in one round trip
-    let (page, total) = in_parallel(async {
-        futures_util::try_join!(
-            app.store
-                .history_page(call.org(), kind, id, after.as_deref(), limit as usize),
-            app.store.history_count(call.org(), kind, id)
-        )
-    })
-    .await?;
-    if total == 0 && !app.store.entity_exists(call.org(), kind, id).await? {
-        return Err(ApiError::entity_not_found(kind, id));
-    }
+    let (page, total) = match opened.as_deref() {
+        // the first page, and the total beside it (one round trip)
+        None => {
+            let (page, total) =
+                in_parallel(
+                    app.store
+                        .history_first_page(call.org(), kind, id, limit as usize),
+                )
+                .await?;
+            if total == 0 && !app.store.entity_exists(call.org(), kind, id).await? {
+                return Err(ApiError::entity_not_found(kind, id));
+            }
+            (page, total)
+        }
+        // a later page: its cursor carries the first page's total
+        Some(opened) => {
+            let (after, total) = match opened.rsplit_once(TOTAL_MARK) {
+                Some((after, total)) => (after, total.parse::<u64>().ok()),
+                None => (opened, None),
+            };
+            let page = app
+                .store
+                .history_page(call.org(), kind, id, after, limit as usize);
+            match total {
+                Some(total) => (page.await?, total),
+                // a cursor made before cursors carried it
+                None => {
+                    futures_util::try_join!(page, app.store.history_total(call.org(), kind, id))?
+                }
+            }
+        }
+    };
     let mut pagination = pagination(limit, 1, total);
-    if after.is_some() {
+    if opened.is_some() {
         pagination.page = None;
     }
-    pagination.next_cursor = Some(page.next_after.map(|p| key.seal(call.org(), &scope, &p)));
+    pagination.next_cursor = Some(
+        page.next_after
+            .map(|p| key.seal(call.org(), &scope, &format!("{p}{TOTAL_MARK}{total}"))),
+    );
     let result: Vec<Value> = page.entries.iter().map(|e| to_json(view(e))).collect();
     Ok(ApiResponse::json(
         200,

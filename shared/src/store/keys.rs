@@ -225,6 +225,9 @@ pub fn history_pk(org: &str, entity_type: &str, identifier: &str) -> String {
 pub fn history_sk(at: &str, rank: u8) -> String {
     format!("{at}#{rank}")
 }
+/// The sort key of a history's head item: after every entry's position (a time, digits
+/// first), so a range `SK < HISTORY_HEAD_SK` holds the entries alone.
+pub const HISTORY_HEAD_SK: &str = "~head";
 
 /// The deletions feed of one organization and entity type (`GET /deletions`): sort key
 /// `<deletedAt>#<identifier>`, kept 30 days. Outside every index, so list snapshots never

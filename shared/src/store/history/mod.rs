@@ -2,17 +2,25 @@
 //! variant, SKU or asset, written by the change feed from the table's stream (never on a
 //! request's path), in a partition per entity (`history_pk`) that outlives the entity,
 //! read newest first. An item's key is a function of the change alone (its time and
-//! event), so a stream batch delivered again writes the same items again.
+//! event). Each entry also carries its number in the entity's history (`n`, from 1), and
+//! the partition a head item (`~head`, after every entry) with the newest entry's number
+//! and position: a page's total is the head's number less the oldest entry's, two small
+//! reads whatever the history's length (`pages.rs`). A batch delivered again finds its
+//! entries at or before the head's position, written already, and writes them no more.
 
+use super::keys::HISTORY_HEAD_SK;
 use super::keys::{history_pk, history_sk, item_key, tombstone_pk, TOMBSTONE_SK};
 use super::ops::Item;
 use super::writes::BY;
 use super::{Store, StoreError};
 use crate::domain::actor::Actor;
 use crate::domain::time::Timestamp;
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+mod pages;
+
+pub use pages::HistoryPage;
 
 /// How long history is kept.
 pub const HISTORY_RETENTION_SECS: i64 = 90 * 24 * 3600;
@@ -85,7 +93,7 @@ impl Entry {
 }
 
 /// An entry as the table keeps it.
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct EntryItem {
     #[serde(rename = "PK")]
     pk: String,
@@ -100,7 +108,65 @@ struct EntryItem {
     by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ch: Option<String>,
+    /// Its number in the entity's history, from 1 (absent on entries written before
+    /// entries were numbered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    n: Option<u64>,
     ttl: i64,
+}
+
+/// The head of an entity's history: the newest entry's number and position, kept as
+/// long as that entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct HeadItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    n: u64,
+    pos: String,
+    ttl: i64,
+}
+
+/// Numbers `entries` (of one organization) after the heads of their histories, which
+/// `heads` holds by partition: the items to write, the entries the heads show written
+/// already left out, and the heads to write after them.
+fn numbered(
+    org: &str,
+    entries: &[Entry],
+    heads: &HashMap<String, HeadItem>,
+) -> (Vec<EntryItem>, Vec<HeadItem>) {
+    let mut by_history: BTreeMap<String, Vec<EntryItem>> = BTreeMap::new();
+    for e in entries {
+        let item = EntryItem::of(org, e);
+        by_history.entry(item.pk.clone()).or_default().push(item);
+    }
+    let (mut items, mut new_heads) = (Vec::new(), Vec::new());
+    for (pk, mut list) in by_history {
+        list.sort_by(|a, b| a.sk.cmp(&b.sk));
+        let head = heads.get(&pk);
+        let mut n = head.map_or(0, |h| h.n);
+        let mut last: Option<(String, i64)> = None;
+        for mut item in list {
+            if head.is_some_and(|h| item.sk <= h.pos) {
+                continue;
+            }
+            n += 1;
+            item.n = Some(n);
+            last = Some((item.sk.clone(), item.ttl));
+            items.push(item);
+        }
+        if let Some((pos, ttl)) = last {
+            new_heads.push(HeadItem {
+                pk: pk.clone(),
+                sk: HISTORY_HEAD_SK.to_string(),
+                n,
+                pos,
+                ttl,
+            });
+        }
+    }
+    (items, new_heads)
 }
 
 impl EntryItem {
@@ -114,6 +180,7 @@ impl EntryItem {
             ev: e.event.as_str().to_string(),
             by: e.by.as_ref().map(Actor::encode),
             ch: e.changes.clone(),
+            n: None,
             ttl: e.at.millis() / 1000 + HISTORY_RETENTION_SECS,
         }
     }
@@ -141,6 +208,14 @@ pub struct Deletion {
     pub was: Option<Timestamp>,
 }
 
+/// `values` as table items.
+fn to_items<T: Serialize>(values: &[T], what: &str) -> Result<Vec<Item>, StoreError> {
+    values
+        .iter()
+        .map(|v| serde_dynamo::to_item(v).map_err(|e| StoreError::serde(what, e)))
+        .collect()
+}
+
 /// A string attribute of an item.
 fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name)
@@ -148,26 +223,34 @@ fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// One page of an entity's history, newest first.
-#[derive(Debug)]
-pub struct HistoryPage {
-    pub entries: Vec<Entry>,
-    /// The position of the page's last entry when more follow.
-    pub next_after: Option<String>,
-}
-
 impl Store {
-    /// Writes entries of `org`'s history (at most one per key): BatchWriteItem, 25 a
-    /// request, in parallel. Writing the same entries again changes nothing.
+    /// Writes entries of `org`'s history (at most one per key), numbered after their
+    /// histories' heads: one BatchGetItem of the heads (per 100 histories), the entries
+    /// (BatchWriteItem, 25 a request, in parallel), then the heads, once every entry is
+    /// written. The entries of a batch delivered again are at or before their heads: not
+    /// written again.
     pub async fn put_history(&self, org: &str, entries: &[Entry]) -> Result<(), StoreError> {
-        let items = entries
+        let mut keys: Vec<Item> = entries
             .iter()
             .map(|e| {
-                serde_dynamo::to_item(EntryItem::of(org, e))
-                    .map_err(|e| StoreError::serde("history entry", e))
+                item_key(
+                    history_pk(org, &e.entity_type, &e.identifier),
+                    HISTORY_HEAD_SK,
+                )
             })
-            .collect::<Result<Vec<Item>, StoreError>>()?;
-        self.batch_put(items).await
+            .collect();
+        keys.sort_by_key(|k| text(k, super::keys::PK).map(str::to_string));
+        keys.dedup();
+        let heads: HashMap<String, HeadItem> = self
+            .batch_get(keys)
+            .await?
+            .into_iter()
+            .filter_map(|item| serde_dynamo::from_item::<_, HeadItem>(item).ok())
+            .map(|h| (h.pk.clone(), h))
+            .collect();
+        let (items, heads) = numbered(org, entries, &heads);
+        self.batch_put(to_items(&items, "history entry")?).await?;
+        self.batch_put(to_items(&heads, "history head")?).await
     }
 
     /// The tombstones of deleted entities `(type, identifier)` of `org`, by entity: one
@@ -236,84 +319,6 @@ impl Store {
             .map_err(|e| StoreError::from_sdk("GetItem", e))?;
         Ok(out.item.is_some_and(|i| !i.is_empty()))
     }
-
-    /// How many entries the history of `entity_type` `identifier` holds: a COUNT Query
-    /// (one request per 1 MB of entries).
-    pub async fn history_count(
-        &self,
-        org: &str,
-        entity_type: &str,
-        identifier: &str,
-    ) -> Result<u64, StoreError> {
-        let pk = history_pk(org, entity_type, identifier);
-        let mut start = None;
-        let mut total = 0u64;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .select(aws_sdk_dynamodb::types::Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("Query", e))?;
-            total += page.count.max(0) as u64;
-            start = page.last_evaluated_key.filter(|k| !k.is_empty());
-            if start.is_none() {
-                return Ok(total);
-            }
-        }
-    }
-
-    /// A page of at most `limit` entries of the history of `entity_type` `identifier`,
-    /// newest first, after the position `after` (a previous page's `next_after`): one
-    /// Query (more only when the entries pass 1 MB).
-    pub async fn history_page(
-        &self,
-        org: &str,
-        entity_type: &str,
-        identifier: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<HistoryPage, StoreError> {
-        let pk = history_pk(org, entity_type, identifier);
-        let mut start = after.map(|sk| item_key(pk.clone(), sk));
-        let mut items: Vec<EntryItem> = Vec::new();
-        // one more than the page, to know whether another follows
-        let want = limit + 1;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .scan_index_forward(false)
-                .limit((want - items.len()) as i32)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("Query", e))?;
-            let found: Vec<EntryItem> = serde_dynamo::from_items(page.items.unwrap_or_default())
-                .map_err(|e| StoreError::serde("history entry", e))?;
-            items.extend(found);
-            start = page.last_evaluated_key.filter(|k| !k.is_empty());
-            if items.len() >= want || start.is_none() {
-                break;
-            }
-        }
-        let more = items.len() > limit;
-        items.truncate(limit);
-        let next_after = more.then(|| items.last().map(|i| i.sk.clone())).flatten();
-        let entries = items.into_iter().filter_map(EntryItem::entry).collect();
-        Ok(HistoryPage {
-            entries,
-            next_after,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -349,5 +354,49 @@ mod tests {
         let rank = |event| history_sk("t", Event::rank(event));
         assert!(rank(Event::Deleted) > rank(Event::Updated));
         assert!(rank(Event::Updated) > rank(Event::Created));
+    }
+
+    #[test]
+    fn entries_are_numbered_after_their_head_and_a_batch_again_writes_nothing() {
+        let e = |id: &str, ms: i64, event| Entry {
+            entity_type: "product".into(),
+            identifier: id.into(),
+            state: Timestamp::from_millis(ms),
+            at: Timestamp::from_millis(ms),
+            event,
+            by: None,
+            changes: None,
+        };
+        let batch = vec![
+            e("a", 2_000, Event::Updated),
+            e("b", 1_000, Event::Created),
+            e("a", 1_000, Event::Created),
+            e("a", 2_000, Event::Deleted),
+        ];
+        let (items, heads) = numbered("o", &batch, &HashMap::new());
+        let numbers: Vec<(&str, &str, Option<u64>)> = items
+            .iter()
+            .map(|i| (i.eid.as_str(), i.ev.as_str(), i.n))
+            .collect();
+        assert_eq!(
+            numbers,
+            vec![
+                ("a", "created", Some(1)),
+                ("a", "updated", Some(2)),
+                ("a", "deleted", Some(3)),
+                ("b", "created", Some(1)),
+            ]
+        );
+        let heads: HashMap<String, HeadItem> =
+            heads.into_iter().map(|h| (h.pk.clone(), h)).collect();
+        let a = &heads["O#o#H#product#a"];
+        assert_eq!((a.n, a.sk.as_str()), (3, HISTORY_HEAD_SK));
+        assert_eq!(a.pos, EntryItem::of("o", &batch[3]).sk);
+        // the same batch again: every entry is at or before its head
+        assert_eq!(numbered("o", &batch, &heads), (Vec::new(), Vec::new()));
+        // the next change goes on from the head
+        let (items, next) = numbered("o", &[e("a", 3_000, Event::Created)], &heads);
+        assert_eq!(items[0].n, Some(4));
+        assert_eq!(next[0].n, 4);
     }
 }
