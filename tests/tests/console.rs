@@ -9,7 +9,7 @@ use catalog::domain::credential_tags::CredentialTags;
 use catalog::domain::time::Timestamp;
 use catalog::store::console::ConsoleItem;
 use catalog_e2e::console::{exchange, link, sign_in, token_of, Session};
-use catalog_e2e::{stack, Org, Request, Response};
+use catalog_e2e::{send_to, stack, Org, Request, Response};
 use serde_json::{json, Value};
 
 fn error(r: &Response) -> &str {
@@ -524,6 +524,8 @@ async fn untagged_keys_still_work_and_their_reads_are_bounded() {
     );
     untagged.tagged = false;
     store.put_key(&untagged, None, None).await.unwrap();
+    // as an organization made before tags: its keys issued then, counted
+    assert_eq!(store.count_untagged_keys(&org.id).await.unwrap(), 1);
     let legacy = format!("cat_{key_id}_{secret}");
     let r = Request::new("GET", "/v1/products")
         .bearer(&legacy)
@@ -564,5 +566,58 @@ async fn untagged_keys_still_work_and_their_reads_are_bounded() {
     assert!(
         refused > 0 && reads <= 20 * (seconds + 1),
         "{reads} reads and {refused} refusals of {sent} calls in {seconds} started seconds"
+    );
+}
+
+/// An organization with no key issued before tags (every one made since) answers a secret
+/// of that shape with 401 and no read, once the process has read its item: before, each
+/// such made-up credential cost a read (20 a second per organization and process). Its
+/// count falls when its last untagged key is revoked.
+#[tokio::test]
+async fn an_organization_without_untagged_keys_refuses_them_without_a_read() {
+    let org = Org::new().await;
+    let store = stack().await.store();
+    let untagged = |i: usize| format!("cat_{}mk{i:04}_{}", org.id, "M".repeat(40));
+    let send = |bearer: String| async move {
+        send_to(
+            "products@untagged-free",
+            Request::new("GET", "/v1/products").bearer(&bearer),
+        )
+        .await
+    };
+    // the process reads the organization's item with its key
+    let r = send(org.key.clone()).await;
+    assert_eq!((r.status, r.ddb_requests() > 0), (200, true));
+    for i in 0..30 {
+        let r = send(untagged(i)).await;
+        assert_eq!(
+            (r.status, r.ddb_requests(), &r.body),
+            (
+                401,
+                0,
+                &json!({"error": catalog::error::UNAUTHORIZED_MESSAGE})
+            ),
+            "{i}"
+        );
+    }
+    // an organization made before tags, with one such key: counted, then revoked
+    let key_id = format!("{}legacy", org.id);
+    let mut legacy = catalog::store::items::KeyItem::issued(
+        &org.id,
+        &key_id,
+        &catalog::auth::apikey::hash_secret(&"L".repeat(40)),
+        "before tags",
+        vec!["catalog:read".into()],
+    );
+    legacy.tagged = false;
+    store.put_key(&legacy, None, None).await.unwrap();
+    assert_eq!(store.count_untagged_keys(&org.id).await.unwrap(), 1);
+    assert_eq!(
+        org.delete(&format!("/v1/api-keys/{key_id}")).await.status,
+        200
+    );
+    assert_eq!(
+        store.get_org(&org.id).await.unwrap().unwrap().untagged_keys,
+        Some(0)
     );
 }

@@ -60,6 +60,9 @@ pub struct Authenticator {
     cache: Mutex<(Entries, Entries)>,
     /// Reads of untagged keys this second, per organization (since the `Instant`).
     untagged: Mutex<(Instant, HashMap<String, u32>)>,
+    /// Organizations whose item said, when read (the `Instant`), that they hold no key
+    /// issued before tags: an untagged secret of theirs is refused without a read.
+    untagged_free: Mutex<LruCache<String, Instant>>,
 }
 
 fn lru(n: usize) -> Entries {
@@ -76,6 +79,9 @@ impl Authenticator {
             ttl,
             cache: Mutex::new((lru(keys), lru(unknown))),
             untagged: Mutex::new((Instant::now(), HashMap::new())),
+            untagged_free: Mutex::new(LruCache::new(
+                NonZeroUsize::new(MAX_KEYS).unwrap_or(NonZeroUsize::MIN),
+            )),
         }
     }
 
@@ -100,10 +106,15 @@ impl Authenticator {
             Some(r) => r,
             None => {
                 if presented == Presented::Untagged {
+                    if self.untagged_free(&parsed.org) {
+                        // no key of its could match: refused without a read
+                        return Err(ApiError::unauthorized());
+                    }
                     self.admit_untagged(&parsed.org)?;
                 }
-                let r = resolve(store, &parsed).await?;
+                let (r, untagged_keys) = resolve(store, &parsed).await?;
                 self.remember(&parsed.key_id, r.clone());
+                self.remember_org(store, &parsed.org, untagged_keys);
                 r
             }
         };
@@ -188,6 +199,35 @@ impl Authenticator {
             .map(|(_, r)| r.clone())
     }
 
+    /// Whether `org` is known, within the cache's TTL, to hold no key issued before tags.
+    fn untagged_free(&self, org: &str) -> bool {
+        let mut free = self.untagged_free.lock().unwrap_or_else(|p| p.into_inner());
+        free.get(org).is_some_and(|at| at.elapsed() < self.ttl)
+    }
+
+    /// Keeps what `org`'s item said of its keys issued before tags (`None`: no item;
+    /// `Some(None)`: not counted yet, which is counted off the request's path).
+    fn remember_org(&self, store: &Store, org: &str, untagged_keys: Option<Option<u32>>) {
+        let mut free = self.untagged_free.lock().unwrap_or_else(|p| p.into_inner());
+        match untagged_keys {
+            Some(Some(0)) => {
+                free.put(org.to_string(), Instant::now());
+            }
+            Some(None) => {
+                free.pop(org);
+                let (store, org) = (store.clone(), org.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = store.count_untagged_keys(&org).await {
+                        tracing::warn!(%org, error = %e, "untagged keys not counted");
+                    }
+                });
+            }
+            _ => {
+                free.pop(org);
+            }
+        }
+    }
+
     fn remember(&self, key_id: &str, resolved: Resolved) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let (keys, unknown) = &mut *cache;
@@ -205,9 +245,15 @@ impl Authenticator {
     }
 }
 
-async fn resolve(store: &Store, parsed: &ParsedKey) -> Result<Resolved, ApiError> {
+/// What the table says of a key id, and of its organization's keys issued before tags
+/// (`None`: the organization has no item).
+async fn resolve(
+    store: &Store,
+    parsed: &ParsedKey,
+) -> Result<(Resolved, Option<Option<u32>>), ApiError> {
     let (org, key) = store.get_org_and_key(&parsed.org, &parsed.key_id).await?;
-    Ok(match (org, key) {
+    let untagged_keys = org.as_ref().map(|o| o.untagged_keys);
+    let resolved = match (org, key) {
         (Some(org), Some(key)) if key.org == org.id => {
             let now = crate::domain::time::Timestamp::now();
             let stale = key
@@ -225,7 +271,8 @@ async fn resolve(store: &Store, parsed: &ParsedKey) -> Result<Resolved, ApiError
             resolved(key, org.api_enabled, org.rate_limit.map(Into::into))
         }
         _ => Resolved::Unknown,
-    })
+    };
+    Ok((resolved, untagged_keys))
 }
 
 fn resolved(

@@ -112,6 +112,15 @@ pub struct OrgItem {
     /// The organization's own rate limit, overriding the deployment's defaults.
     #[serde(rename = "rateLimit", default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Its live keys issued before tags (0 for every organization made since; absent:
+    /// not counted yet). None is ever issued again, so the count only falls; the
+    /// authenticator refuses an untagged secret without a read where it is 0.
+    #[serde(
+        rename = "untaggedKeys",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub untagged_keys: Option<u32>,
 }
 
 /// A rate limit as stored: tokens per second and burst.

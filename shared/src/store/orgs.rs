@@ -19,6 +19,8 @@ impl Store {
             api_enabled: true,
             created_at: Timestamp::now(),
             rate_limit: None,
+            // keys are issued tagged: it never has an untagged one
+            untagged_keys: Some(0),
         };
         self.put_new(&org, "org", None).await?;
         Ok(org)
@@ -78,6 +80,50 @@ impl Store {
         Ok(())
     }
 
+    /// Counts the organization's live keys issued before tags (a COUNT Query of its keys,
+    /// consistent) and keeps the count on its item. Keys are never issued untagged, so a
+    /// count read at any time is at least the one of every later time: a late writer leaves
+    /// a count too high (more bounded reads), never too low.
+    pub async fn count_untagged_keys(&self, org: &str) -> Result<u32, StoreError> {
+        let mut start = None;
+        let mut count = 0u32;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
+                .filter_expression(
+                    "(attribute_not_exists(tagged) OR tagged = :f) AND (attribute_not_exists(revoked) OR revoked = :f)",
+                )
+                .expression_attribute_values(":pk", AttributeValue::S(org_pk(org)))
+                .expression_attribute_values(":p", AttributeValue::S(KEY_SK_PREFIX.into()))
+                .expression_attribute_values(":f", AttributeValue::Bool(false))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("Query", e))?;
+            count += page.count.max(0) as u32;
+            start = page.last_evaluated_key.filter(|k| !k.is_empty());
+            if start.is_none() {
+                break;
+            }
+        }
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(org_pk(org), ORG_SK)))
+            .update_expression("SET untaggedKeys = :n")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(":n", AttributeValue::N(count.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        Ok(count)
+    }
+
     /// Stores a new key; fails if its id is taken.
     pub async fn put_key(
         &self,
@@ -118,6 +164,8 @@ impl Store {
         }
     }
 
+    /// Revokes a key under `condition`; a key issued before tags has the organization's
+    /// count of them taken again (best effort: a count left high costs bounded reads).
     async fn revoke_key_where(
         &self,
         org: &str,
@@ -131,14 +179,23 @@ impl Store {
             .set_key(Some(item_key(org_pk(org), key_sk(key_id))))
             .update_expression("SET revoked = :t")
             .condition_expression(condition)
-            .expression_attribute_values(":t", AttributeValue::Bool(true));
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld);
         if condition.contains(":f") {
             update = update.expression_attribute_values(":f", AttributeValue::Bool(false));
         }
-        update
+        let old = update
             .send()
             .await
-            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?
+            .attributes
+            .unwrap_or_default();
+        let untagged = !matches!(old.get("tagged"), Some(AttributeValue::Bool(true)));
+        if untagged {
+            if let Err(e) = self.count_untagged_keys(org).await {
+                tracing::warn!(%org, error = %e, "untagged keys not counted again");
+            }
+        }
         Ok(())
     }
 
