@@ -448,3 +448,45 @@ async fn a_patch_to_another_queue_asks_that_queue_for_its_token() {
         )
     );
 }
+
+/// A body holding U+FFFE or U+FFFF (an identifier may) reaches the queue with them written
+/// as JSON escapes: SQS refuses them raw, which held the organization's queue deliveries
+/// for the retry schedule. Before, they went raw. The same JSON value arrives.
+#[tokio::test]
+async fn characters_sqs_refuses_arrive_escaped() {
+    let hooks = webhooks().await;
+    let sqs = sqs_client(&hooks.sqs_endpoint);
+    let org = Org::new().await;
+    let url = queue(&sqs, &format!("catalog-odd-{}", org.id)).await;
+    let created = subscribe(
+        &org,
+        json!({"type": "sqs", "queueUrl": url}),
+        &["product.created"],
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let v = arrived(&sqs, &url, "the verification message").await;
+    let token = v[0].body["token"].as_str().unwrap();
+    assert_eq!(verify(&org, &id, token).await.status, 200);
+    let odd = "odd\u{FFFE}\u{FFFF}";
+    put_product(&org, &catalog_e2e::encode(odd), "Odd").await;
+    let body = eventually("the product.created message", DELIVERY, || async {
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        out.messages
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.body)
+            .find(|b| b.contains("product.created"))
+    })
+    .await;
+    assert!(body.contains(r#""odd\ufffe\uffff""#), "{body}");
+    assert!(!body.contains(['\u{FFFE}', '\u{FFFF}']), "{body}");
+    let delivered: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(delivered["identifier"], json!(odd));
+}
