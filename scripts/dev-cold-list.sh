@@ -102,8 +102,9 @@ first_answer() {
 echo "[cold-list] first filtered /products call, fresh stack: $(first_answer)"
 # the processes that read the index ask for the products' and SKUs' checkpoints, and the
 # checkpoint builder (every CATALOG_CHECKPOINT_SCHEDULE_SECONDS) writes them: wait for both
-# (the stack saves what its S3 holds when it stops)
-written() { grep '"checkpoint build"' "$CATALOG_DEV_DIR/watch.log" | grep '"wrote":true' | grep -c "\"kind\":\"$1\"" || true; }
+# (the stack saves what its S3 holds when it stops); the builder runs under the local poller,
+# so its lines are in poller.log
+written() { grep '"checkpoint build"' "$CATALOG_DEV_DIR/poller.log" | grep '"wrote":true' | grep -c "\"kind\":\"$1\"" || true; }
 for _ in $(seq 1 1200); do
   [ "$(written product)" -ge 1 ] && [ "$(written sku)" -ge 1 ] && break
   sleep 0.5

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole service locally, one command (make dev): installs what is missing, starts
 # DynamoDB Local (data kept in .local/dynamodb) and moto (SQS and S3), creates the table,
-# the delivery queues, the import bucket and queue, and a dev organization and key, runs every function under
+# the delivery queues, the import bucket and queue, and a dev organization and key, runs the API's functions under
 # `cargo lambda watch` behind its router on port 9000, and the local event source mappings
-# (stream -> change-feed, queues -> webhook-delivery and import-worker). Prints the base URL and key (also in
+# (stream -> change-feed, queues -> webhook-delivery and import-worker), which run those
+# functions themselves as Lambda does: a process that dies or outruns its timeout is started
+# again (tests/src/bin/local-poller.rs). Prints the base URL and key (also in
 # .local/env). Ctrl-C stops everything it started, after saving the list checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,8 +100,8 @@ CATALOG_IMPORT_QUEUE_URL=$CATALOG_IMPORT_QUEUE_URL
 ENV
 
 echo "[dev] starting functions with cargo lambda watch on 127.0.0.1:$API_PORT"
-# Up to 4 processes per function, as Lambda runs several sandboxes: the delivery pollers
-# hand over 4 batches at once, so one slow webhook endpoint cannot hold every delivery.
+# Up to 4 processes per function, as Lambda runs several sandboxes: calls at once do not
+# wait for each other (the event-driven functions run under the local poller, below).
 # shellcheck disable=SC2046 # scripts/watch-args: one flag a line, no spaces
 cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$API_PORT" --env-file "$LOCAL/functions.env" \
   --concurrency 4 $(grep -v '^#' scripts/watch-args) \
@@ -111,9 +113,12 @@ for _ in $(seq 1 600); do
 done
 
 echo "[dev] starting the local event source mappings (stream -> change-feed, queues -> webhook-delivery, import-worker)"
-CATALOG_INVOKE_URL="http://127.0.0.1:$API_PORT" CATALOG_DELIVERY_QUEUE_URL="$CATALOG_DELIVERY_QUEUE_URL" \
-  CATALOG_IMPORT_QUEUE_URL="$CATALOG_IMPORT_QUEUE_URL" \
-  target/debug/local-poller run >"$LOCAL/poller.log" 2>&1 &
+# They run the event-driven functions themselves, with the functions' settings: as Lambda,
+# a process that dies or outruns its timeout is started again, and one whose binary
+# `cargo build --workspace --bins` replaced too (cargo lambda watch starts no killed process
+# again). Their logs go to poller.log.
+# shellcheck disable=SC1091
+(set -a; source "$LOCAL/functions.env"; exec target/debug/local-poller run) >"$LOCAL/poller.log" 2>&1 &
 pids+=($!)
 
 # shellcheck disable=SC1091

@@ -1,12 +1,17 @@
 //! Local event source mappings: what Lambda does between DynamoDB Streams or SQS and a
 //! function, for DynamoDB Local and the SQS emulator. The stream poller reads every shard in
 //! order, hands batches to the change-feed function and, on a reported batch item failure,
-//! retries from that record (the batch before it is done). The queue poller receives
-//! batches of up to 10 messages, hands them to the delivery function, deletes the ones that
-//! succeeded and leaves the reported failures to their visibility timeout, as the SQS event
-//! source mapping does, with several pollers at once as its concurrency allows; it carries
-//! a chain's trace header to the next invocation and stops a chain Lambda's recursive loop
-//! detection would stop (`lineage.rs`). The tests and `make dev` both run them.
+//! retries from that record (the batch before it is done); a failed invocation (an error,
+//! a process that died, no answer within the function's timeout in infra/template.yaml,
+//! [`timeout_of`]) is retried from the batch's first record, with backoff. The queue poller
+//! receives batches of up to 10 messages, hands them to the delivery function, deletes the
+//! ones that succeeded and leaves the reported failures, or the whole batch of a failed
+//! invocation, to their visibility timeout, as the SQS event source mapping does, with
+//! several pollers at once as its concurrency allows; it carries a chain's trace header to
+//! the next invocation and stops a chain Lambda's recursive loop detection would stop
+//! (`lineage.rs`). The tests and `make dev` both run them, invoking the functions through
+//! the Runtime API emulator (`runtime.rs`), which, as Lambda, replaces a function process
+//! that died or outran its timeout.
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
@@ -33,6 +38,42 @@ pub enum Start {
 /// `MaximumRetryAttempts`).
 const STREAM_RETRIES: u32 = 20;
 const IDLE: Duration = Duration::from_millis(100);
+/// The longest wait before a failed stream invocation is tried again (the backoff doubles
+/// from [`IDLE`] up to it).
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The event-driven functions' timeouts in infra/template.yaml (seconds; checked by
+/// tests/tests/crashes.rs). Every other function has the template's global 10 s.
+pub const WORKER_TIMEOUTS: [(&str, u64); 4] = [
+    ("change-feed", 60),
+    ("webhook-delivery", 30),
+    ("import-worker", 120),
+    ("checkpoint-builder", 900),
+];
+
+/// How long Lambda lets an invocation of `function` (`<binary>@<variant>` as its binary)
+/// run before it fails it: its `Timeout` in infra/template.yaml.
+pub fn timeout_of(function: &str) -> Duration {
+    let binary = function.split_once('@').map_or(function, |(b, _)| b);
+    let seconds = WORKER_TIMEOUTS
+        .iter()
+        .find(|(name, _)| *name == binary)
+        .map_or(10, |(_, s)| *s);
+    Duration::from_secs(seconds)
+}
+
+/// Invokes `function` and fails the invocation when no answer comes within its timeout (a
+/// little more: the invoker holds the function to its timeout itself, as Lambda does, and
+/// this only guards against an invoker that never answers).
+async fn invoke_within(invoke: &Invoker, function: &str, event: Value) -> Result<Value, String> {
+    let timeout = timeout_of(function);
+    tokio::time::timeout(
+        timeout + Duration::from_secs(5),
+        invoke(function.into(), event),
+    )
+    .await
+    .unwrap_or_else(|_| Err(format!("no answer within {} s", timeout.as_secs())))
+}
 
 /// The table's stream ARN.
 pub async fn stream_arn(ddb: &aws_sdk_dynamodb::Client, table: &str) -> String {
@@ -119,20 +160,29 @@ pub async fn run_stream(
             }
             let mut batch = records;
             let mut tries = 0;
+            // the wait before the next try after a failed invocation
+            let mut backoff = IDLE;
             while !batch.is_empty() {
                 let event = stream_event(&batch, &stream_arn);
                 let t0 = std::time::Instant::now();
-                let invoked = invoke(function.clone(), event).await;
+                let invoked = invoke_within(&invoke, &function, event).await;
                 if std::env::var("CATALOG_E2E_TRACE").is_ok() {
                     eprintln!("[trace] stream {} records {:?}", batch.len(), t0.elapsed());
                 }
-                let failed_at = match invoked {
-                    Ok(resp) => first_failure(&resp).and_then(|seq| {
-                        batch.iter().position(|r| sequence(r) == Some(seq.as_str()))
-                    }),
+                let (failed_at, wait) = match invoked {
+                    Ok(resp) => {
+                        backoff = IDLE;
+                        let at = first_failure(&resp).and_then(|seq| {
+                            batch.iter().position(|r| sequence(r) == Some(seq.as_str()))
+                        });
+                        (at, IDLE)
+                    }
+                    // the whole batch again, from its first record, later each time
                     Err(e) => {
-                        eprintln!("[local] {function} failed: {e}");
-                        Some(0)
+                        eprintln!("[local] {function} failed: {e}; retrying in {backoff:?}");
+                        let wait = backoff;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        (Some(0), wait)
                     }
                 };
                 let Some(i) = failed_at else { break };
@@ -143,7 +193,7 @@ pub async fn run_stream(
                     tries = 0;
                 } else {
                     batch.drain(..i);
-                    tokio::time::sleep(IDLE).await;
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -267,14 +317,16 @@ pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Result<Str
         .ok_or_else(|| format!("{queue_url} has no ARN"))
 }
 
-/// Invokes functions through the test stack's Runtime API emulator.
+/// Invokes functions through the test stack's Runtime API emulator, each held to its
+/// timeout ([`timeout_of`]) as Lambda holds it.
 pub fn emulator_invoker() -> Invoker {
     Arc::new(|function, event| {
         Box::pin(async move {
+            let timeout = timeout_of(&function);
             crate::stack()
                 .await
                 .runtime
-                .try_invoke(&function, event)
+                .try_invoke_within(&function, event, timeout)
                 .await
         })
     })
@@ -375,7 +427,7 @@ pub fn scheduled_event() -> Value {
 pub async fn run_schedule(function: String, every: Duration, invoke: Invoker) {
     loop {
         tokio::time::sleep(every).await;
-        if let Err(e) = invoke(function.clone(), scheduled_event()).await {
+        if let Err(e) = invoke_within(&invoke, &function, scheduled_event()).await {
             eprintln!("[local-poller] {function}: {e}");
         }
     }
@@ -469,7 +521,7 @@ async fn poll_queue(
             continue;
         }
         let t0 = std::time::Instant::now();
-        let invoked = invoke(function.to_string(), event).await;
+        let invoked = invoke_within(invoke, function, event).await;
         if std::env::var("CATALOG_E2E_TRACE").is_ok() {
             eprintln!(
                 "[trace] {function} {} msgs {:?}",

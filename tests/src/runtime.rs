@@ -1,8 +1,12 @@
 //! A Lambda Runtime API emulator: each function binary runs as a real process polling
 //! `/2018-06-01/runtime/invocation/next` on its own port, exactly as inside Lambda. HTTP
 //! requests become API Gateway HTTP API (v2) events and the function's v2 response comes back.
+//! As Lambda, it replaces a process that exits (the invocation it ran fails at once) and one
+//! that does not answer within the invocation's timeout (which fails). The tests run it, and
+//! `make dev`'s local poller runs the event-driven functions under it ([`Emulator::for_dev`]).
 
 use crate::ddb::{die_with_parent, loopback_listener};
+use crate::gateway::{response_of, v2_event};
 use crate::{Request, Response};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -10,10 +14,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -31,6 +35,8 @@ struct Invocation {
     /// The X-Ray trace header Lambda hands this invocation (`Lambda-Runtime-Trace-Id`):
     /// for an SQS event, the one its messages carry, one hop further (`lineage.rs`).
     trace: Option<String>,
+    /// How long from now the function is told it has (`lambda-runtime-deadline-ms`).
+    deadline: Duration,
     reply: Reply,
 }
 
@@ -38,13 +44,67 @@ struct Invocation {
 struct Queue {
     tx: mpsc::Sender<Invocation>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Invocation>>,
+    instances: Mutex<Vec<Arc<Instance>>>,
 }
 
 /// One process of a function (a Lambda sandbox): its Runtime API and the invocation it runs.
 struct Instance {
     queue: Arc<Queue>,
     pending: Mutex<HashMap<String, Reply>>,
+    /// The running process, if any.
+    pid: Mutex<Option<u32>>,
+    /// Requests for the next invocation it has open (`next` is waiting for one).
+    asking: AtomicUsize,
 }
+
+/// Counts an open request for the next invocation while it lives.
+struct Asking<'a>(&'a AtomicUsize);
+
+impl<'a> Asking<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Queue {
+    /// After invocation `id` outran its timeout: stops the process running it, as Lambda
+    /// stops a function at its timeout, or, if no process took it, those that neither run an
+    /// invocation nor ask for one (hung between two). Their threads start them again.
+    fn stop_after_timeout(&self, id: &str) {
+        let instances = self.instances.lock().expect("lock");
+        let held = instances
+            .iter()
+            .find(|i| i.pending.lock().expect("lock").remove(id).is_some());
+        let hung: Vec<&Arc<Instance>> = match held {
+            Some(instance) => vec![instance],
+            None => instances
+                .iter()
+                .filter(|i| {
+                    i.asking.load(Ordering::Relaxed) == 0
+                        && i.pending.lock().expect("lock").is_empty()
+                })
+                .collect(),
+        };
+        for instance in hung {
+            if let Some(pid) = *instance.pid.lock().expect("lock") {
+                // SAFETY: a plain kill(2) of the emulator's own child.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// The deadline the tests' functions are told (they answer within it on a busy machine).
+const TEST_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a direct invocation of the tests waits for its answer.
+const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Processes per function: the delivery function runs several, as its event source
 /// mapping's concurrency does on AWS, so that one endpoint's slow answers cannot hold every
@@ -69,9 +129,22 @@ pub struct Emulator {
     env: Mutex<Vec<(&'static str, String)>>,
     functions: Mutex<HashMap<String, Arc<Queue>>>,
     next_id: AtomicU64,
+    /// `make dev`'s: see [`Emulator::for_dev`].
+    dev: bool,
 }
 
 impl Emulator {
+    /// `make dev`'s emulator: the binaries of `target/debug` as they are (the sources may be
+    /// edited meanwhile), a process replaced when `cargo build` replaces its binary, and each
+    /// invocation's deadline its whole timeout, as on Lambda (the tests' functions are told
+    /// 30 s at most). Processes inherit the caller's environment and `env`.
+    pub fn for_dev(env: Vec<(&'static str, String)>) -> Self {
+        Self {
+            dev: true,
+            ..Self::start(env)
+        }
+    }
+
     /// Starts the emulator's own runtime on a thread that lives as long as the process.
     pub fn start(env: Vec<(&'static str, String)>) -> Self {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -88,6 +161,7 @@ impl Emulator {
             env: Mutex::new(env),
             functions: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            dev: false,
         }
     }
 
@@ -124,6 +198,7 @@ impl Emulator {
         let queue = Arc::new(Queue {
             tx,
             rx: tokio::sync::Mutex::new(rx),
+            instances: Mutex::new(Vec::new()),
         });
         functions.insert(function.to_string(), queue.clone());
         self.launch(function, queue.clone());
@@ -148,7 +223,10 @@ impl Emulator {
             let instance = Arc::new(Instance {
                 queue: queue.clone(),
                 pending: Mutex::new(HashMap::new()),
+                pid: Mutex::new(None),
+                asking: AtomicUsize::new(0),
             });
+            queue.instances.lock().expect("lock").push(instance.clone());
             self.launch_instance(function, instance);
         }
     }
@@ -159,6 +237,7 @@ impl Emulator {
         let (binary_name, variant) = function.split_once('@').unwrap_or((function, ""));
         let binary = match binary_name {
             "peer" => crate::peer_binary(),
+            _ if self.dev => crate::repo_root().join("target/debug").join(binary_name),
             _ => crate::binary(binary_name),
         };
         let app = Router::new()
@@ -250,24 +329,51 @@ impl Emulator {
         });
         // As Lambda replaces a sandbox whose process died, a process that exits is started
         // again, and the invocation it was running fails. The thread lives as long as the
-        // test process, so the children's PDEATHSIG fires only when the tests end.
+        // test process (or the poller), so the children's PDEATHSIG fires only when it ends.
+        let dev = self.dev;
         std::thread::spawn(move || loop {
+            let built = modified(&binary);
             let child = die_with_parent(
                 Command::new(&binary)
+                    .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
                     .envs(env.clone())
                     .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}"))
                     .env("AWS_LAMBDA_FUNCTION_NAME", &name)
-                    .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
                     .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
                     .stdout(log_of(&name))
                     .stderr(Stdio::inherit()),
             )
             .spawn();
-            let Ok(mut child) = child else {
-                eprintln!("[runtime] {name} does not start");
-                return;
+            let mut child = match child {
+                Ok(child) => child,
+                // a binary being rebuilt: try again
+                Err(e) if dev => {
+                    eprintln!("[runtime] {name} does not start ({e}); trying again");
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+                Err(_) => {
+                    eprintln!("[runtime] {name} does not start");
+                    return;
+                }
             };
-            let status = child.wait();
+            *instance.pid.lock().expect("lock") = Some(child.id());
+            let status = if dev {
+                // a rebuilt binary replaces the process, as a crash does
+                loop {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        break Ok(status);
+                    }
+                    if modified(&binary) != built {
+                        eprintln!("[runtime] {name} was rebuilt: replacing its process");
+                        let _ = child.kill();
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            } else {
+                child.wait()
+            };
+            *instance.pid.lock().expect("lock") = None;
             eprintln!("[runtime] {name} exited ({status:?}); starting it again");
             let lost: Vec<Reply> = instance
                 .pending
@@ -300,7 +406,8 @@ impl Emulator {
             .unwrap_or_else(|e| panic!("{function}: {e}"))
     }
 
-    /// Invokes `function`; `Err` for an invocation error or no answer within 60 s.
+    /// Invokes `function`; `Err` for an invocation error or no answer within 60 s (then its
+    /// process is replaced).
     pub async fn try_invoke(&self, function: &str, event: Value) -> Result<Value, String> {
         self.try_invoke_as(function, self.next_request_id(), event)
             .await
@@ -312,7 +419,22 @@ impl Emulator {
         id: String,
         event: Value,
     ) -> Result<Value, String> {
-        self.try_invoke_text(function, id, event.to_string()).await
+        self.try_invoke_text(function, id, event.to_string(), TEST_TIMEOUT)
+            .await
+    }
+
+    /// Invokes `function` as Lambda does under a timeout of `timeout`: `Err` for an
+    /// invocation error, a process that exited, or no answer within `timeout` (then the
+    /// process running it is stopped and started again, as Lambda resets a sandbox).
+    pub async fn try_invoke_within(
+        &self,
+        function: &str,
+        event: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let id = self.next_request_id();
+        self.try_invoke_text(function, id, event.to_string(), timeout)
+            .await
     }
 
     /// Invokes `function` with an event given as text, exactly as sent.
@@ -321,6 +443,7 @@ impl Emulator {
         function: &str,
         id: String,
         event: String,
+        timeout: Duration,
     ) -> Result<Value, String> {
         let queue = self.queue(function);
         let (reply, answer) = oneshot::channel();
@@ -331,16 +454,24 @@ impl Emulator {
         queue
             .tx
             .send(Invocation {
-                id,
+                id: id.clone(),
                 event,
                 trace,
+                deadline: if self.dev {
+                    timeout
+                } else {
+                    timeout.min(TEST_DEADLINE)
+                },
                 reply,
             })
             .await
             .map_err(|_| "invocation queue closed".to_string())?;
-        tokio::time::timeout(Duration::from_secs(60), answer)
-            .await
-            .map_err(|_| "no answer within 60 s".to_string())?
+        let Ok(answer) = tokio::time::timeout(timeout, answer).await else {
+            // `next` skips an invocation nobody waits for: one no process took is dropped
+            queue.stop_after_timeout(&id);
+            return Err(format!("no answer within {} s", timeout.as_secs()));
+        };
+        answer
             .map_err(|_| "no reply".to_string())?
             .map_err(|e| format!("invocation error: {e}"))
     }
@@ -371,101 +502,30 @@ impl Emulator {
         let function = Self::function_for(&req.method, path);
         let id = self.next_request_id();
         let event = edit(v2_event(&req, &id).to_string());
-        self.try_invoke_text(function, id, event)
+        self.try_invoke_text(function, id, event, TEST_TIMEOUT)
             .await
             .map(response_of)
     }
 }
 
-/// The API Gateway HTTP API (v2) event of `req` (request id `id`).
-pub fn v2_event(req: &Request, id: &str) -> Value {
-    let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
-    // As API Gateway, cookies travel in `cookies`, not among the headers.
-    let headers: serde_json::Map<String, Value> = req
-        .headers
-        .iter()
-        .filter(|(k, _)| k != "cookie")
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    let cookies: Vec<&str> = req
-        .headers
-        .iter()
-        .filter(|(k, _)| k == "cookie")
-        .flat_map(|(_, v)| v.split(';').map(str::trim))
-        .collect();
-    let now = chrono::Utc::now();
-    json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "headers": headers,
-        "cookies": cookies,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": "localhost",
-            "domainPrefix": "local",
-            "http": {"method": req.method, "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "127.0.0.1", "userAgent": "catalog-e2e"},
-            "requestId": id,
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
-            "timeEpoch": now.timestamp_millis()
-        },
-        "body": req.body,
-        "isBase64Encoded": false
-    })
-}
-
-/// A function's v2 response, decoded.
-fn response_of(out: Value) -> Response {
-    let body = out["body"].as_str().unwrap_or_default();
-    // `Set-Cookie` comes back in `cookies`, as API Gateway reads it.
-    let set_cookie = out["cookies"]
-        .as_array()
-        .filter(|c| !c.is_empty())
-        .map(|c| {
-            (
-                "set-cookie".to_string(),
-                c.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        });
-    let mut headers: HashMap<String, String> = out["headers"]
-        .as_object()
-        .map(|h| {
-            h.iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_ascii_lowercase(),
-                        v.as_str().unwrap_or_default().to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    headers.extend(set_cookie);
-    Response {
-        status: out["statusCode"].as_u64().expect("statusCode") as u16,
-        headers,
-        body: serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_string())),
-    }
-}
-
 async fn next(State(q): State<Arc<Instance>>) -> impl IntoResponse {
+    let asking = Asking::new(&q.asking);
     let inv = {
         let mut rx = q.queue.rx.lock().await;
-        rx.recv().await.expect("sender kept by the emulator")
+        loop {
+            let inv = rx.recv().await.expect("sender kept by the emulator");
+            // one whose invoker gave up (its timeout) is not run
+            if !inv.reply.is_closed() {
+                break inv;
+            }
+        }
     };
     q.pending
         .lock()
         .expect("lock")
         .insert(inv.id.clone(), inv.reply);
-    let deadline = chrono::Utc::now().timestamp_millis() + 30_000;
+    drop(asking);
+    let deadline = chrono::Utc::now().timestamp_millis() + inv.deadline.as_millis() as i64;
     let mut headers = HeaderMap::new();
     headers.insert(
         "lambda-runtime-aws-request-id",
@@ -510,6 +570,11 @@ async fn fail(State(q): State<Arc<Instance>>, Path(id): Path<String>, body: Byte
 async fn init_error(body: Bytes) -> StatusCode {
     eprintln!("function init error: {}", String::from_utf8_lossy(&body));
     StatusCode::ACCEPTED
+}
+
+/// When `binary` was last written (`None` while it is being replaced).
+fn modified(binary: &std::path::Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(binary).and_then(|m| m.modified()).ok()
 }
 
 /// Where a function's log lines go: appended to `$CATALOG_E2E_LOG_DIR/<function>.log` when

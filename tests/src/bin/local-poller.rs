@@ -1,6 +1,11 @@
-//! `make dev`'s event source mappings: reads DynamoDB Local's stream and the SQS emulator's
-//! delivery and import queues the way Lambda does and invokes the functions running under
-//! `cargo lambda watch` (POST `/2015-03-31/functions/<name>/invocations`).
+//! `make dev`'s event source mappings and the Lambda service behind them: reads DynamoDB
+//! Local's stream and the SQS emulator's delivery and import queues the way Lambda does and
+//! invokes the event-driven functions (change-feed, webhook-delivery, import-worker, and
+//! checkpoint-builder on its schedule), which it runs itself as the tests do: processes of
+//! `target/debug`'s binaries under the Runtime API emulator (`runtime.rs`), each started
+//! again when it dies, outruns its timeout in infra/template.yaml or is rebuilt. (`cargo
+//! lambda watch`, which serves the API, never starts a killed function process again: its
+//! slot stays taken and the invocation it held is never answered.)
 //!
 //! Usage:
 //!   local-poller queues              creates the queues and the import bucket (S3 notifying
@@ -10,15 +15,16 @@
 //!                                    keeps the import bucket's list checkpoints in DIR
 //!                                    across restarts (`kept_checkpoints.rs`)
 //! Environment: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
-//! CATALOG_TABLE, CATALOG_DELIVERY_QUEUE_URL and CATALOG_IMPORT_QUEUE_URL (run),
-//! CATALOG_INVOKE_URL (run; e.g. http://127.0.0.1:9000).
+//! CATALOG_TABLE, CATALOG_DELIVERY_QUEUE_URL and CATALOG_IMPORT_QUEUE_URL (run); with run,
+//! the functions' own settings too (they inherit it; `scripts/dev.sh` passes
+//! `.local/functions.env`).
 
 use catalog_e2e::kept_checkpoints;
 use catalog_e2e::local::{
     create_delivery_queues, create_import_resources, run_queue, run_schedule, run_stream,
-    stream_arn, Invoker, Start,
+    stream_arn, timeout_of, Invoker, Start,
 };
-use catalog_e2e::runtime::DELIVERY_CONCURRENCY;
+use catalog_e2e::runtime::{Emulator, DELIVERY_CONCURRENCY};
 use std::sync::Arc;
 
 /// `make dev`'s import bucket (it also holds the list checkpoints).
@@ -47,24 +53,14 @@ async fn main() {
         Some("run") => {
             let ddb = aws_sdk_dynamodb::Client::new(&shared);
             let stream_arn = stream_arn(&ddb, &env("CATALOG_TABLE")).await;
-            let base = env("CATALOG_INVOKE_URL");
-            let http = reqwest::Client::new();
+            // the memory `cargo lambda watch` gives its functions (the snapshot budget is half)
+            let memory = ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096".to_string());
+            let emulator = Arc::new(Emulator::for_dev(vec![memory]));
             let invoke: Invoker = Arc::new(move |function, event| {
-                let url = format!("{base}/2015-03-31/functions/{function}/invocations");
-                let http = http.clone();
+                let emulator = emulator.clone();
                 Box::pin(async move {
-                    let r = http
-                        .post(url)
-                        .body(event.to_string())
-                        .send()
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let status = r.status();
-                    let text = r.text().await.map_err(|e| e.to_string())?;
-                    if !status.is_success() {
-                        return Err(format!("{status}: {text}"));
-                    }
-                    serde_json::from_str(&text).map_err(|e| e.to_string())
+                    let timeout = timeout_of(&function);
+                    emulator.try_invoke_within(&function, event, timeout).await
                 })
             });
             let streams = aws_sdk_dynamodbstreams::Client::new(&shared);

@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType,
 };
-use catalog_e2e::runtime::v2_event;
+use catalog_e2e::gateway::v2_event;
 use catalog_e2e::{invoke, stack, Org, Request, PEER_TABLE};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
