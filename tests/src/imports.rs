@@ -16,6 +16,9 @@ pub const BUCKET: &str = "catalog-imports-e2e";
 pub const BATCH_LINES: usize = 500;
 /// An export's parts in the tests (S3's floor is 5 MiB; moto runs with this one).
 pub const EXPORT_PART_BYTES: usize = 1024;
+/// What an export's walk holds of entities read and not yet written, in the tests (8 MiB
+/// as deployed): a few products of tens of KB.
+pub const EXPORT_PAGE_BYTES: usize = 100_000;
 
 pub struct Imports {
     pub queue_url: String,
@@ -33,9 +36,11 @@ pub async fn imports() -> &'static Imports {
                 ("CATALOG_IMPORT_SLICE_SECONDS", "1".into()),
                 ("CATALOG_IMPORT_RESERVE_SECONDS", "0".into()),
                 ("CATALOG_IMPORT_WAIT_SECONDS", "1".into()),
-                // exports: pages of 10 (a tree per line: 1), parts of 1 KiB (moto is told
-                // so), a continuation every second: a small export has many checkpoints
+                // exports: pages of 10 (a tree per line: 1) and 100 KB, parts of 1 KiB (moto
+                // is told so), a continuation every second: a small export has many
+                // checkpoints
                 ("CATALOG_EXPORT_PAGE_ITEMS", "10".into()),
+                ("CATALOG_EXPORT_PAGE_BYTES", EXPORT_PAGE_BYTES.to_string()),
                 ("CATALOG_EXPORT_PART_BYTES", EXPORT_PART_BYTES.to_string()),
                 ("CATALOG_EXPORT_SLICE_SECONDS", "1".into()),
             ])

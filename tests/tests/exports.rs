@@ -3,13 +3,15 @@
 //! shows it; an export checkpoints part by part across continuations; the file plus the
 //! changes after `asOf` is exactly the catalog while writers run; a product export imports
 //! unchanged into a second organization; requests are checked as the lists check them, and
-//! at most two run at once per organization.
+//! at most two run at once per organization; the list of exports reads only its page, and an
+//! export's walk holds its byte budget of entities, however large they are.
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use catalog_e2e::imports::imports;
 use catalog_e2e::webhooks::eventually;
 use catalog_e2e::{encode, stack, Org};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::time::Duration;
 
@@ -78,7 +80,7 @@ async fn listed(org: &Org, path: &str) -> BTreeMap<String, Value> {
 }
 
 fn tree(p: &str, color: &str) -> Value {
-    json!({"name": format!("Product {p} {}", noise(p)), "values": {"color": color}, "variants": [
+    json!({"name": format!("Product {p} {}", noise(p, 64)), "values": {"color": color}, "variants": [
         {"identifier": format!("{p}-v"), "name": "V", "skus": [
             {"identifier": format!("{p}-s1"), "name": "S1"},
             {"identifier": format!("{p}-s2"), "name": "S2"}
@@ -86,14 +88,14 @@ fn tree(p: &str, color: &str) -> Value {
     ]})
 }
 
-/// 64 letters and digits that deflate cannot shorten much, the same for each `p`: a
+/// `len` letters and digits that deflate cannot shorten much, the same for each `p`: a
 /// product line's gzip bytes are then mostly its own, and parts hold a few lines each.
-fn noise(p: &str) -> String {
+fn noise(p: &str, len: usize) -> String {
     const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut x = p.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
-    (0..64)
+    (0..len)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
@@ -532,4 +534,330 @@ async fn the_cli_exports_with_progress_and_downloads_the_file() {
         .collect();
     assert_eq!(lines.len(), 12);
     assert_eq!(lines, catalog(&org).await.into_values().collect::<Vec<_>>());
+}
+
+/// The exports partition of an organization, as stored: its records and its counts.
+async fn exports_partition(org: &Org) -> Vec<HashMap<String, AttributeValue>> {
+    catalog_e2e::stack()
+        .await
+        .partition(&format!("O#{}#E", org.id))
+        .await
+}
+
+fn text(item: &HashMap<String, AttributeValue>, name: &str) -> String {
+    item[name].as_s().unwrap().clone()
+}
+
+/// `GET /exports` reads only its page: a cursor's page reads `limit + 1` records, a numbered
+/// page those up to its end, and the total comes from the organization's counts (one small
+/// item, moved by each create in its own transaction), never from reading every record.
+/// Records hold their parts' ETags (tens of KB for large files) and an organization keeps a
+/// week of them: here 80 records of 30 KB (2.4 MB), which a list used to read whole (3
+/// Query requests, whatever the page).
+#[tokio::test]
+async fn the_export_list_reads_only_its_page_whatever_the_organization_holds() {
+    imports().await;
+    let org = Org::new().await;
+    seed(&org, 1).await;
+    // three exports, made and counted through the API (two run at most at once)
+    let mut made = Vec::new();
+    for _ in 0..3 {
+        let job = start(&org, json!({"entity": "products"})).await;
+        let id = job["id"].as_str().unwrap().to_string();
+        assert_eq!(finished(&org, &id).await["status"], "succeeded");
+        made.insert(0, id);
+    }
+    let items = exports_partition(&org).await;
+    let newest = items
+        .iter()
+        .find(|i| text(i, "SK") == made[0])
+        .unwrap()
+        .clone();
+    let ttl: i64 = newest["ttl"].as_n().unwrap().parse().unwrap();
+    // every record of a day expires at the start of the 9th day after it, with its count
+    assert_eq!(ttl % 86_400, 0);
+    let day = format!("d{}", ttl / 86_400 - 9);
+    let counts = items
+        .iter()
+        .find(|i| text(i, "SK") == "counts")
+        .expect("the counts item");
+    assert_eq!(counts[&day], AttributeValue::N("3".into()), "{counts:?}");
+
+    // 80 older records as the worker leaves them after a large file: 600 parts each
+    let store = catalog_e2e::stack().await.store();
+    let parts = AttributeValue::L(
+        (1..=600)
+            .map(|n| {
+                AttributeValue::M(HashMap::from([
+                    ("number".to_string(), AttributeValue::N(n.to_string())),
+                    (
+                        "etag".to_string(),
+                        AttributeValue::S(format!("\"{:032x}\"", n * 7_919)),
+                    ),
+                ]))
+            })
+            .collect(),
+    );
+    let older: Vec<String> = (0..80)
+        .rev()
+        .map(|i| format!("exp_00000000{i:018}"))
+        .collect();
+    for chunk in older.chunks(25) {
+        let puts = chunk
+            .iter()
+            .map(|id| {
+                let mut item = newest.clone();
+                item.insert("SK".into(), AttributeValue::S(id.clone()));
+                item.insert("id".into(), AttributeValue::S(id.clone()));
+                item.insert("parts".into(), parts.clone());
+                let put = aws_sdk_dynamodb::types::PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .unwrap();
+                aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .put_request(put)
+                    .build()
+            })
+            .collect();
+        let out = store
+            .client()
+            .batch_write_item()
+            .request_items(store.table(), puts)
+            .send()
+            .await
+            .expect("BatchWriteItem");
+        assert!(out.unprocessed_items.unwrap_or_default().is_empty());
+    }
+    store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .key("PK", AttributeValue::S(format!("O#{}#E", org.id)))
+        .key("SK", AttributeValue::S("counts".into()))
+        .update_expression("ADD #day :n")
+        .expression_attribute_names("#day", &day)
+        .expression_attribute_values(":n", AttributeValue::N("80".into()))
+        .send()
+        .await
+        .expect("UpdateItem");
+    let all: Vec<String> = made.iter().cloned().chain(older.iter().cloned()).collect();
+
+    let ids = |r: &catalog_e2e::Response| -> Vec<String> {
+        r.body["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let pagination = |r: &catalog_e2e::Response| {
+        let mut p = r.body["pagination"].clone();
+        let cursor = p["nextCursor"].take();
+        (p, cursor.as_str().map(str::to_string))
+    };
+    // a numbered page: the records up to its end (one Query) and the counts (one GetItem),
+    // in one round trip
+    let r = org.get("/v1/exports?limit=2").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!((r.ddb_requests(), r.ddb_round_trips()), (2, 1));
+    assert_eq!(ids(&r), all[..2]);
+    let (p, cursor) = pagination(&r);
+    assert_eq!(
+        p,
+        json!({"limit": 2, "page": 1, "totalPages": 42, "totalResults": 83, "nextCursor": null})
+    );
+    // each listed export as its own route shows it (its URL signed anew)
+    let unsigned = |mut v: Value| {
+        assert!(v["url"].is_string(), "{v}");
+        (v["url"], v["expiresAt"]) = (Value::Null, Value::Null);
+        v
+    };
+    let one = org.get(&format!("/v1/exports/{}", made[1])).await;
+    assert_eq!(
+        unsigned(r.body["result"][1].clone()),
+        unsigned(one.body["result"].clone())
+    );
+    let r = org.get("/v1/exports?limit=2&page=3").await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!((r.ddb_requests(), r.ddb_round_trips()), (2, 1));
+    assert_eq!(ids(&r), all[4..6]);
+    assert_eq!(pagination(&r).0["page"], 3);
+
+    // by cursor, `limit + 1` records a page, to the end: every export once, in order
+    let mut seen = Vec::new();
+    let mut next = cursor.expect("a next cursor");
+    let mut costs = Vec::new();
+    loop {
+        let r = org
+            .get(&format!("/v1/exports?limit=20&cursor={next}"))
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        costs.push(r.ddb_requests());
+        seen.extend(ids(&r));
+        let (p, cursor) = pagination(&r);
+        assert_eq!(
+            p,
+            json!({"limit": 20, "page": null, "totalPages": 5, "totalResults": 83, "nextCursor": null})
+        );
+        match cursor {
+            Some(c) => next = c,
+            None => break,
+        }
+    }
+    assert_eq!(seen, all[2..]);
+    // 21 records of 30 KB are one Query response, the 20 of the last page too
+    assert_eq!(costs, [2, 2, 2, 2, 2]);
+
+    // a cursor is this list's and this organization's, and not with `page`
+    for (query, error) in [
+        ("cursor=00.00", "query parameter 'cursor': not a cursor of this list (edited, or made for other filters)"),
+        (&format!("cursor={next}&page=2"), "query parameters 'cursor' and 'page' cannot be used together"),
+    ] {
+        let r = org.get(&format!("/v1/exports?{query}")).await;
+        assert_eq!((r.status, r.body), (400, json!({ "error": error })), "{query}");
+    }
+    let other = Org::new().await;
+    let r = other.get(&format!("/v1/exports?cursor={next}")).await;
+    assert_eq!(r.status, 400, "{:?}", r.body);
+
+    // an expired record DynamoDB has not deleted yet is neither listed nor counted
+    let mut expired = newest.clone();
+    let gone = "exp_7zzzzzzzzzzzzzzzzzzzzzzzzz".to_string();
+    expired.insert("SK".into(), AttributeValue::S(gone.clone()));
+    expired.insert("id".into(), AttributeValue::S(gone));
+    expired.insert(
+        "ttl".into(),
+        AttributeValue::N((ttl - 9 * 86_400).to_string()),
+    );
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(expired))
+        .send()
+        .await
+        .expect("PutItem");
+    let r = org.get("/v1/exports?limit=2").await;
+    assert_eq!(ids(&r), all[..2]);
+    assert_eq!(r.body["pagination"]["totalResults"], 83);
+    // it took its own Query response: the page read one record short
+    assert_eq!(r.ddb_requests(), 3);
+
+    // an organization without counts (none made since they began) is counted by reading
+    // its records: a COUNT Query, one request per 1 MB of them
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .key("PK", AttributeValue::S(format!("O#{}#E", org.id)))
+        .key("SK", AttributeValue::S("counts".into()))
+        .send()
+        .await
+        .expect("DeleteItem");
+    let r = org.get("/v1/exports?limit=2").await;
+    assert_eq!(ids(&r), all[..2]);
+    assert_eq!(r.body["pagination"]["totalResults"], 83);
+    assert_eq!(r.ddb_requests(), 3 + 3);
+}
+
+/// An export's memory follows its byte budget, not its entities' size times its page: the
+/// page being written and the one read ahead hold at most `CATALOG_EXPORT_PAGE_BYTES` of
+/// entities (100 KB here; pages of 10 products of 30 KB, and 10 more ahead, held 600 KB),
+/// as the worker counts and keeps in the record; a tree larger than the budget is read
+/// alone, its first Query response and then the rest. The files are whole and exact.
+#[tokio::test]
+async fn an_exports_walk_holds_its_byte_budget_however_large_its_entities() {
+    use catalog_e2e::imports::EXPORT_PAGE_BYTES;
+    imports().await;
+    let org = Org::new().await;
+    for (key, target) in [("description", "product"), ("notes", "sku")] {
+        org.define(json!({"key": key, "displayName": key, "targetEntity": target, "type": "text"}))
+            .await;
+    }
+    // 12 products of about 30 KB
+    let body: Vec<Value> = (0..12)
+        .map(|i| {
+            let p = format!("big{i:02}");
+            json!({"identifier": p, "name": p, "values": {"description": noise(&p, 30_000)}})
+        })
+        .collect();
+    let r = org.patch("/v1/products", Value::Array(body)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+
+    let job = start(&org, json!({"entity": "products"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let job = finished(&org, &id).await;
+    assert_eq!(
+        (&job["status"], &job["written"]),
+        (&json!("succeeded"), &json!(12)),
+        "{job}"
+    );
+    let (got, _) = lines(&job).await;
+    let mut expected = Vec::new();
+    for i in 0..12 {
+        expected.push(org.get(&format!("/v1/products/big{i:02}")).await.body["result"].clone());
+    }
+    assert_eq!(got, expected);
+    // three products at most were held at once (their bytes as DynamoDB counts them: the
+    // 30,000 of each description and the rest of its item), never a page of ten
+    let held = peak_bytes(&org, &id).await;
+    assert!(3 * 30_000 < held && held <= EXPORT_PAGE_BYTES, "{held}");
+
+    // a tree of 2.3 MB (24 SKUs of 95 KB): more than one Query response, more than the
+    // budget: held alone (nothing read beside it), whole only while its line is written,
+    // and written exactly as its detail route shows it; a variant export embedding those
+    // SKUs the same
+    let skus: Vec<Value> = (0..24)
+        .map(|i| {
+            let s = format!("tall-s{i:02}");
+            json!({"identifier": s, "name": s, "values": {"notes": noise(&s, 95_000)}})
+        })
+        .collect();
+    let r = org
+        .patch(
+            "/v1/products",
+            json!([{"identifier": "tall", "name": "Tall", "variants": [
+                {"identifier": "tall-v", "name": "V", "skus": skus}
+            ]}]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["result"][0]["status"], 201, "{:?}", r.body);
+    for (body, detail) in [
+        (
+            json!({"entity": "products", "include": ["variants", "skus"]}),
+            "/v1/products/tall?include=variants,skus",
+        ),
+        (
+            json!({"entity": "variants", "include": ["skus"]}),
+            "/v1/variants/tall-v?include=skus",
+        ),
+    ] {
+        let job = start(&org, body).await;
+        let id = job["id"].as_str().unwrap().to_string();
+        let job = finished(&org, &id).await;
+        assert_eq!(job["status"], "succeeded", "{job}");
+        let (got, _) = lines(&job).await;
+        let tall = got
+            .iter()
+            .find(|l| l["identifier"].as_str().unwrap().starts_with("tall"))
+            .unwrap();
+        assert_eq!(tall, &org.get(detail).await.body["result"], "{detail}");
+        let held = peak_bytes(&org, &id).await;
+        let tree = 24 * 95_000..24 * 95_000 + EXPORT_PAGE_BYTES;
+        assert!(tree.contains(&held), "{detail}: {held}");
+    }
+}
+
+/// The most bytes of entities export `id`'s walk held at once, as its record keeps it.
+async fn peak_bytes(org: &Org, id: &str) -> usize {
+    let items = exports_partition(org).await;
+    let record = items.iter().find(|i| text(i, "SK") == id).unwrap();
+    record
+        .get("peakBytes")
+        .expect("the record keeps its walk's peak")
+        .as_n()
+        .unwrap()
+        .parse()
+        .unwrap()
 }

@@ -1,18 +1,22 @@
 //! `/exports` routes (scope `catalog:read`, served by the `imports` function): an export
 //! is checked and counted here, then run by the import worker from the import queue
 //! (`workers/export.rs`); its status, and once written a presigned download URL, are read
-//! back here (decisions.md, "Exports and gapless sync").
+//! back here (decisions.md, "Exports and gapless sync"). The list reads only its page and
+//! the organization's export counts (`store/exports.rs`), whatever it holds beyond the
+//! page: `page` or a `cursor` (sealed like the lists' cursors), newest first.
 
 use crate::app::{App, Call};
 use crate::auth::apikey::prefixed_ulid;
 use crate::domain::limits::MAX_RUNNING_EXPORTS;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
+use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
 use crate::http::render::to_json;
 use crate::http::schema;
-use crate::http::{ApiResponse, Paging};
+use crate::http::ApiResponse;
 use crate::imports::export_key;
 use crate::store::exports::{ExportItem, ExportStatus};
+use crate::store::metrics::in_parallel;
 use crate::usecases::export::{count, ExportRequest};
 use crate::workers::export::EXPORT_HOLD;
 use schemars::JsonSchema;
@@ -180,14 +184,44 @@ pub async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     ))
 }
 
-/// GET /exports: newest first.
+/// GET /exports: newest first. One Query reads the page's records (a cursor's page:
+/// `limit + 1`, to tell whether more follow; a numbered page: the records up to its end) and
+/// one GetItem the counts, in one round trip; the counts' total, or, when the page's Query
+/// read the list to its end, the number it read. An organization without counts (none
+/// created since they began) is counted by a COUNT Query.
 pub async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
-    let query = &call.query;
-    let paging = Paging::from_query(query)?;
-    let all = app.store.list_exports(call.org()).await?;
-    let mut shown = Vec::with_capacity(all.len());
-    for job in &all[paging.range(all.len())] {
-        shown.push(render(app, call.org(), job).await?);
+    let params = call.query.typed::<CursorPageParams>()?;
+    let org = call.org();
+    let paging = CursorPaging::open(&params, &app.config.cursor_key, org, "exports".into())?;
+    let limit = paging.limit as usize;
+    let (after, skip, want) = match &paging.start {
+        Start::After(id) => (Some(id.as_str()), 0, limit + 1),
+        Start::Page(_) => (None, paging.offset(), paging.offset().saturating_add(limit)),
+    };
+    let now = Timestamp::now();
+    let (page, counted) = in_parallel(async {
+        futures_util::try_join!(
+            app.store.list_exports(org, after, want, now),
+            app.store.export_total(org, now)
+        )
+    })
+    .await?;
+    let read = page.jobs.len();
+    let total = match (&paging.start, counted) {
+        // every live record, from the newest
+        (Start::Page(_), _) if !page.more => read as u64,
+        (_, Some(total)) => total,
+        (_, None) => app.store.count_live_exports(org, now).await?,
+    };
+    let shown: Vec<&ExportItem> = page.jobs.iter().skip(skip).take(limit).collect();
+    let more = match paging.start {
+        Start::After(_) => read > limit,
+        Start::Page(_) => shown.len() == limit && page.more && total > want as u64,
+    };
+    let mut result = Vec::with_capacity(shown.len());
+    for job in &shown {
+        result.push(render(app, org, job).await?);
     }
-    Ok(paging.page_response(shown, all.len()))
+    let next = more.then(|| shown.last().map(|j| j.id.as_str())).flatten();
+    Ok(paging.respond(result, total as usize, next))
 }

@@ -9,7 +9,8 @@ use crate::auth::Scope;
 use crate::domain::time::Timestamp;
 use crate::error::ApiError;
 use crate::http::body::present;
-use crate::http::doc::{NO_QUERY, PAGE};
+use crate::http::cursor::CursorPageParams;
+use crate::http::doc::{QueryDoc, NO_QUERY, PAGE};
 use crate::http::render::to_json;
 use crate::http::schema::{self, request};
 use crate::http::{ApiResponse, Body, Credential, Doc, Paging, Route};
@@ -34,7 +35,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
         handler!(get),
     ),
     Endpoint::new(
-        Route::new("GET", "/exports", Scope::CatalogRead, Doc::new("List exports, newest first (kept 7 days)", PAGE, None, 200, Body::List("Export"))),
+        Route::new("GET", "/exports", Scope::CatalogRead, Doc::new("List exports, newest first (kept 7 days), by `page` or `cursor`", QueryDoc::of::<CursorPageParams>(), None, 200, Body::List("Export"))),
         handler!(super::exports::list),
     ),
     Endpoint::new(

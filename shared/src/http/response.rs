@@ -141,7 +141,7 @@ pub struct Pagination {
     pub page: Option<u32>,
     pub total_pages: u64,
     pub total_results: u64,
-    /// Lists of products, variants, SKUs, assets and deletions: the cursor of the next page; null on the last
+    /// Lists of products, variants, SKUs, assets, deletions and exports: the cursor of the next page; null on the last
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub next_cursor: Option<Option<String>>,

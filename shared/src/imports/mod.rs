@@ -38,9 +38,13 @@ pub struct ImportConfig {
     /// default 8 MiB; S3 refuses parts under 5 MiB but the last, so lower only against an
     /// emulator told so): the most of the file the worker holds, and its checkpoint step.
     pub export_part_bytes: usize,
-    /// Entities an export reads per page (`CATALOG_EXPORT_PAGE_ITEMS`, default 200; a
-    /// tenth of it when lines embed their trees).
+    /// Entities an export reads per page at most (`CATALOG_EXPORT_PAGE_ITEMS`, default 200;
+    /// a tenth of it when lines embed their trees).
     pub export_page_items: usize,
+    /// The most bytes of entities an export's walk holds read and not yet written
+    /// (`CATALOG_EXPORT_PAGE_BYTES`, default 8 MiB, as DynamoDB counts items): its pages are
+    /// cut by it (`usecases/export/pages.rs`).
+    pub export_page_bytes: usize,
     /// The most one invocation works on an export before it hands over to a continuation
     /// (`CATALOG_EXPORT_SLICE_SECONDS`, default 120), so the jobs on the queue take turns.
     pub export_slice: Duration,
@@ -59,6 +63,7 @@ impl Default for ImportConfig {
             wait: Duration::from_secs(30),
             export_part_bytes: 8 * 1024 * 1024,
             export_page_items: 200,
+            export_page_bytes: 8 * 1024 * 1024,
             export_slice: Duration::from_secs(120),
         }
     }
@@ -92,6 +97,9 @@ impl ImportConfig {
             export_page_items: number("CATALOG_EXPORT_PAGE_ITEMS")
                 .map(|n| n.clamp(1, 1000) as usize)
                 .unwrap_or(d.export_page_items),
+            export_page_bytes: number("CATALOG_EXPORT_PAGE_BYTES")
+                .map(|n| n.clamp(1, 1 << 30) as usize)
+                .unwrap_or(d.export_page_bytes),
             export_slice: number("CATALOG_EXPORT_SLICE_SECONDS")
                 .map(|n| Duration::from_secs(n.clamp(1, 900)))
                 .unwrap_or(d.export_slice),

@@ -96,6 +96,83 @@ pub struct EntityItem {
     pub mr: Option<Vec<String>>,
 }
 
+/// The bytes of a timestamp as stored (`2026-11-21T02:39:29.597Z`).
+const TIMESTAMP_BYTES: usize = 24;
+
+impl EntityItem {
+    /// Its size as DynamoDB counts it (`limits::item_bytes` of the item it is stored as),
+    /// from its fields, without encoding it: what an export's walk counts of what it holds.
+    pub fn stored_bytes(&self) -> usize {
+        fn digits(n: i128) -> usize {
+            n.unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |d| d as usize + 1)
+                + usize::from(n < 0)
+        }
+        let text = |name: &str, v: &str| name.len() + v.len();
+        let maybe = |name: &str, v: &Option<String>| v.as_deref().map_or(0, |v| text(name, v));
+        // a list: 3 bytes, and 1 per element besides its own
+        let list = |name: &str, l: &[String]| {
+            name.len() + 3 + l.iter().map(|e| 1 + e.len()).sum::<usize>()
+        };
+        let number = |name: &str, n: i128| name.len() + digits(n) + 1;
+        // a list left out when empty
+        let unless_empty = |name: &str, l: &[String]| match l.is_empty() {
+            true => 0,
+            false => list(name, l),
+        };
+        text("PK", &self.pk)
+            + text("SK", &self.sk)
+            + text("GSI1PK", &self.gsi1pk)
+            + text("GSI2SK", &self.gsi2sk)
+            + text("kind", self.kind.as_str())
+            + text("id", &self.id)
+            + text("name", &self.name)
+            + maybe("pid", &self.pid)
+            + maybe("vid", &self.vid)
+            + "vals".len()
+            + values_bytes(&self.values)
+            + 2 * ("su".len() + TIMESTAMP_BYTES)
+            + number("ver", i128::from(self.ver))
+            + self
+                .family_id
+                .map_or(0, |f| number("familyId", i128::from(f)))
+            + unless_empty("ak", &self.attribute_keys)
+            + unless_empty("assets", &self.assets)
+            + self
+                .categories
+                .as_deref()
+                .map_or(0, |c| list("categories", c))
+            + maybe("src", &self.src)
+            + self.mr.as_deref().map_or(0, |m| list("mr", m))
+    }
+}
+
+/// The bytes DynamoDB counts of stored values: a map (3 bytes, and 1 per entry besides its
+/// key and value) of maps, each entry's list of maps.
+fn values_bytes(values: &StoredValues) -> usize {
+    let field = |name: &str, v: usize| 1 + name.len() + v;
+    3 + values
+        .iter()
+        .map(|(key, a)| {
+            let entries = a.entries.iter().map(|e| {
+                let scope = |name: &str, v: &Option<String>| {
+                    v.as_deref().map_or(0, |v| field(name, v.len()))
+                };
+                1 + 3 + scope("l", &e.locale) + scope("c", &e.channel) + field("v", e.value.len())
+            });
+            let attribute = 3
+                + field("t", a.attr_type.as_str().len())
+                + if a.is_multi { field("m", 1) } else { 0 }
+                + a.metaobject_definition
+                    .as_deref()
+                    .map_or(0, |d| field("d", d.len()))
+                + field("e", 3 + entries.sum::<usize>());
+            field(key, attribute)
+        })
+        .sum::<usize>()
+}
+
 /// An organization's settings item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrgItem {
@@ -181,4 +258,73 @@ pub struct AttributeItem {
     pub def: crate::domain::attributes::AttributeDefinition,
     #[serde(rename = "createdAt")]
     pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::attributes::AttributeType;
+    use crate::domain::values::{StoredAttribute, StoredEntry};
+
+    /// What an export counts of an entity is what DynamoDB counts of its item.
+    #[test]
+    fn an_entitys_stored_bytes_are_its_items() {
+        let at = Timestamp::parse("2026-11-21T02:39:29.597Z").unwrap();
+        let mut e = EntityItem {
+            pk: "O#org1#P#p1".into(),
+            sk: "L1".into(),
+            gsi1pk: "O#org1#T#product#3".into(),
+            gsi2sk: format!("{at}#p1"),
+            kind: EntityKind::Product,
+            id: "p1".into(),
+            name: "Chair é".into(),
+            pid: None,
+            vid: None,
+            values: StoredValues::new(),
+            self_updated_at: at,
+            updated_at: at,
+            ver: 7,
+            family_id: None,
+            attribute_keys: Vec::new(),
+            assets: Vec::new(),
+            categories: None,
+            src: None,
+            mr: None,
+        };
+        let stored =
+            |e: &EntityItem| crate::store::limits::item_bytes(&serde_dynamo::to_item(e).unwrap());
+        assert_eq!(e.stored_bytes(), stored(&e));
+        e.values.insert(
+            "color".into(),
+            StoredAttribute::single(AttributeType::Select, "red"),
+        );
+        e.values.insert(
+            "description".into(),
+            StoredAttribute {
+                attr_type: AttributeType::Html,
+                is_multi: true,
+                metaobject_definition: Some("swatch".into()),
+                entries: vec![
+                    StoredEntry {
+                        locale: Some("en_US".into()),
+                        channel: Some("web".into()),
+                        value: "<p>x</p>".repeat(100),
+                    },
+                    StoredEntry {
+                        locale: None,
+                        channel: Some("pos".into()),
+                        value: String::new(),
+                    },
+                ],
+            },
+        );
+        (e.pid, e.vid, e.family_id) = (Some("p0".into()), Some("v0".into()), Some(-12));
+        e.attribute_keys = vec!["color".into(), "description".into()];
+        e.assets = vec!["a1".into()];
+        e.categories = Some(Vec::new());
+        e.src = Some("imp_1#4".into());
+        e.mr = Some(vec!["swatch/red".into()]);
+        e.ver = 1_000_000;
+        assert_eq!(e.stored_bytes(), stored(&e));
+    }
 }

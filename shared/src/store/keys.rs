@@ -241,10 +241,15 @@ pub fn imports_pk(org: &str) -> String {
     format!("O#{org}#I")
 }
 
-/// Export jobs: one partition per organization, sort key the export id (a ULID: time order).
+/// Export jobs: one partition per organization, sort key the export id (`exp_<ulid>`: time
+/// order), and beside them the organization's export counts (`store/exports.rs`).
 pub fn exports_pk(org: &str) -> String {
     format!("O#{org}#E")
 }
+/// Every export id starts so: a Query of the jobs alone, never the counts beside them.
+pub const EXPORT_SK_PREFIX: &str = "exp_";
+/// The item of an organization's export counts, in its exports partition.
+pub const EXPORT_COUNTS_SK: &str = "counts";
 
 /// Completeness profiles: one partition per organization, sort key the profile identifier.
 pub fn profiles_pk(org: &str) -> String {

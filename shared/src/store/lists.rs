@@ -185,6 +185,105 @@ impl Store {
     }
 }
 
+/// An item collection an export reads of one entity: a product's tree, or a variant's SKUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collection {
+    /// The product and as much of its tree as `depth` asks (not `TreeDepth::Product`).
+    Tree {
+        product: String,
+        depth: TreeDepth,
+    },
+    Skus {
+        product: String,
+        variant: String,
+    },
+}
+
+/// What an export holds of a collection before it knows the collection's size: its first
+/// Query response (DynamoDB ends one at 1 MB of items), and where the Query stopped when the
+/// collection goes on past it ([`Store::finish_head`] reads the rest).
+#[derive(Debug)]
+pub struct Head {
+    pub items: Vec<EntityItem>,
+    rest: Option<super::ops::Item>,
+}
+
+impl Head {
+    /// Whether the response held the whole collection.
+    pub fn is_whole(&self) -> bool {
+        self.rest.is_none()
+    }
+}
+
+impl Store {
+    fn collection_query(&self, org: &str, c: &Collection) -> QueryBuilder {
+        match c {
+            Collection::Tree { product, depth } => {
+                let query = self.partition_query(product_pk(org, product), None);
+                match depth {
+                    TreeDepth::Variants => query
+                        .key_condition_expression("PK = :pk AND SK < :skus")
+                        .expression_attribute_values(
+                            ":skus",
+                            AttributeValue::S(super::keys::SKU_LEVEL.into()),
+                        ),
+                    _ => query,
+                }
+            }
+            Collection::Skus { product, variant } => self.partition_query(
+                product_pk(org, product),
+                Some(super::keys::variant_skus_prefix(variant)),
+            ),
+        }
+    }
+
+    /// One Query response of collection `c`, from `start` (its beginning with `None`).
+    async fn head(
+        &self,
+        org: &str,
+        c: &Collection,
+        start: Option<super::ops::Item>,
+    ) -> Result<Head, StoreError> {
+        let out = self
+            .collection_query(org, c)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("Query", e))?;
+        let items = serde_dynamo::from_items(out.items.unwrap_or_default())
+            .map_err(|e| StoreError::serde("entity", e))?;
+        Ok(Head {
+            items,
+            rest: out.last_evaluated_key.filter(|k| !k.is_empty()),
+        })
+    }
+
+    /// The first response of each of `collections`, in parallel: one round trip, each at
+    /// most 1 MB of items however large its collection (an absent one is empty).
+    pub async fn heads(
+        &self,
+        org: &str,
+        collections: &[Collection],
+    ) -> Result<Vec<Head>, StoreError> {
+        try_all(collections.iter().map(|c| self.head(org, c, None))).await
+    }
+
+    /// The rest of `head`'s collection `c`, read into it: one request per further 1 MB.
+    pub async fn finish_head(
+        &self,
+        org: &str,
+        c: &Collection,
+        head: &mut Head,
+    ) -> Result<(), StoreError> {
+        while let Some(start) = head.rest.take() {
+            let next = self.head(org, c, Some(start)).await?;
+            head.items.extend(next.items);
+            head.rest = next.rest;
+        }
+        Ok(())
+    }
+}
+
 /// Keeps the index's order; entities deleted since the index was read are left out.
 fn in_page_order<T>(page: &[IndexEntry], found: Vec<T>, id: impl Fn(&T) -> &String) -> Vec<T> {
     let mut by_id: HashMap<String, T> = found.into_iter().map(|t| (id(&t).clone(), t)).collect();

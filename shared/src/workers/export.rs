@@ -1,10 +1,11 @@
 //! The export worker (run by `import-worker`, on the import queue): walks an export's list
-//! in identifier order from its checkpoint, renders each page (`usecases/export.rs`) into
+//! in identifier order from its checkpoint, renders each page (`usecases/export/`) into
 //! a gzip member, and uploads each member of about `CATALOG_EXPORT_PART_BYTES` as one part
 //! of an S3 multipart upload (concatenated gzip members are one gzip file). After each part
 //! it saves the part's ETag and the last identifier in it in one conditional write, so
-//! at most one part's work is redone after a crash and memory holds one part; past its
-//! slice it queues its continuation. The last part completes the upload.
+//! at most one part's work is redone after a crash and memory holds one part, and of the
+//! entities read at most `CATALOG_EXPORT_PAGE_BYTES` (pages are cut by it: `Budget`); past
+//! its slice it queues its continuation. The last part completes the upload.
 
 use crate::context::Context;
 use crate::domain::time::Timestamp;
@@ -12,7 +13,7 @@ use crate::error::Failure;
 use crate::imports::{export_key, export_pending_key, ImportConfig};
 use crate::store::exports::{ExportItem, ExportPart, ExportStatus, Pending};
 use crate::store::StoreError;
-use crate::usecases::export::{fetch, ExportRequest, ExportSpec, Fetched};
+use crate::usecases::export::{read, Budget, ExportRequest, ExportSpec, Page};
 use crate::usecases::listing::Refresh;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
@@ -167,6 +168,7 @@ impl Exporter<'_> {
             ms = started.elapsed().as_millis() as u64,
             cpu_ms,
             peak_rss_kib = peak_rss_kib(),
+            peak_bytes = job.as_ref().map(|j: &ExportItem| j.peak_bytes),
             "export run"
         );
         let ver = job.map_or(0, |j: ExportItem| j.ver);
@@ -272,6 +274,8 @@ impl Exporter<'_> {
             }
         };
         let mut fresh = false;
+        // what this run's walk holds of entities read and not yet written
+        let mut budget = Budget::new(self.config.export_page_bytes);
         loop {
             if fresh && Instant::now() >= times.stop_at {
                 return Ok(true);
@@ -279,7 +283,10 @@ impl Exporter<'_> {
             job.claimed = job.claimed.max(job.parts.last().map_or(0, |p| p.number)) + 1;
             self.save(job).await?;
             let number = job.claimed;
-            let gathered = self.part(org, spec, job, times.stop_at, &mut fresh).await;
+            let gathered = self
+                .part(org, spec, job, (times.stop_at, &mut budget), &mut fresh)
+                .await;
+            job.peak_bytes = job.peak_bytes.max(budget.peak() as u64);
             let (part, after, written, done) = match gathered {
                 Ok(Gathered::Full(part, after, written, done)) => (part, after, written, done),
                 Ok(Gathered::Short(part, after, written)) => {
@@ -324,16 +331,16 @@ impl Exporter<'_> {
 
     /// The next part: gzip of the pages after `job.after` (or after the pending part's, its
     /// bytes first) until it holds the part size or the list ends (`true`), with the last
-    /// identifier and the count after it. A request the list refuses now (`Err(Err(why))`:
-    /// its filter names a definition deleted since) fails the export; at `stop_at` the part
-    /// is handed back short, to be kept until the next run (after one page at least: every
-    /// run moves on).
+    /// identifier and the count after it. Each page is as many entities as `budget` leaves
+    /// room for. A request the list refuses now (`Err(Err(why))`: its filter names a
+    /// definition deleted since) fails the export; at `stop_at` the part is handed back
+    /// short, to be kept until the next run (after one page at least: every run moves on).
     async fn part(
         &self,
         org: &str,
         spec: &ExportSpec,
         job: &ExportItem,
-        stop_at: Instant,
+        (stop_at, budget): (Instant, &mut Budget),
         fresh: &mut bool,
     ) -> Result<Gathered, Result<Stop, String>> {
         let (mut after, mut written, held) = match &job.pending {
@@ -350,9 +357,9 @@ impl Exporter<'_> {
         // gzip members one after another are one gzip file: the held bytes, then this run's
         let mut gz = GzEncoder::new(held, Compression::fast());
         let mut pages = 0;
-        let size = spec.page_size(self.config.export_page_items);
+        let cap = spec.page_size(self.config.export_page_items);
         // the page read while the one before it was packed
-        let mut ahead: Option<Fetched> = None;
+        let mut ahead: Option<Page> = None;
         let done = loop {
             if pages > 0 && Instant::now() >= stop_at {
                 let part = gz
@@ -368,9 +375,11 @@ impl Exporter<'_> {
                     // holds, as nothing else reads lists in this invocation (one message
                     // per invocation, the queue's BatchSize 1: no eviction, no reload)
                     let refresh = if *fresh { Refresh::Skip } else { Refresh::Now };
-                    match fetch(self.cx, org, spec, (after.as_deref(), size), refresh).await {
+                    let cut = (after.as_deref(), budget.window(0, cap));
+                    match read(self.cx, org, spec, cut, refresh).await {
                         Ok(page) => {
                             *fresh = true;
+                            budget.saw(&page);
                             page
                         }
                         Err(Failure::Busy(_)) => {
@@ -385,37 +394,48 @@ impl Exporter<'_> {
             };
             // the next page's read is sent before this one is packed, so the table answers
             // while this process renders (polled first, it sends its requests, then the
-            // packing runs to its end); one that failed is read again above, where its
-            // error is handled, and one still ahead when the part fills or the run's time is
-            // up is dropped and read again by the next part or run (a page per part)
+            // packing runs to its end); it asks for what the bytes this page leaves free
+            // hold (none: it is read after). One that failed is read again above, where
+            // its error is handled, and one still ahead when the part fills or the run's
+            // time is up is dropped and read again by the next part or run (a page per part)
+            let (last, more) = (current.last.clone(), current.more);
+            let count = if more {
+                budget.window(current.bytes(), cap)
+            } else {
+                0
+            };
             let next = async {
-                match current.more {
-                    true => {
-                        let cut = (current.last.as_deref(), size);
-                        fetch(self.cx, org, spec, cut, Refresh::Skip).await.ok()
-                    }
-                    false => None,
+                match count {
+                    0 => None,
+                    n => read(self.cx, org, spec, (last.as_deref(), n), Refresh::Skip)
+                        .await
+                        .ok(),
                 }
             };
             let pack = async {
-                // flushed after each page, so the bytes held are the part's size (a sync
-                // flush a page costs a few bytes of the ratio)
-                let lines = current
-                    .render(spec)
+                // a line at a time, flushed after each page, so the bytes held are the
+                // part's size (a sync flush a page costs a few bytes of the ratio)
+                let (lines, held) = current
+                    .write(self.cx, org, spec, &mut gz)
+                    .await
                     .map_err(|e| Ok(Stop::Failed(e.message().to_string())))?;
-                gz.write_all(&lines.text)
-                    .and_then(|()| gz.flush())
+                gz.flush()
                     .map_err(|e| Ok(Stop::Failed(format!("gzip: {e}"))))?;
-                Ok::<_, Result<Stop, String>>(lines.count)
+                Ok::<_, Result<Stop, String>>((lines, held))
             };
             let (next, packed) = futures_util::future::join(next, pack).await;
-            written += packed?;
+            let (lines, held) = packed?;
+            if let Some(page) = &next {
+                budget.saw(page);
+            }
+            budget.hold(held + next.as_ref().map_or(0, Page::bytes));
+            written += lines;
             ahead = next;
             pages += 1;
-            if current.last.is_some() {
-                after = current.last;
+            if last.is_some() {
+                after = last;
             }
-            if !current.more {
+            if !more {
                 break true;
             }
             if gz.get_ref().len() >= self.config.export_part_bytes {

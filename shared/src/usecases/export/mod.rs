@@ -1,17 +1,21 @@
 //! What an export holds and how its lines read: `POST /exports`'s body, checked into an
-//! [`ExportSpec`] (as the lists check their query), and the walk's next page of lines, each
-//! entity rendered exactly as `GET /<entity>/{identifier}` shows it with the same include
-//! and selectors (decisions.md, "Exports and gapless sync").
+//! [`ExportSpec`] (as the lists check their query), and the walk's pages of lines
+//! (`pages.rs`: read in identifier order, cut by the bytes they hold), each entity rendered
+//! exactly as `GET /<entity>/{identifier}` shows it with the same include and selectors
+//! (decisions.md, "Exports and gapless sync").
 
-use super::listing::{matching, Refresh, Selecting};
+mod pages;
+
+pub use pages::{read, Budget, Page};
+
+use super::listing::{matching, Selecting};
 use crate::context::Context;
 use crate::domain::selection::Selection;
 use crate::error::Failure;
-use crate::http::render::{self, Embed};
+use crate::http::render::Embed;
 use crate::search::engine::Cut;
 use crate::search::parse::parse_json;
 use crate::store::items::EntityKind;
-use crate::store::products::{ProductTree, TreeDepth};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -118,92 +122,26 @@ impl ExportRequest {
     }
 }
 
-/// One page of an export's walk, rendered.
-#[derive(Debug)]
-pub struct Lines {
-    /// NDJSON text: one rendered entity per line.
-    pub text: Vec<u8>,
-    pub count: u64,
-}
-
-/// One page of an export's walk as read from the table, to be rendered.
-#[derive(Debug)]
-pub struct Fetched {
-    trees: Vec<ProductTree>,
-    /// The last identifier the page covered (the walk goes on after it).
-    pub last: Option<String>,
-    /// Whether more follow.
-    pub more: bool,
-}
-
 /// How many entities the export's list holds now; its filter checked against the
 /// definitions as the list checks it (a refusal names the problem).
 pub async fn count(cx: &Context, org: &str, spec: &ExportSpec) -> Result<u64, Failure> {
     let first = (Cut::Index(0), 0);
-    let (_, total, _) = matching(cx, org, spec.entity, &spec.select, first, Refresh::Now).await?;
+    let (_, total, _) = matching(
+        cx,
+        org,
+        spec.entity,
+        &spec.select,
+        first,
+        super::listing::Refresh::Now,
+    )
+    .await?;
     Ok(total as u64)
 }
 
-/// The walk's page after `after` (from the start with `None`): the list engine (brought up
-/// to date first with [`Refresh::Now`]) selects the page in identifier order and one round
-/// trip reads it as the list routes do ([`Fetched::render`] renders it). An entity deleted
-/// between the two is left out.
-pub async fn fetch(
-    cx: &Context,
-    org: &str,
-    spec: &ExportSpec,
-    (after, limit): (Option<&str>, usize),
-    refresh: Refresh,
-) -> Result<Fetched, Failure> {
-    let cut = (after.map_or(Cut::Index(0), Cut::After), limit);
-    let (entries, _, more) = matching(cx, org, spec.entity, &spec.select, cut, refresh).await?;
-    let store = &cx.store;
-    let trees = match spec.entity {
-        EntityKind::Product => {
-            let depth = match (spec.embed.variants, spec.embed.skus) {
-                (true, true) => TreeDepth::Skus,
-                (true, false) => TreeDepth::Variants,
-                _ => TreeDepth::Product,
-            };
-            store.product_page(org, &entries, depth).await?
-        }
-        EntityKind::Variant => store.variant_page(org, &entries, spec.embed.skus).await?,
-        EntityKind::Sku => store.sku_page(org, &entries).await?,
-    };
-    Ok(Fetched {
-        trees,
-        last: entries.last().map(|e| e.id.to_string()),
-        more,
-    })
-}
-
-impl Fetched {
-    /// Each entity of the page as its detail route shows it, a line each.
-    pub fn render(&self, spec: &ExportSpec) -> Result<Lines, Failure> {
-        let (embed, sel) = (spec.embed, &spec.selection);
-        let mut text = Vec::new();
-        for t in &self.trees {
-            let line = match spec.entity {
-                EntityKind::Product => render::product(t, embed, sel),
-                EntityKind::Variant => render::variant(t, embed.skus, sel),
-                EntityKind::Sku => render::sku(t, sel),
-            };
-            serde_json::to_writer(&mut text, &line).map_err(|e| {
-                tracing::error!(error = %e, "rendering an export line");
-                Failure::Internal
-            })?;
-            text.push(b'\n');
-        }
-        Ok(Lines {
-            text,
-            count: self.trees.len() as u64,
-        })
-    }
-}
-
 impl ExportSpec {
-    /// Entities per page of `items`: a tenth of them when each line embeds a tree (a
-    /// product's up to the tree limits).
+    /// Entities per page of `items` at most: a tenth of them when each line embeds a tree
+    /// (a product's up to the tree limits); fewer when their bytes fill the walk's budget
+    /// ([`Budget`]).
     pub fn page_size(&self, items: usize) -> usize {
         if self.embed.variants || self.embed.skus {
             (items / 10).max(1)
