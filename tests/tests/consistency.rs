@@ -120,6 +120,12 @@ async fn sample_events_work_against_the_real_functions() {
         ("products", "events/products/patch-product.json", 201),
         ("products", "events/products/bulk-patch-products.json", 200),
         ("products", "events/products/get-product.json", 200),
+        // the product exists: its history (none yet, or some) is erased
+        (
+            "products",
+            "events/products/erase-product-history.json",
+            200,
+        ),
         ("products", "events/products/list-products.json", 200),
         ("variants", "events/variants/get-variant.json", 200),
         ("variants", "events/variants/list-variants.json", 200),
@@ -182,6 +188,7 @@ async fn sample_events_work_against_the_real_functions() {
         ("webhooks", "events/webhooks/list-webhooks.json", 200),
         ("settings", "events/settings/list-api-keys.json", 200),
         ("settings", "events/settings/get-usage.json", 200),
+        ("settings", "events/settings/patch-settings.json", 200),
         ("imports", "events/imports/list-imports.json", 200),
         ("console", "events/console/create-console-link.json", 201),
         ("console", "events/console/get-console-page.json", 200),
@@ -1129,6 +1136,18 @@ fn the_change_feed_role_has_what_filters_read() {
         "dynamodb:UpdateItem",
     ] {
         assert!(actions.contains(action), "{action}");
+    }
+}
+
+/// Issue 60, 6: the functions that serve `DELETE …/history` delete a history's entries
+/// with BatchWriteItem (`Store::erase_history`).
+#[test]
+fn the_history_functions_roles_may_erase_history() {
+    for role in ["ProductsRole", "VariantsRole", "SkusRole", "AssetsRole"] {
+        assert!(
+            role_actions(role).contains("dynamodb:BatchWriteItem"),
+            "{role}"
+        );
     }
 }
 

@@ -149,7 +149,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(variant_assets),
     ),
-    super::history::ASSETS,
+    super::history::ASSETS[0],
+    super::history::ASSETS[1],
 ];
 
 pub const API: Api = Api {

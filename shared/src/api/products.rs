@@ -39,7 +39,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
     ),
     super::deletions::ENDPOINT,
     super::openapi::ENDPOINT,
-    super::history::PRODUCTS,
+    super::history::PRODUCTS[0],
+    super::history::PRODUCTS[1],
 ];
 
 pub const API: Api = Api {

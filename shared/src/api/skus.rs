@@ -76,7 +76,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(delete),
     ),
-    super::history::SKUS,
+    super::history::SKUS[0],
+    super::history::SKUS[1],
 ];
 
 pub const API: Api = Api {

@@ -58,7 +58,8 @@ pub const ENDPOINTS: &[Endpoint] = &[
         ),
         handler!(delete),
     ),
-    super::history::VARIANTS,
+    super::history::VARIANTS[0],
+    super::history::VARIANTS[1],
 ];
 
 pub const API: Api = Api {

@@ -46,6 +46,11 @@ pub const MAX_CONCURRENT_BULK_WRITES: u32 = 4;
 pub const MAX_RUNNING_IMPORTS: u32 = 1;
 /// Exports of one organization running at once, over the whole fleet (decisions.md).
 pub const MAX_RUNNING_EXPORTS: u32 = 2;
+/// Entries one entity's history keeps: the change feed deletes the oldest beyond it.
+pub const MAX_HISTORY_ENTRIES: u64 = 1_000;
+/// How long history is kept, in days: the organization's `historyRetentionDays` setting
+/// is one of these (the longest is the default).
+pub const HISTORY_RETENTION_DAYS: std::ops::RangeInclusive<u32> = 1..=90;
 
 /// One row of the limits table: what is limited, the limit, and the answer beyond it.
 pub struct Limit {
@@ -118,6 +123,16 @@ pub const LIMITS: &[Limit] = &[
     row("Bulk `PATCH /products` running at once, per organization", "4", "429 with `Retry-After`"),
     row("Imports running at once, per organization", "1 (the others wait their turn)", "—"),
     row("Exports running at once, per organization", "2", "429 with `Retry-After`"),
+    row(
+        "Entries one history keeps (a product's, variant's, SKU's or asset's)",
+        "1,000",
+        "— (the change feed deletes the oldest)",
+    ),
+    row(
+        "`historyRetentionDays`, how long history is kept (`PATCH /settings`)",
+        "1 to 90 days (default 90)",
+        "400",
+    ),
     row("Calls per organization (every key and function together; a bulk write costs 1 per 10 lines)", "100 per second, bursts of 200 (deployment defaults; `catalog-admin set-limits` per organization)", "429 with `Retry-After`"),
     row(
         "Attribute keys (`values`, `search`, definitions)",
@@ -202,6 +217,15 @@ mod tests {
         assert_eq!(
             limit("Exports running at once"),
             MAX_RUNNING_EXPORTS.to_string()
+        );
+        assert_eq!(
+            limit("Entries one history keeps"),
+            grouped(MAX_HISTORY_ENTRIES as usize)
+        );
+        let (shortest, longest) = HISTORY_RETENTION_DAYS.into_inner();
+        assert_eq!(
+            limit("`historyRetentionDays`"),
+            format!("{shortest} to {longest} days (default {longest})")
         );
     }
 

@@ -198,6 +198,24 @@ pub struct OrgItem {
         skip_serializing_if = "Option::is_none"
     )]
     pub untagged_keys: Option<u32>,
+    /// How many days the change feed keeps the entries it writes of the organization's
+    /// history (absent: the longest, `domain::limits::HISTORY_RETENTION_DAYS`).
+    #[serde(
+        rename = "historyRetentionDays",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_retention_days: Option<u32>,
+}
+
+impl OrgItem {
+    /// How many days the entries of the organization's history written now are kept.
+    pub fn history_retention_days(&self) -> u32 {
+        let days = crate::domain::limits::HISTORY_RETENTION_DAYS;
+        self.history_retention_days
+            .filter(|d| days.contains(d))
+            .unwrap_or(*days.end())
+    }
 }
 
 /// A rate limit as stored: tokens per second and burst.

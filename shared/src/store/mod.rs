@@ -41,7 +41,9 @@ pub use errors::StoreError;
 /// store; `scripts/check-layers.py` refuses this module to them).
 #[doc(hidden)]
 pub mod raw {
-    pub use super::keys::{change_pks, product_pk, shard_of, PRODUCT_SK};
+    pub use super::keys::{
+        change_pks, history_pk, product_pk, shard_of, HISTORY_HEAD_SK, PRODUCT_SK,
+    };
 }
 /// The change index's shard count, a deployment setting (`CATALOG_INDEX_SHARDS`).
 pub use keys::index_shards;

@@ -259,17 +259,37 @@ impl Store {
     /// parallel (unprocessed items are sent again after a short pause, as throttled).
     /// Items must be distinct by key; writing the same items again leaves the same table.
     pub(crate) async fn batch_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
-        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-        let requests = items
-            .into_iter()
-            .map(|item| {
-                let put = PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .map_err(|e| StoreError::Other(e.to_string()))?;
-                Ok(WriteRequest::builder().put_request(put).build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.batch_write(items, Vec::new()).await
+    }
+
+    /// Puts `items` whole and deletes the items of `keys`, unconditionally, together in
+    /// BatchWriteItem requests of 25 sent in parallel (unprocessed ones are sent again after
+    /// a short pause, as throttled). Every key must be named once, by a put or a delete;
+    /// the same writes again leave the same table.
+    pub(crate) async fn batch_write(
+        &self,
+        items: Vec<Item>,
+        keys: Vec<Item>,
+    ) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest};
+        let built = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Other(e.to_string());
+        let mut requests = Vec::with_capacity(items.len() + keys.len());
+        for item in items {
+            let put = PutRequest::builder().set_item(Some(item)).build();
+            requests.push(
+                WriteRequest::builder()
+                    .put_request(put.map_err(built)?)
+                    .build(),
+            );
+        }
+        for key in keys {
+            let delete = DeleteRequest::builder().set_key(Some(key)).build();
+            requests.push(
+                WriteRequest::builder()
+                    .delete_request(delete.map_err(built)?)
+                    .build(),
+            );
+        }
         let chunks = requests.chunks(BATCH_WRITE_LIMIT).map(|chunk| async move {
             let mut pending = chunk.to_vec();
             for round in 0..BATCH_RETRIES {

@@ -21,6 +21,7 @@ impl Store {
             rate_limit: None,
             // keys are issued tagged: it never has an untagged one
             untagged_keys: Some(0),
+            history_retention_days: None,
         };
         self.put_new(&org, "org", None).await?;
         Ok(org)
@@ -122,6 +123,27 @@ impl Store {
             .await
             .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
         Ok(count)
+    }
+
+    /// Sets how many days the organization's history entries written from now on are kept
+    /// (`HISTORY_RETENTION_DAYS`; the change feed reads it with each batch's history heads):
+    /// one UpdateItem, answering the organization's item as it is now; `ConditionFailed`
+    /// when the organization does not exist.
+    pub async fn set_history_retention(&self, id: &str, days: u32) -> Result<OrgItem, StoreError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(org_pk(id), ORG_SK)))
+            .update_expression("SET historyRetentionDays = :d")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(":d", AttributeValue::N(days.to_string()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))?;
+        serde_dynamo::from_item(out.attributes.unwrap_or_default())
+            .map_err(|e| StoreError::serde("org", e))
     }
 
     /// Stores a new key; fails if its id is taken.

@@ -1,6 +1,7 @@
 //! The `settings` function: families, channels, languages and completeness profiles (what
 //! attribute values are validated and measured against), and beside them the
-//! organization's API keys (`api_keys.rs`) and usage (`usage.rs`): the workspace Settings.
+//! organization's own settings (`organization.rs`), API keys (`api_keys.rs`) and usage
+//! (`usage.rs`): the workspace Settings.
 
 use crate::app::{handler, Api, App, Call, Endpoint};
 use crate::auth::Scope;
@@ -21,10 +22,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod organization;
 mod profiles;
 
 /// The answer types of this module, for the OpenAPI document.
 pub(crate) const ANSWERS: &[crate::http::doc::RequestSchema] = &[
+    schema::answer::<organization::SettingsView>,
     schema::answer::<profiles::ProfileView>,
     schema::answer::<Family>,
     schema::answer::<Language>,
@@ -163,10 +166,16 @@ const SETTINGS_ENDPOINTS: &[Endpoint] = &[
 ];
 
 /// The organization's keys and usage, beside its settings.
-const ACCOUNT_ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+const KEYS_AND_USAGE: &[Endpoint] = &crate::app::concat::<
     Endpoint,
     { super::api_keys::ENDPOINTS.len() + super::usage::ENDPOINTS.len() },
 >(super::api_keys::ENDPOINTS, super::usage::ENDPOINTS);
+
+/// The organization's own settings, keys and usage.
+const ACCOUNT_ENDPOINTS: &[Endpoint] = &crate::app::concat::<
+    Endpoint,
+    { organization::ENDPOINTS.len() + KEYS_AND_USAGE.len() },
+>(organization::ENDPOINTS, KEYS_AND_USAGE);
 
 const ENDPOINTS: &[Endpoint] = &crate::app::concat::<
     Endpoint,

@@ -7,23 +7,30 @@
 //! and position: a page's total is the head's number less the oldest entry's, two small
 //! reads whatever the history's length (`pages.rs`). A batch delivered again finds its
 //! entries at or before the head's position, written already, and writes them no more.
+//! A history keeps its newest `MAX_HISTORY_ENTRIES` entries (`trim.rs` finds the oldest
+//! past it) for the organization's `historyRetentionDays`, and can be erased (`erase.rs`).
 
-use super::keys::HISTORY_HEAD_SK;
+use super::items::OrgItem;
 use super::keys::{history_pk, history_sk, item_key, tombstone_pk, TOMBSTONE_SK};
+use super::keys::{org_pk, HISTORY_HEAD_SK, ORG_SK};
 use super::ops::Item;
 use super::writes::BY;
 use super::{Store, StoreError};
 use crate::domain::actor::Actor;
+use crate::domain::limits::{HISTORY_RETENTION_DAYS, MAX_HISTORY_ENTRIES};
 use crate::domain::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
+mod erase;
 mod pages;
+mod trim;
 
 pub use pages::HistoryPage;
+use trim::Trim;
 
-/// How long history is kept.
-pub const HISTORY_RETENTION_SECS: i64 = 90 * 24 * 3600;
+/// Seconds in a day of retention.
+const DAY_SECS: i64 = 24 * 3600;
 
 /// The largest `changes` an entry keeps (an item holds at most 400 KB): a larger one is
 /// kept as omitted.
@@ -116,7 +123,9 @@ struct EntryItem {
 }
 
 /// The head of an entity's history: the newest entry's number and position, kept as
-/// long as that entry.
+/// long as every entry (its time to live is theirs, the latest). After an erasure it is
+/// the erasure's mark (`erase.rs`): no entry is left, and its position is the erasure's
+/// time, so that the stream's records of what it erased are written no more.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct HeadItem {
     #[serde(rename = "PK")]
@@ -126,51 +135,90 @@ struct HeadItem {
     n: u64,
     pos: String,
     ttl: i64,
+    /// When the history was last erased (only on the erasure's mark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    erased: Option<Timestamp>,
+}
+
+/// What writing a batch's entries of one organization takes: the entries (numbered after
+/// their histories' heads, each with its time to live), the oldest entries past the bound
+/// to delete with them, and the heads to write once both are done.
+#[derive(Debug, Default, PartialEq)]
+struct Numbered {
+    items: Vec<EntryItem>,
+    trims: Vec<Trim>,
+    heads: Vec<HeadItem>,
 }
 
 /// Numbers `entries` (of one organization) after the heads of their histories, which
-/// `heads` holds by partition: the items to write, the entries the heads show written
-/// already left out, and the heads to write after them.
+/// `heads` holds by partition, leaving out those the heads show written already. Each
+/// entry lives `retention` seconds from its change, and no shorter than the entries before
+/// it (a history expires from its oldest entry, so its numbers stay contiguous and its
+/// total exact). A history that passes `bound` entries keeps its newest `bound`: the
+/// entries numbered up to its new number less `bound` go, the batch's own unwritten and the
+/// oldest written ones (`Trim`, a count of them, since their keys are not known here).
 fn numbered(
     org: &str,
     entries: &[Entry],
     heads: &HashMap<String, HeadItem>,
-) -> (Vec<EntryItem>, Vec<HeadItem>) {
+    retention: i64,
+    bound: u64,
+) -> Numbered {
     let mut by_history: BTreeMap<String, Vec<EntryItem>> = BTreeMap::new();
     for e in entries {
-        let item = EntryItem::of(org, e);
+        let item = EntryItem::of(org, e, retention);
         by_history.entry(item.pk.clone()).or_default().push(item);
     }
-    let (mut items, mut new_heads) = (Vec::new(), Vec::new());
+    let mut out = Numbered::default();
     for (pk, mut list) in by_history {
         list.sort_by(|a, b| a.sk.cmp(&b.sk));
         let head = heads.get(&pk);
-        let mut n = head.map_or(0, |h| h.n);
-        let mut last: Option<(String, i64)> = None;
+        let before = head.map_or(0, |h| h.n);
+        let mut n = before;
+        let mut ttl = head.map_or(i64::MIN, |h| h.ttl);
+        let mut last = None;
+        let mut items = Vec::new();
         for mut item in list {
             if head.is_some_and(|h| item.sk <= h.pos) {
                 continue;
             }
             n += 1;
-            item.n = Some(n);
-            last = Some((item.sk.clone(), item.ttl));
+            ttl = ttl.max(item.ttl);
+            (item.n, item.ttl) = (Some(n), ttl);
+            last = Some(item.sk.clone());
             items.push(item);
         }
-        if let Some((pos, ttl)) = last {
-            new_heads.push(HeadItem {
+        let Some(pos) = last else {
+            continue;
+        };
+        // past the bound: every entry numbered up to `through` goes (those up to `gone`
+        // went before, with the writes that passed them)
+        let (through, gone) = (n.saturating_sub(bound), before.saturating_sub(bound));
+        items.retain(|i| i.n.is_some_and(|k| k > through));
+        let count = through.min(before).saturating_sub(gone);
+        if count > 0 {
+            out.trims.push(Trim {
                 pk: pk.clone(),
-                sk: HISTORY_HEAD_SK.to_string(),
-                n,
-                pos,
-                ttl,
+                through,
+                count: count as usize,
             });
         }
+        out.items.extend(items);
+        out.heads.push(HeadItem {
+            pk,
+            sk: HISTORY_HEAD_SK.to_string(),
+            n,
+            pos,
+            ttl,
+            erased: None,
+        });
     }
-    (items, new_heads)
+    out
 }
 
 impl EntryItem {
-    fn of(org: &str, e: &Entry) -> Self {
+    /// The item of `e`, kept `retention` seconds from the change.
+    fn of(org: &str, e: &Entry, retention: i64) -> Self {
         Self {
             pk: history_pk(org, &e.entity_type, &e.identifier),
             sk: e.position(),
@@ -181,7 +229,7 @@ impl EntryItem {
             by: e.by.as_ref().map(Actor::encode),
             ch: e.changes.clone(),
             n: None,
-            ttl: e.at.millis() / 1000 + HISTORY_RETENTION_SECS,
+            ttl: e.at.millis() / 1000 + retention,
         }
     }
 
@@ -225,10 +273,12 @@ fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 
 impl Store {
     /// Writes entries of `org`'s history (at most one per key), numbered after their
-    /// histories' heads: one BatchGetItem of the heads (per 100 histories), the entries
-    /// (BatchWriteItem, 25 a request, in parallel), then the heads, once every entry is
-    /// written. The entries of a batch delivered again are at or before their heads: not
-    /// written again.
+    /// histories' heads and kept for the organization's retention: one BatchGetItem of the
+    /// heads and the organization's settings item (per 100 histories); for each history
+    /// that passes the bound, the keys of its oldest entries past it (`trim.rs`: one
+    /// Query, in parallel); the entries and those deletes (BatchWriteItem, 25 a request,
+    /// in parallel), then the heads, once every entry is written. The entries of a batch
+    /// delivered again are at or before their heads: not written again.
     pub async fn put_history(&self, org: &str, entries: &[Entry]) -> Result<(), StoreError> {
         let mut keys: Vec<Item> = entries
             .iter()
@@ -239,17 +289,27 @@ impl Store {
                 )
             })
             .collect();
-        keys.sort_by_key(|k| text(k, super::keys::PK).map(str::to_string));
-        keys.dedup();
-        let heads: HashMap<String, HeadItem> = self
-            .batch_get(keys)
-            .await?
-            .into_iter()
-            .filter_map(|item| serde_dynamo::from_item::<_, HeadItem>(item).ok())
-            .map(|h| (h.pk.clone(), h))
-            .collect();
-        let (items, heads) = numbered(org, entries, &heads);
-        self.batch_put(to_items(&items, "history entry")?).await?;
+        keys.push(item_key(org_pk(org), ORG_SK));
+        let mut heads: HashMap<String, HeadItem> = HashMap::new();
+        let mut days = *HISTORY_RETENTION_DAYS.end();
+        for item in self.batch_get(keys).await? {
+            if text(&item, super::keys::SK) == Some(ORG_SK) {
+                if let Ok(settings) = serde_dynamo::from_item::<_, OrgItem>(item) {
+                    days = settings.history_retention_days();
+                }
+            } else if let Ok(h) = serde_dynamo::from_item::<_, HeadItem>(item) {
+                heads.insert(h.pk.clone(), h);
+            }
+        }
+        let retention = i64::from(days) * DAY_SECS;
+        let Numbered {
+            items,
+            trims,
+            heads,
+        } = numbered(org, entries, &heads, retention, MAX_HISTORY_ENTRIES);
+        let past_bound = self.oldest_past_bound(&trims).await?;
+        self.batch_write(to_items(&items, "history entry")?, past_bound)
+            .await?;
         self.batch_put(to_items(&heads, "history head")?).await
     }
 
@@ -322,81 +382,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_entry_keys_by_its_change_alone_and_reads_back() {
-        let e = Entry {
-            entity_type: "sku".into(),
-            identifier: "s#1".into(),
-            state: Timestamp::parse("2026-11-27T10:00:00.123Z").unwrap(),
-            at: Timestamp::parse("2026-11-27T10:00:00.123Z").unwrap(),
-            event: Event::Updated,
-            by: Some(Actor::Import("imp_1".into())),
-            changes: Some(r#"{"name":{"old":"a","new":"b"}}"#.into()),
-        };
-        let item = EntryItem::of("org1", &e);
-        assert_eq!(item.pk, "O#org1#H#sku#s#1");
-        assert_eq!(item.sk, "2026-11-27T10:00:00.123Z#3");
-        assert_eq!(item.ttl, e.at.millis() / 1000 + 90 * 24 * 3600);
-        let av: Item = serde_dynamo::to_item(&item).unwrap();
-        // the same change makes the same item: a batch delivered again rewrites it as it was
-        assert_eq!(
-            av,
-            serde_dynamo::to_item(EntryItem::of("org1", &e.clone())).unwrap()
-        );
-        let back: EntryItem = serde_dynamo::from_item(av).unwrap();
-        assert_eq!(back.entry(), Some(e.clone()));
-        assert_eq!(e.id(), format!("h{}3", e.at.millis()));
-        // a deletion is keyed by the state it ended: newest first, it comes before the
-        // update or creation that made that state
-        let rank = |event| history_sk("t", Event::rank(event));
-        assert!(rank(Event::Deleted) > rank(Event::Updated));
-        assert!(rank(Event::Updated) > rank(Event::Created));
-    }
-
-    #[test]
-    fn entries_are_numbered_after_their_head_and_a_batch_again_writes_nothing() {
-        let e = |id: &str, ms: i64, event| Entry {
-            entity_type: "product".into(),
-            identifier: id.into(),
-            state: Timestamp::from_millis(ms),
-            at: Timestamp::from_millis(ms),
-            event,
-            by: None,
-            changes: None,
-        };
-        let batch = vec![
-            e("a", 2_000, Event::Updated),
-            e("b", 1_000, Event::Created),
-            e("a", 1_000, Event::Created),
-            e("a", 2_000, Event::Deleted),
-        ];
-        let (items, heads) = numbered("o", &batch, &HashMap::new());
-        let numbers: Vec<(&str, &str, Option<u64>)> = items
-            .iter()
-            .map(|i| (i.eid.as_str(), i.ev.as_str(), i.n))
-            .collect();
-        assert_eq!(
-            numbers,
-            vec![
-                ("a", "created", Some(1)),
-                ("a", "updated", Some(2)),
-                ("a", "deleted", Some(3)),
-                ("b", "created", Some(1)),
-            ]
-        );
-        let heads: HashMap<String, HeadItem> =
-            heads.into_iter().map(|h| (h.pk.clone(), h)).collect();
-        let a = &heads["O#o#H#product#a"];
-        assert_eq!((a.n, a.sk.as_str()), (3, HISTORY_HEAD_SK));
-        assert_eq!(a.pos, EntryItem::of("o", &batch[3]).sk);
-        // the same batch again: every entry is at or before its head
-        assert_eq!(numbered("o", &batch, &heads), (Vec::new(), Vec::new()));
-        // the next change goes on from the head
-        let (items, next) = numbered("o", &[e("a", 3_000, Event::Created)], &heads);
-        assert_eq!(items[0].n, Some(4));
-        assert_eq!(next[0].n, 4);
-    }
-}
+mod tests;

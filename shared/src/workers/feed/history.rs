@@ -4,7 +4,10 @@
 //! new images, in the `changes` shape of the event payloads). A deletion's time and actor
 //! are its tombstone's, read for the batch in one BatchGetItem: the REMOVE itself carries
 //! only the state it ended. Entries are keyed by the record alone (the `su` of the state it
-//! made or ended, and its event), so a batch delivered again writes the same items.
+//! made or ended, and its event), so a batch delivered again writes the same items. The
+//! store keeps each entry for its organization's `historyRetentionDays` (read with the
+//! batch's history heads, no request more) and each history to its newest
+//! `MAX_HISTORY_ENTRIES`, deleting the oldest beyond in the same write (`store/history/`).
 
 use super::{change_in, retryable, Change, SetAside};
 use crate::domain::actor::Actor;
@@ -84,7 +87,9 @@ fn entries(records: &[EventRecord]) -> BTreeMap<String, Vec<(usize, Entry)>> {
 }
 
 /// Writes the history of the batch's changes: per organization, the tombstones of its
-/// deletions (one BatchGetItem), then its entries (BatchWriteItem, 25 a request).
+/// deletions (one BatchGetItem), then its entries (`Store::put_history`: one BatchGetItem
+/// of the heads and the organization's settings, a Query per history past its bound, the
+/// entries and the deletes past it in BatchWriteItem requests of 25, then the heads).
 pub(super) async fn record(store: &Store, records: &[EventRecord]) -> Recorded {
     let by_org = entries(records);
     let written = join_all(by_org.into_iter().map(|(org, mut entries)| async move {
