@@ -24,7 +24,7 @@ use super::slots::Slot;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::store::idempotency::Guard;
-use aws_sdk_dynamodb::types::{AttributeValue, Select, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 /// How long an export's file is kept (decisions.md); its record lives a day or more longer.
@@ -297,29 +297,15 @@ impl Store {
     /// How many exports of the organization are live at `now`, counted by reading them: a
     /// COUNT Query (one request per 1 MB of records), for an organization without counts.
     pub async fn count_live_exports(&self, org: &str, now: Timestamp) -> Result<u64, StoreError> {
-        let pk = exports_pk(org);
-        let mut start = None;
-        let mut total = 0u64;
-        loop {
-            let page = self
-                .jobs_query(&pk)
-                .filter_expression("#ttl > :now")
-                .expression_attribute_names("#ttl", TTL)
-                .expression_attribute_values(
-                    ":now",
-                    AttributeValue::N(now.millis().div_euclid(1000).to_string()),
-                )
-                .select(Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("Query", e))?;
-            total += page.count.max(0) as u64;
-            start = page.last_evaluated_key.filter(|k| !k.is_empty());
-            if start.is_none() {
-                return Ok(total);
-            }
-        }
+        let query = self
+            .jobs_query(&exports_pk(org))
+            .filter_expression("#ttl > :now")
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(
+                ":now",
+                AttributeValue::N(now.millis().div_euclid(1000).to_string()),
+            );
+        self.count_all(query).await
     }
 
     /// A Query of the organization's export jobs (not the counts beside them).

@@ -91,6 +91,27 @@ impl Store {
             .map_err(|e| StoreError::from_sdk("Query", e))
     }
 
+    /// How many items a Query matches (after its filter): a COUNT Query, following pages
+    /// (one request per 1 MB of the items it reads).
+    pub(crate) async fn count_all(&self, query: QueryBuilder) -> Result<u64, StoreError> {
+        let mut start = None;
+        let mut total = 0u64;
+        loop {
+            let page = query
+                .clone()
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| StoreError::from_sdk("Query", e))?;
+            total += page.count.max(0) as u64;
+            start = page.last_evaluated_key.filter(|k| !k.is_empty());
+            if start.is_none() {
+                return Ok(total);
+            }
+        }
+    }
+
     /// Puts `item` (a `what`) only if no item has its key: `ConditionFailed` otherwise.
     pub(crate) async fn put_new<T: serde::Serialize>(
         &self,

@@ -86,32 +86,19 @@ impl Store {
     /// count read at any time is at least the one of every later time: a late writer leaves
     /// a count too high (more bounded reads), never too low.
     pub async fn count_untagged_keys(&self, org: &str) -> Result<u32, StoreError> {
-        let mut start = None;
-        let mut count = 0u32;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
-                .filter_expression(
-                    "(attribute_not_exists(tagged) OR tagged = :f) AND (attribute_not_exists(revoked) OR revoked = :f)",
-                )
-                .expression_attribute_values(":pk", AttributeValue::S(org_pk(org)))
-                .expression_attribute_values(":p", AttributeValue::S(KEY_SK_PREFIX.into()))
-                .expression_attribute_values(":f", AttributeValue::Bool(false))
-                .select(aws_sdk_dynamodb::types::Select::Count)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("Query", e))?;
-            count += page.count.max(0) as u32;
-            start = page.last_evaluated_key.filter(|k| !k.is_empty());
-            if start.is_none() {
-                break;
-            }
-        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk AND begins_with(SK, :p)")
+            .filter_expression(
+                "(attribute_not_exists(tagged) OR tagged = :f) AND (attribute_not_exists(revoked) OR revoked = :f)",
+            )
+            .expression_attribute_values(":pk", AttributeValue::S(org_pk(org)))
+            .expression_attribute_values(":p", AttributeValue::S(KEY_SK_PREFIX.into()))
+            .expression_attribute_values(":f", AttributeValue::Bool(false))
+            .consistent_read(true);
+        let count = u32::try_from(self.count_all(query).await?).unwrap_or(u32::MAX);
         self.client
             .update_item()
             .table_name(&self.table)

@@ -35,12 +35,7 @@ impl Store {
         let at = Timestamp::now();
         let pk = history_pk(org, entity_type, identifier);
         let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("PK = :pk AND SK < :head")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-            .expression_attribute_values(":head", AttributeValue::S(HISTORY_HEAD_SK.into()))
+            .history_entries(&pk)
             .projection_expression("SK")
             .consistent_read(true);
         let keys: Vec<Item> = self

@@ -19,6 +19,7 @@ use super::{Store, StoreError};
 use crate::domain::actor::Actor;
 use crate::domain::limits::{HISTORY_RETENTION_DAYS, MAX_HISTORY_ENTRIES};
 use crate::domain::time::Timestamp;
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -272,6 +273,16 @@ fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 impl Store {
+    /// A Query of the entries of history partition `pk` (its head excluded), oldest first.
+    fn history_entries(&self, pk: &str) -> super::ops::QueryBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk AND SK < :head")
+            .expression_attribute_values(":pk", AttributeValue::S(pk.to_string()))
+            .expression_attribute_values(":head", AttributeValue::S(HISTORY_HEAD_SK.into()))
+    }
+
     /// Writes entries of `org`'s history (at most one per key), numbered after their
     /// histories' heads and kept for the organization's retention: one BatchGetItem of the
     /// heads and the organization's settings item (per 100 histories); for each history

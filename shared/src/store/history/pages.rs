@@ -8,7 +8,7 @@
 use super::{EntryItem, HeadItem};
 use crate::store::keys::{history_pk, item_key, HISTORY_HEAD_SK};
 use crate::store::{Store, StoreError};
-use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::Entry;
 
@@ -119,12 +119,7 @@ impl Store {
     /// The oldest entry of history partition `pk`: a one-item Query.
     async fn oldest_entry(&self, pk: &str) -> Result<Option<EntryItem>, StoreError> {
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("PK = :pk AND SK < :head")
-            .expression_attribute_values(":pk", AttributeValue::S(pk.to_string()))
-            .expression_attribute_values(":head", AttributeValue::S(HISTORY_HEAD_SK.into()))
+            .history_entries(pk)
             .limit(1)
             .send()
             .await
@@ -137,27 +132,7 @@ impl Store {
     /// The entries of history partition `pk`, counted: a COUNT Query (one request per 1 MB
     /// of entries).
     async fn history_count_all(&self, pk: &str) -> Result<u64, StoreError> {
-        let mut start = None;
-        let mut total = 0u64;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk AND SK < :head")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.to_string()))
-                .expression_attribute_values(":head", AttributeValue::S(HISTORY_HEAD_SK.into()))
-                .select(Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::from_sdk("Query", e))?;
-            total += page.count.max(0) as u64;
-            start = page.last_evaluated_key.filter(|k| !k.is_empty());
-            if start.is_none() {
-                return Ok(total);
-            }
-        }
+        self.count_all(self.history_entries(pk)).await
     }
 
     /// A page of history partition `pk`, newest first, after `after` (`None`: from the

@@ -5,10 +5,9 @@
 //! the write takes past the bound (the batch's entries of that history, at most), so the
 //! cost per change stays bounded: one item read (its key and number) and one delete.
 
-use crate::store::keys::{item_key, HISTORY_HEAD_SK, SK};
+use crate::store::keys::{item_key, SK};
 use crate::store::ops::Item;
 use crate::store::{Store, StoreError};
-use aws_sdk_dynamodb::types::AttributeValue;
 
 /// The oldest entries of history `pk` a write takes past the bound: of its `count` oldest,
 /// those numbered up to `through` (an entry from before entries were numbered is older
@@ -45,12 +44,7 @@ impl Store {
         let mut start = None;
         loop {
             let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk AND SK < :head")
-                .expression_attribute_values(":pk", AttributeValue::S(trim.pk.clone()))
-                .expression_attribute_values(":head", AttributeValue::S(HISTORY_HEAD_SK.into()))
+                .history_entries(&trim.pk)
                 .projection_expression("SK, #n")
                 .expression_attribute_names("#n", "n")
                 .consistent_read(true)
