@@ -271,7 +271,7 @@ SELF_TEST = [
     ('usecases/quotas.rs', 'use crate::http::*;', 'reaches `http::'),
     ('usecases/tree_patch/body.rs', 'use super::super::super::http::response::ApiResponse;', 'reaches `http::response`'),
     ('usecases/quotas.rs', 'fn f(_: &crate::App) {}', 'imports `app`'),
-    ('store/items.rs', 'fn f(_: &crate::Context) {}', 'imports `context`'),
+    ('store/items/mod.rs', 'fn f(_: &crate::Context) {}', 'imports `context`'),
     ('usecases/quotas.rs', 'fn k(o: &str) -> String { format!("O#{o}#P#x") }', 'the key literal "O#{o}#P#x"'),
     ('workers/feed/mod.rs', 'const K: &str = "GSI1PK";', 'the key literal "GSI1PK"'),
     ('api/lists.rs', 'use crate::search::snapshot as s;', 'reaches `search::snapshot`'),
