@@ -470,20 +470,13 @@ async fn characters_sqs_refuses_arrive_escaped() {
     assert_eq!(verify(&org, &id, token).await.status, 200);
     let odd = "odd\u{FFFE}\u{FFFF}";
     put_product(&org, &catalog_e2e::encode(odd), "Odd").await;
-    let body = eventually("the product.created message", DELIVERY, || async {
-        let out = sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .unwrap();
-        out.messages
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|m| m.body)
-            .find(|b| b.contains("product.created"))
-    })
+    let body = catalog_e2e::webhooks::queued(
+        &sqs,
+        &url,
+        "product.created",
+        "the product.created message",
+        DELIVERY,
+    )
     .await;
     assert!(body.contains(r#""odd\ufffe\uffff""#), "{body}");
     assert!(!body.contains(['\u{FFFE}', '\u{FFFF}']), "{body}");
