@@ -14,7 +14,9 @@
 //! that died or outran its timeout.
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
+};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -41,6 +43,17 @@ const IDLE: Duration = Duration::from_millis(100);
 /// The longest wait before a failed stream invocation is tried again (the backoff doubles
 /// from [`IDLE`] up to it).
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The change feed mapping's `BatchSize` in infra/template.yaml. Its 1 s
+/// `MaximumBatchingWindowInSeconds` is not played here: each page read goes at once (with
+/// the window, bigger bursts of SendMessageBatch on moto's SQS, which scans its whole queue
+/// on every operation, made the local delivery latency worse: docs/performance.md).
+const STREAM_BATCH: usize = 100;
+
+/// Concurrent batches per stream shard: the change feed's `ParallelizationFactor` in
+/// infra/template.yaml (checked by tests/tests/crashes.rs); the tests' emulator runs as many
+/// change-feed processes.
+pub const STREAM_PARALLELIZATION: usize = 4;
 
 /// The event-driven functions' timeouts in infra/template.yaml (seconds; checked by
 /// tests/tests/crashes.rs). Every other function has the template's global 10 s.
@@ -99,6 +112,8 @@ pub async fn run_stream(
     let mut shards: HashMap<String, Option<String>> = HashMap::new();
     // shard id -> sequence number of the last record handed to the function
     let mut done: HashMap<String, String> = HashMap::new();
+    // (shard id, lane) -> the entity records read and not yet handed over
+    let mut waiting: HashMap<(String, usize), Vec<Record>> = HashMap::new();
     let mut first_pass = true;
     loop {
         if let Ok(desc) = client
@@ -151,54 +166,105 @@ pub async fn run_stream(
             };
             let records = out.records.unwrap_or_default();
             *next = out.next_shard_iterator;
-            if records.is_empty() {
-                continue;
-            }
-            busy = true;
             if let Some(seq) = records.last().and_then(sequence) {
                 done.insert(id.clone(), seq.to_string());
             }
-            let mut batch = records;
-            let mut tries = 0;
-            // the wait before the next try after a failed invocation
-            let mut backoff = IDLE;
-            while !batch.is_empty() {
-                let event = stream_event(&batch, &stream_arn);
-                let t0 = std::time::Instant::now();
-                let invoked = invoke_within(&invoke, &function, event).await;
-                if std::env::var("CATALOG_E2E_TRACE").is_ok() {
-                    eprintln!("[trace] stream {} records {:?}", batch.len(), t0.elapsed());
-                }
-                let (failed_at, wait) = match invoked {
-                    Ok(resp) => {
-                        backoff = IDLE;
-                        let at = first_failure(&resp).and_then(|seq| {
-                            batch.iter().position(|r| sequence(r) == Some(seq.as_str()))
-                        });
-                        (at, IDLE)
-                    }
-                    // the whole batch again, from its first record, later each time
-                    Err(e) => {
-                        eprintln!("[local] {function} failed: {e}; retrying in {backoff:?}");
-                        let wait = backoff;
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
-                        (Some(0), wait)
-                    }
-                };
-                let Some(i) = failed_at else { break };
-                tries += 1;
-                if tries > STREAM_RETRIES {
-                    eprintln!("[local] skipping a stream record after {STREAM_RETRIES} retries");
-                    batch.drain(..=i);
-                    tries = 0;
-                } else {
-                    batch.drain(..i);
-                    tokio::time::sleep(wait).await;
-                }
+            busy |= !records.is_empty();
+            // the mapping's FilterCriteria: only entity items' records invoke the feed; as
+            // its ParallelizationFactor, they go in lanes by partition key (each key's
+            // records in order in one)
+            for record in records.into_iter().filter(of_entity) {
+                let lane = lane_of(&record, STREAM_PARALLELIZATION);
+                waiting.entry((id.clone(), lane)).or_default().push(record);
             }
+        }
+        // each lane's batch goes (at most BatchSize records); the lanes' batches run at once
+        let mut batches = Vec::new();
+        for buffer in waiting.values_mut() {
+            if !buffer.is_empty() {
+                let rest = buffer.split_off(buffer.len().min(STREAM_BATCH));
+                batches.push(std::mem::replace(buffer, rest));
+            }
+        }
+        if !batches.is_empty() {
+            busy = true;
+            let fed = batches
+                .into_iter()
+                .map(|batch| feed_batch(batch, &stream_arn, &function, &invoke));
+            futures_util::future::join_all(fed).await;
         }
         if !busy {
             tokio::time::sleep(IDLE).await;
+        }
+    }
+}
+
+/// The change feed mapping's `FilterCriteria` in infra/template.yaml: a record invokes the
+/// feed only when its new or its old image has a `kind` (an entity item); the feed's own
+/// windows, logs and history, tombstones and settings never do.
+fn of_entity(record: &Record) -> bool {
+    let has_kind = |image: Option<
+        &HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
+    >| { image.and_then(|i| i.get("kind")).is_some_and(|k| k.is_s()) };
+    record
+        .dynamodb
+        .as_ref()
+        .is_some_and(|d| has_kind(d.new_image.as_ref()) || has_kind(d.old_image.as_ref()))
+}
+
+/// The lane of a stream record among `n`, by its partition key: the records of one key are
+/// in one lane, in their order, as Lambda's ParallelizationFactor keeps them.
+fn lane_of(record: &Record, n: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let key = record
+        .dynamodb
+        .as_ref()
+        .and_then(|d| d.keys.as_ref())
+        .and_then(|k| k.get("PK"))
+        .and_then(|v| v.as_s().ok());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut hasher);
+    (hasher.finish() % n.max(1) as u64) as usize
+}
+
+/// Feeds one lane's batch to the function until it is done: on a reported batch item
+/// failure from that record on, on a failed invocation the whole batch again with backoff,
+/// and a record that fails [`STREAM_RETRIES`] times in a row is skipped.
+async fn feed_batch(mut batch: Vec<Record>, stream_arn: &str, function: &str, invoke: &Invoker) {
+    let mut tries = 0;
+    // the wait before the next try after a failed invocation
+    let mut backoff = IDLE;
+    while !batch.is_empty() {
+        let event = stream_event(&batch, stream_arn);
+        let t0 = std::time::Instant::now();
+        let invoked = invoke_within(invoke, function, event).await;
+        if std::env::var("CATALOG_E2E_TRACE").is_ok() {
+            eprintln!("[trace] stream {} records {:?}", batch.len(), t0.elapsed());
+        }
+        let (failed_at, wait) = match invoked {
+            Ok(resp) => {
+                backoff = IDLE;
+                let at = first_failure(&resp)
+                    .and_then(|seq| batch.iter().position(|r| sequence(r) == Some(seq.as_str())));
+                (at, IDLE)
+            }
+            // the whole batch again, from its first record, later each time
+            Err(e) => {
+                eprintln!("[local] {function} failed: {e}; retrying in {backoff:?}");
+                let wait = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                (Some(0), wait)
+            }
+        };
+        let Some(i) = failed_at else { break };
+        tries += 1;
+        if tries > STREAM_RETRIES {
+            eprintln!("[local] skipping a stream record after {STREAM_RETRIES} retries");
+            batch.drain(..=i);
+            tries = 0;
+        } else {
+            batch.drain(..i);
+            tokio::time::sleep(wait).await;
         }
     }
 }
@@ -476,89 +542,130 @@ async fn poll_queue(
             }
         };
         if trace {
-            eprintln!("[trace] receive {} msgs {:?}", messages.len(), r0.elapsed());
+            trace_receive(&messages, r0.elapsed());
         }
-        if messages.is_empty() {
-            continue;
+        if !messages.is_empty() {
+            handle_messages(client, queue_url, function, invoke, arn, messages).await;
         }
-        let records: Vec<Value> = messages
-            .iter()
-            .map(|m| {
-                let attributes: HashMap<String, String> = m
-                    .attributes
-                    .clone()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k.as_str().to_string(), v))
-                    .collect();
-                json!({
-                    "messageId": m.message_id,
-                    "receiptHandle": m.receipt_handle,
-                    "body": m.body,
-                    "attributes": attributes,
-                    "messageAttributes": {},
-                    "md5OfBody": m.md5_of_body,
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": arn,
-                    "awsRegion": "us-east-1"
-                })
+    }
+}
+
+/// Prints how long a receive took and how long after its send each message came (its
+/// delay included).
+fn trace_receive(messages: &[aws_sdk_sqs::types::Message], took: Duration) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let waited: Vec<i64> = messages
+        .iter()
+        .filter_map(|m| {
+            let sent = m
+                .attributes
+                .as_ref()?
+                .get(&MessageSystemAttributeName::SentTimestamp)?;
+            Some(now - sent.parse::<i64>().ok()?)
+        })
+        .collect();
+    eprintln!(
+        "[trace] receive {} msgs {took:?}, sent {waited:?} ms before",
+        messages.len()
+    );
+}
+
+/// One batch of [`run_queue`]: the invocation, then the deletion of what succeeded.
+async fn handle_messages(
+    client: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    function: &str,
+    invoke: &Invoker,
+    arn: &str,
+    messages: Vec<aws_sdk_sqs::types::Message>,
+) {
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let attributes: HashMap<String, String> = m
+                .attributes
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect();
+            json!({
+                "messageId": m.message_id,
+                "receiptHandle": m.receipt_handle,
+                "body": m.body,
+                "attributes": attributes,
+                "messageAttributes": {},
+                "md5OfBody": m.md5_of_body,
+                "eventSource": "aws:sqs",
+                "eventSourceARN": arn,
+                "awsRegion": "us-east-1"
             })
-            .collect();
-        let event = json!({ "Records": records });
-        // Lambda's recursive loop detection: a chain past 16 invocations of a function whose
-        // RecursiveLoop is Terminate is not invoked; its messages are dropped.
-        if !crate::lineage::admit(function, &event) {
-            for m in &messages {
-                if let Some(handle) = &m.receipt_handle {
-                    let _ = client
-                        .delete_message()
-                        .queue_url(queue_url)
-                        .receipt_handle(handle)
-                        .send()
-                        .await;
-                }
-            }
-            continue;
+        })
+        .collect();
+    let event = json!({ "Records": records });
+    // Lambda's recursive loop detection: a chain past 16 invocations of a function whose
+    // RecursiveLoop is Terminate is not invoked; its messages are dropped.
+    if !crate::lineage::admit(function, &event) {
+        delete_batch(client, queue_url, messages.iter()).await;
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    let invoked = invoke_within(invoke, function, event).await;
+    if std::env::var("CATALOG_E2E_TRACE").is_ok() {
+        eprintln!(
+            "[trace] {function} {} msgs {:?}",
+            messages.len(),
+            t0.elapsed()
+        );
+    }
+    let failed: Vec<String> = match invoked {
+        Ok(resp) => resp["batchItemFailures"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Err(e) => {
+            // the whole batch returns after the queue's visibility timeout
+            eprintln!("[local] {function} failed: {e}");
+            return;
         }
-        let t0 = std::time::Instant::now();
-        let invoked = invoke_within(invoke, function, event).await;
-        if std::env::var("CATALOG_E2E_TRACE").is_ok() {
-            eprintln!(
-                "[trace] {function} {} msgs {:?}",
-                messages.len(),
-                t0.elapsed()
-            );
-        }
-        let failed: Vec<String> = match invoked {
-            Ok(resp) => resp["batchItemFailures"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Err(e) => {
-                // the whole batch returns after the queue's visibility timeout
-                eprintln!("[local] {function} failed: {e}");
-                continue;
-            }
-        };
-        for m in &messages {
-            if failed
-                .iter()
-                .any(|f| Some(f.as_str()) == m.message_id.as_deref())
-            {
-                continue;
-            }
-            if let Some(handle) = &m.receipt_handle {
-                let _ = client
-                    .delete_message()
-                    .queue_url(queue_url)
-                    .receipt_handle(handle)
-                    .send()
-                    .await;
-            }
-        }
+    };
+    // the ones that succeeded, in one DeleteMessageBatch, as the event source mapping does
+    let done = messages.iter().filter(|m| {
+        !failed
+            .iter()
+            .any(|f| Some(f.as_str()) == m.message_id.as_deref())
+    });
+    delete_batch(client, queue_url, done).await;
+}
+
+/// Deletes up to 10 received messages in one DeleteMessageBatch.
+async fn delete_batch<'a>(
+    client: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    messages: impl Iterator<Item = &'a aws_sdk_sqs::types::Message>,
+) {
+    let entries: Vec<DeleteMessageBatchRequestEntry> = messages
+        .enumerate()
+        .filter_map(|(i, m)| {
+            DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(m.receipt_handle.clone()?)
+                .build()
+                .ok()
+        })
+        .collect();
+    if !entries.is_empty() {
+        let _ = client
+            .delete_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await;
     }
 }

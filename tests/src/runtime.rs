@@ -108,7 +108,8 @@ const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Processes per function: the delivery function runs several, as its event source
 /// mapping's concurrency does on AWS, so that one endpoint's slow answers cannot hold every
-/// delivery, and so does an `@fleet` variant (the isolation benchmark); every other
+/// delivery, and so does an `@fleet` variant (the isolation benchmark); the change feed
+/// runs one per concurrent batch of a shard (`local::STREAM_PARALLELIZATION`); every other
 /// function runs one (the tests start named variants when they race).
 pub const DELIVERY_CONCURRENCY: usize = 4;
 
@@ -116,6 +117,8 @@ fn instances(function: &str) -> usize {
     let (binary, variant) = function.split_once('@').unwrap_or((function, ""));
     if binary == "webhook-delivery" || variant == "fleet" {
         DELIVERY_CONCURRENCY
+    } else if binary == "change-feed" && variant.is_empty() {
+        crate::local::STREAM_PARALLELIZATION
     } else {
         1
     }

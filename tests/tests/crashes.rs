@@ -7,7 +7,7 @@
 //! infra/template.yaml.
 
 use catalog_e2e::ddb::{die_with_parent, free_port};
-use catalog_e2e::local::{timeout_of, WORKER_TIMEOUTS};
+use catalog_e2e::local::{timeout_of, STREAM_PARALLELIZATION, WORKER_TIMEOUTS};
 use catalog_e2e::runtime::DELIVERY_CONCURRENCY;
 use catalog_e2e::webhooks::{webhooks, Receiver};
 use catalog_e2e::{repo_root, Org};
@@ -118,6 +118,15 @@ fn worker_timeouts_are_the_templates() {
         .find_map(|l| l.trim().strip_prefix("Timeout: "))
         .expect("a global Timeout");
     assert_eq!(timeout_of("products").as_secs().to_string(), global);
+    // the stream mapping's concurrent batches per shard, as the local poller runs them
+    let mapping = template
+        .find("\n  ChangeFeedStream:")
+        .expect("the stream mapping");
+    let factor = template[mapping..]
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ParallelizationFactor: "))
+        .expect("a ParallelizationFactor");
+    assert_eq!(factor, STREAM_PARALLELIZATION.to_string());
     for (name, seconds) in WORKER_TIMEOUTS {
         let at = template
             .find(&format!("FunctionName: !Sub catalog-${{Stage}}-{name}\n"))
@@ -156,7 +165,10 @@ async fn the_emulator_replaces_killed_and_hung_workers_and_loses_no_delivery() {
     write("calm").await;
     receiver.wait_for_distinct(3, DELIVERY).await;
 
-    assert_eq!(signal("change-feed", me, true, libc::SIGKILL), 1);
+    assert_eq!(
+        signal("change-feed", me, true, libc::SIGKILL),
+        STREAM_PARALLELIZATION
+    );
     assert_eq!(
         signal("webhook-delivery", me, true, libc::SIGKILL),
         DELIVERY_CONCURRENCY
@@ -164,12 +176,19 @@ async fn the_emulator_replaces_killed_and_hung_workers_and_loses_no_delivery() {
     write("killed").await;
     receiver.wait_for_distinct(6, DELIVERY).await;
 
-    // a process that no longer answers: the invocation fails at the feed's 60 s timeout,
-    // the process is replaced and the batch tried again
-    assert_eq!(signal("change-feed", me, true, libc::SIGSTOP), 1);
+    // processes that no longer answer: an invocation one of them took fails at the feed's
+    // 60 s timeout, that process is replaced and the batch tried again (a retry may land
+    // on another stopped process first: one timeout per process at most)
+    assert_eq!(
+        signal("change-feed", me, true, libc::SIGSTOP),
+        STREAM_PARALLELIZATION
+    );
     write("hung").await;
     receiver
-        .wait_for_distinct(9, DELIVERY + timeout_of("change-feed"))
+        .wait_for_distinct(
+            9,
+            DELIVERY + timeout_of("change-feed") * STREAM_PARALLELIZATION as u32,
+        )
         .await;
     assert_eq!(
         delivered(&receiver),
