@@ -610,6 +610,64 @@ async fn the_change_feed_skips_bad_records_and_reports_the_first_failed_one() {
     );
 }
 
+/// A window costs the change feed one write: the record that opened it claims it, so no
+/// second write notes the message queued. That record, retried after its send failed,
+/// queues the delivery again; a later record in the open window queues nothing.
+#[tokio::test]
+async fn a_window_costs_the_feed_one_write_and_its_record_retried_queues_it() {
+    webhooks().await;
+    let org = Org::new().await;
+    let receiver = Receiver::start(0).await;
+    let (hook, _) = subscribe(&org, &receiver.url(), &["product.created"]).await;
+    let entity = |id: &str| {
+        json!({"PK": {"S": format!("O#{}#P#{id}", org.id)}, "SK": {"S": "L1"},
+               "GSI1PK": {"S": format!("O#{}#T#product#0", org.id)},
+               "kind": {"S": "product"}, "id": {"S": id}, "su": {"S": "2026-11-21T00:00:00.000Z"}})
+    };
+    let db = catalog_e2e::faults::faulty_db().await;
+    db.reset();
+    let batch = json!({"Records": [
+        stream_insert("9100", entity("claim-a")),
+        stream_insert("9101", entity("claim-b")),
+        stream_insert("9102", entity("claim-c")),
+    ]});
+    let out = catalog_e2e::invoke("change-feed@faultydb", batch).await;
+    assert_eq!(out, json!({"batchItemFailures": []}));
+    // three windows, three UpdateItems (their history is one BatchWriteItem)
+    assert_eq!(db.seen("UpdateItem"), 3);
+    // the send fails: the record that opened the window is reported...
+    let first = json!({"Records": [stream_insert("9200", entity("claim-d"))]});
+    let failed = catalog_e2e::invoke("change-feed@noqueue", first.clone()).await;
+    assert_eq!(
+        failed,
+        json!({"batchItemFailures": [{"itemIdentifier": "9200"}]})
+    );
+    // ...a later record of the open window queues nothing (its claim stands)...
+    let later = json!({"Records": [stream_insert("9201", entity("claim-d"))]});
+    let out = catalog_e2e::invoke("change-feed", later).await;
+    assert_eq!(out, json!({"batchItemFailures": []}));
+    // ...and the record retried queues the delivery: one delivery of claim-d, two changes
+    let out = catalog_e2e::invoke("change-feed", first).await;
+    assert_eq!(out, json!({"batchItemFailures": []}));
+    let log = eventually("the delivery of claim-d", DELIVERY, || async {
+        let log = deliveries(&org, &hook).await;
+        let d: Vec<Value> = log
+            .into_iter()
+            .filter(|d| d["identifier"] == json!("claim-d") && d["status"] == json!("succeeded"))
+            .collect();
+        (!d.is_empty()).then_some(d)
+    })
+    .await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["changes"], json!(3), "{log:?}");
+    let got = receiver
+        .received()
+        .iter()
+        .filter(|r| r.json["identifier"] == json!("claim-d"))
+        .count();
+    assert_eq!(got, 1);
+}
+
 #[tokio::test]
 async fn redirects_and_slow_answers_are_failures() {
     webhooks().await;

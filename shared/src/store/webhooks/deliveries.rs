@@ -5,15 +5,14 @@ use crate::store::idempotency::Guard;
 
 impl Store {
     /// Records `changes` changes (the latest at `occurred_at`) in the (subscription, entity,
-    /// event) window: opens it with `new_delivery_id` when none is open, else moves its
-    /// `occurredAt` to this change, and counts them. One UpdateItem; returns the window as
-    /// it now stands.
+    /// event) window: opens it as `opening` says when none is open, else moves its `occurredAt` to this change, and counts them. One
+    /// UpdateItem; returns the window as it now stands.
     pub async fn open_pending(
         &self,
         key: &PendingKey<'_>,
         occurred_at: Timestamp,
         changes: u32,
-        new_delivery_id: &str,
+        opening: Opening<'_>,
         sides: Option<Sides<'_>>,
         matched: Option<(bool, bool)>,
     ) -> Result<Pending, StoreError> {
@@ -50,6 +49,7 @@ impl Store {
                 .set_key(Some(key.key()))
                 .update_expression(format!(
                     "SET deliveryId = if_not_exists(deliveryId, :id), occurredAt = :t, \
+                     claim = if_not_exists(claim, :claim), claimedAt = if_not_exists(claimedAt, :now), \
                      #ttl = if_not_exists(#ttl, :ttl){states}{matches} ADD changes :n"
                 ));
             for (name, value) in &values {
@@ -58,7 +58,12 @@ impl Store {
             let out = update
                 .condition_expression("attribute_not_exists(occurredAt) OR occurredAt <= :t")
                 .expression_attribute_names("#ttl", TTL)
-                .expression_attribute_values(":id", s(new_delivery_id))
+                .expression_attribute_values(":id", s(opening.delivery_id))
+                .expression_attribute_values(":claim", s(opening.claim))
+                .expression_attribute_values(
+                    ":now",
+                    AttributeValue::N(Timestamp::now().millis().to_string()),
+                )
                 .expression_attribute_values(":t", s(occurred_at.to_string()))
                 .expression_attribute_values(":ttl", AttributeValue::N(ttl.to_string()))
                 .expression_attribute_values(":n", AttributeValue::N(changes.to_string()))
@@ -82,26 +87,40 @@ impl Store {
         ))
     }
 
-    /// Notes that the window's message is on the queue (a no-op once the window closed).
-    pub async fn mark_queued(
+    /// Takes over the window's stale claim `old` for the stream record `claim`; `false`
+    /// when the window closed or another record took it over first.
+    pub async fn take_over_claim(
         &self,
         key: &PendingKey<'_>,
-        delivery_id: &str,
-    ) -> Result<(), StoreError> {
-        let out = self
+        old: Option<&str>,
+        claim: &str,
+    ) -> Result<bool, StoreError> {
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key.key()))
-            .update_expression("SET queued = :yes")
-            .condition_expression("deliveryId = :id")
-            .expression_attribute_values(":yes", AttributeValue::Bool(true))
-            .expression_attribute_values(":id", s(delivery_id))
+            .update_expression("SET claim = :claim, claimedAt = :now")
+            .expression_attribute_values(":claim", s(claim))
+            .expression_attribute_values(
+                ":now",
+                AttributeValue::N(Timestamp::now().millis().to_string()),
+            );
+        update = match old {
+            Some(old) => update
+                .condition_expression("attribute_exists(deliveryId) AND claim = :old")
+                .expression_attribute_values(":old", s(old)),
+            None => update.condition_expression(
+                "attribute_exists(deliveryId) AND attribute_not_exists(claim)",
+            ),
+        };
+        match update
             .send()
             .await
-            .map_err(|e| StoreError::from_sdk("UpdateItem", e));
-        match out {
-            Ok(_) | Err(StoreError::ConditionFailed) => Ok(()),
+            .map_err(|e| StoreError::from_sdk("UpdateItem", e))
+        {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed) => Ok(false),
             Err(e) => Err(e),
         }
     }

@@ -339,9 +339,15 @@ pub struct Pending {
     pub delivery_id: String,
     /// The latest change in the window.
     pub occurred_at: Timestamp,
-    /// Set once the delivery's message is on the queue.
-    #[serde(default)]
-    pub queued: bool,
+    /// The stream record that opened the window (its sequence number): the change feed
+    /// invocation handling that record queues the delivery's message, again when the
+    /// record is retried; any later record finds the window claimed and queues nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+    /// When the claim was made (unix millis): a claim older than [`CLAIM_STALE_MS`] on a
+    /// window still open is taken over by the next record (its record was given up on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_at: Option<i64>,
     /// The changes recorded in the window (a change the feed records twice, after a
     /// retried batch, counts twice).
     #[serde(default)]
@@ -363,7 +369,42 @@ pub struct Pending {
     pub match_after: Option<bool>,
 }
 
+/// What a window gets when a change opens it: its delivery's id, and the stream record
+/// that claims it (its sequence number).
+#[derive(Debug, Clone, Copy)]
+pub struct Opening<'a> {
+    pub delivery_id: &'a str,
+    pub claim: &'a str,
+}
+
+/// How old a claim on a window still open may be before the next record takes it over
+/// and queues the delivery again: longer than the change feed's retries of one record can
+/// take (50 retries, backoff capped at 5 s, 60 s each at most), so only a record given up
+/// on leaves such a claim.
+pub const CLAIM_STALE_MS: i64 = 60 * 60 * 1000;
+
+/// Whether the stream record `claim` must queue the window's delivery, as the window
+/// stands after it recorded its change, at `now` (unix millis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queueing {
+    /// The record opened the window (or is that record, retried): queue it.
+    Queue,
+    /// Another record claimed it lately: its invocation queues the delivery.
+    Claimed,
+    /// Another record's claim is stale: take it over, then queue.
+    TakeOver,
+}
+
 impl Pending {
+    /// What the record `claim` does about the window's message at `now` (unix millis).
+    pub fn queueing(&self, claim: &str, now: i64) -> Queueing {
+        match (&self.claim, self.claimed_at) {
+            (Some(c), _) if c == claim => Queueing::Queue,
+            (Some(_), Some(at)) if now - at <= CLAIM_STALE_MS => Queueing::Claimed,
+            _ => Queueing::TakeOver,
+        }
+    }
+
     /// Where the window's entity stands to its subscription's filter (`None`: unfiltered).
     pub fn matched(&self) -> Option<SetMatch> {
         Some(SetMatch::of(self.match_before?, self.match_after?))

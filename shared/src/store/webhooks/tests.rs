@@ -143,3 +143,37 @@ fn a_pending_window_is_keyed_by_subscription_and_entity() {
     assert_eq!(key[PK], s("O#org1#W#wh_1#Q"));
     assert_eq!(key[SK], s("product/updated/shoe"));
 }
+
+#[test]
+fn the_record_that_opened_a_window_queues_it_and_a_stale_claim_is_taken_over() {
+    let window = |claim: Option<&str>, at: Option<i64>| Pending {
+        delivery_id: "dlv_1".into(),
+        occurred_at: Timestamp::from_millis(0),
+        claim: claim.map(str::to_string),
+        claimed_at: at,
+        changes: 1,
+        first_old: None,
+        last_new: None,
+        changes_omitted: false,
+        match_before: None,
+        match_after: None,
+    };
+    let now = 10 * CLAIM_STALE_MS;
+    // the opening record, and the same record retried
+    assert_eq!(
+        window(Some("7"), Some(now)).queueing("7", now),
+        Queueing::Queue
+    );
+    // a later record of the open window
+    assert_eq!(
+        window(Some("7"), Some(now - CLAIM_STALE_MS)).queueing("9", now),
+        Queueing::Claimed
+    );
+    // the opening record was given up on
+    assert_eq!(
+        window(Some("7"), Some(now - CLAIM_STALE_MS - 1)).queueing("9", now),
+        Queueing::TakeOver
+    );
+    // a window opened before claims were kept
+    assert_eq!(window(None, None).queueing("9", now), Queueing::TakeOver);
+}

@@ -29,6 +29,7 @@ use futures_util::future::join_all;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod answered;
 mod aws;
 mod gating;
 mod parking;
@@ -96,19 +97,28 @@ pub struct Deliverer {
     cx: &'static Context,
     http: reqwest::Client,
     aws: aws::AwsSenders,
+    /// The endpoints this process saw answer lately.
+    answered: answered::Answered,
 }
 
 impl Deliverer {
     pub fn new(cx: &'static Context) -> Self {
         let http = client(&cx.config.webhooks);
         let aws = aws::AwsSenders::new(&cx.config.webhooks);
-        Self { cx, http, aws }
+        Self {
+            cx,
+            http,
+            aws,
+            answered: Default::default(),
+        }
     }
 
     /// Handles one batch of queue messages; the ones to retry are reported as failures.
     /// Endpoints run concurrently; of one endpoint's messages the first goes alone and the
     /// others after it, so that they find its outcome (an endpoint that answered is sent
-    /// the rest at once, one that failed or hung gets none of them).
+    /// the rest at once, one that failed or hung gets none of them), unless this process
+    /// saw the endpoint answer in the last `answered::FRESH`: then all go at once (each
+    /// still gated by the endpoint's health it reads).
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
         let mut groups: Vec<(Option<Endpoint>, Vec<&SqsMessage>)> = Vec::new();
         for m in &event.records {
@@ -125,8 +135,16 @@ impl Deliverer {
                 None => groups.push((endpoint, vec![m])),
             }
         }
-        let outcomes = join_all(groups.iter().map(|(_, group)| async move {
+        let outcomes = join_all(groups.iter().map(|(endpoint, group)| async move {
             let (first, rest) = group.split_first().expect("groups are never empty");
+            if endpoint.as_ref().is_some_and(|e| self.answered.lately(e)) {
+                return join_all(
+                    group
+                        .iter()
+                        .map(|m| async move { (*m, self.process(m).await) }),
+                )
+                .await;
+            }
             let mut out = vec![(*first, self.process(first).await)];
             let others = join_all(
                 rest.iter()
@@ -261,6 +279,8 @@ impl Deliverer {
 
         let attempt = self.send(&m.org, &sub, &delivery).await;
         let ok = attempt.error.is_none();
+        self.answered
+            .note((m.org.clone(), m.webhook_id.clone()), ok);
         self.cx
             .meter
             .record(&m.org, crate::usage::Tally::delivery(ok));

@@ -8,7 +8,7 @@ use crate::domain::changes::{self, PayloadKind};
 use crate::domain::entity_types::EntityType;
 use crate::domain::time::Timestamp;
 use crate::store::changes::image_org;
-use crate::store::webhooks::{PendingKey, Sides, Subscription};
+use crate::store::webhooks::{Opening, PendingKey, Queueing, Sides, Subscription};
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery_id, QueueMessage};
 use crate::webhooks::topics::{self, Action};
@@ -176,6 +176,12 @@ fn asks_for(sub: &Subscription, change: &Change) -> bool {
     }
 }
 
+/// `f`'s output and how long it took (ms).
+async fn timed<T>(f: impl std::future::Future<Output = T>) -> (T, u64) {
+    let t = std::time::Instant::now();
+    (f.await, t.elapsed().as_millis() as u64)
+}
+
 /// One (subscription, entity, event) window touched by a batch.
 #[derive(Debug)]
 struct Window<'a> {
@@ -275,18 +281,20 @@ impl ChangeFeed {
             .collect();
         let started = std::time::Instant::now();
         let work = async {
-            let (feed, history) = futures_util::join!(
-                self.process(&event.records, &changes),
-                history::record(&self.cx.store, &event.records)
+            // each side's time, for the batch's log line
+            let ((feed, windows_ms), (history, history_ms)) = futures_util::join!(
+                timed(self.process(&event.records, &changes)),
+                timed(history::record(&self.cx.store, &event.records))
             );
             let (mut failed, mut dropped) = feed;
             if let Some(i) = history.failed {
                 failed = Some(failed.map_or(i, |f| f.min(i)));
             }
             dropped.extend(history.dropped);
-            ((failed, dropped), history.entries)
+            ((failed, dropped), history.entries, (windows_ms, history_ms))
         };
-        let (((mut failed, dropped), entries), cost) = crate::store::metrics::counted(work).await;
+        let (((mut failed, dropped), entries, (windows_ms, history_ms)), cost) =
+            crate::store::metrics::counted(work).await;
         // the feed's cost per batch, for the logs' metric filters and the bench
         tracing::info!(
             records = event.records.len(),
@@ -294,6 +302,8 @@ impl ChangeFeed {
             history = entries,
             ddb_requests = cost.requests,
             ms = started.elapsed().as_millis() as u64,
+            windows_ms,
+            history_ms,
             "change-feed batch"
         );
         for d in &dropped {
@@ -424,9 +434,36 @@ impl ChangeFeed {
                 w.last = *i;
             }
         }
-        let results = join_all(windows.values().map(|w| self.open(w, records))).await;
+        // ten windows at a time: each ten opened, then queued in one SendMessageBatch while
+        // the next ten open, so the queue's round trips overlap the table's
+        let windows: Vec<&Window> = windows.values().collect();
+        let chunks = join_all(
+            windows
+                .chunks(10)
+                .map(|chunk| self.open_and_queue(chunk, records)),
+        )
+        .await;
+        for (chunk_failed, chunk_dropped) in chunks {
+            if let Some(i) = chunk_failed {
+                failed = Some(failed.map_or(i, |f| f.min(i)));
+            }
+            dropped.extend(chunk_dropped);
+        }
+        (failed, dropped)
+    }
+
+    /// Opens up to ten windows and queues the deliveries of the new ones: the first record
+    /// whose work failed and may succeed on a retry, if any, and the records set aside.
+    async fn open_and_queue(
+        &self,
+        chunk: &[&Window<'_>],
+        records: &[EventRecord],
+    ) -> (Option<usize>, Vec<SetAside>) {
+        let mut failed: Option<usize> = None;
+        let mut dropped: Vec<SetAside> = Vec::new();
+        let results = join_all(chunk.iter().map(|w| self.open(w, records))).await;
         let mut to_queue: Vec<(usize, QueueMessage)> = Vec::new();
-        for (w, result) in windows.values().zip(results) {
+        for (w, result) in chunk.iter().zip(results) {
             match result {
                 Ok(Some(message)) => to_queue.push((w.first, message)),
                 Ok(None) => {}
@@ -448,8 +485,10 @@ impl ChangeFeed {
         (failed, dropped)
     }
 
-    /// Queues the new windows' deliveries, ten per SendMessageBatch (requests in parallel),
-    /// then notes each queued window; the batch positions of the windows that failed.
+    /// Queues the new windows' deliveries, ten per SendMessageBatch (requests in parallel):
+    /// the batch positions of the windows that failed. A window is claimed by the record
+    /// that opened it, so nothing is written after the send: a retry of that record sends
+    /// again (the delivery worker drops a copy whose window is sealed), a later record none.
     async fn queue_all(&self, to_queue: &[(usize, QueueMessage)]) -> Vec<usize> {
         if to_queue.is_empty() {
             return Vec::new();
@@ -466,14 +505,11 @@ impl ChangeFeed {
         }))
         .await;
         let mut failed = Vec::new();
-        let mut marks = Vec::new();
         for (chunk, outcome) in chunks.iter().zip(sent) {
             match outcome {
                 Ok(ok) => {
-                    for ((first, message), ok) in chunk.iter().zip(ok) {
-                        if ok {
-                            marks.push((first, message));
-                        } else {
+                    for ((first, _), ok) in chunk.iter().zip(ok) {
+                        if !ok {
                             failed.push(*first);
                         }
                     }
@@ -482,17 +518,6 @@ impl ChangeFeed {
                     tracing::warn!(error = %e, "deliveries not queued");
                     failed.extend(chunk.iter().map(|(first, _)| *first));
                 }
-            }
-        }
-        let store = &self.cx.store;
-        let marked = join_all(marks.iter().map(|(_, m)| async move {
-            store.mark_queued(&m.pending_key(), &m.delivery_id).await
-        }))
-        .await;
-        for ((first, _), outcome) in marks.iter().zip(marked) {
-            if let Err(e) = outcome {
-                tracing::warn!(error = %e, "queued window not marked");
-                failed.push(**first);
             }
         }
         failed
@@ -529,20 +554,34 @@ impl ChangeFeed {
             c.action.as_str(),
             &c.identifier,
         );
-        let pending = self
-            .cx
-            .store
+        // the record that opened the window queues its delivery (its retries too)
+        let claim = records[w.first].change.sequence_number.as_deref();
+        let claim = claim.unwrap_or_default();
+        let store = &self.cx.store;
+        let pending = store
             .open_pending(
                 &key,
                 w.occurred_at,
                 w.changes,
-                &new_delivery_id(),
+                Opening {
+                    delivery_id: &new_delivery_id(),
+                    claim,
+                },
                 sides,
                 w.matched,
             )
             .await?;
-        if pending.queued {
-            return Ok(None);
+        match pending.queueing(claim, Timestamp::now().millis()) {
+            Queueing::Queue => {}
+            Queueing::Claimed => return Ok(None),
+            Queueing::TakeOver => {
+                if !store
+                    .take_over_claim(&key, pending.claim.as_deref(), claim)
+                    .await?
+                {
+                    return Ok(None);
+                }
+            }
         }
         Ok(Some(QueueMessage {
             org: c.org.clone(),
