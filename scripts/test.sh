@@ -44,8 +44,8 @@ stage "benchmark smoke run (make bench at 200 products, on the test build)"
 BENCH_PROFILE=debug scripts/bench.sh --products 200 --ingest 100 --write-shapes 20 --get 20 --samples 3
 # the event figures: AWS destinations and filtered subscriptions (issue 41)
 BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --destinations 5 --filtered 40 --filtered-subs 3
-# the change feed's cost of history (issue 42)
-BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --history 30
+# the change feed's cost of history (issue 42) and an ERP sync's delivery latency (issue 60)
+BENCH_PROFILE=debug scripts/bench.sh --products 0 --ingest 0 --history 30 --sync 20
 stage "arm64 build of every function (make build without fat LTO), with zip sizes"
 scripts/build.sh --no-lto
 stage "done"

@@ -21,6 +21,9 @@
 //!    timeout and one that refuses connections beside it: the healthy receiver's write →
 //!    delivery latency, p50 / p99 / max, each time.
 //!
+//!    With `--sync N`, an ERP sync's write → delivery latency and the change feed's batches,
+//!    `sync.rs`.
+//!
 //! 5. Tenant isolation (`--isolation SECONDS`): `isolation.rs`.
 //!
 //! 6. Write shapes (`--write-shapes N`): `shapes.rs`.
@@ -43,6 +46,7 @@ mod get;
 mod history;
 mod isolation;
 mod shapes;
+mod sync;
 mod under_writes;
 
 use shapes::Shape;
@@ -66,6 +70,7 @@ struct Args {
     ingest: usize,
     import: usize,
     webhooks: usize,
+    sync: usize,
     webhook_rate: usize,
     destinations: usize,
     filtered: usize,
@@ -83,12 +88,13 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N [--peer]] [--freshness SECONDS] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--sync N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N [--peer]] [--freshness SECONDS] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
          --webhooks  product writes for the webhook latency figures (default 0: none)\n\
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
+         --sync      product trees of an ERP sync (bulk creations, SKU price updates, deletions; --webhook-rate requests a second, default 2): write → delivery latency, the change feed's batches\n\
          --destinations  product writes to SQS and EventBridge destinations, each alone and beside a refusing one (at --webhook-rate, default 10 a second)\n\
          --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
          --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
@@ -110,6 +116,7 @@ fn parse_args() -> Args {
         ingest: 2_000,
         import: 0,
         webhooks: 0,
+        sync: 0,
         webhook_rate: 0,
         destinations: 0,
         filtered: 0,
@@ -136,6 +143,7 @@ fn parse_args() -> Args {
             "--ingest" => args.ingest = number(),
             "--import" => args.import = number(),
             "--webhooks" => args.webhooks = number(),
+            "--sync" => args.sync = number(),
             "--webhook-rate" => args.webhook_rate = number(),
             "--destinations" => args.destinations = number(),
             "--filtered" => args.filtered = number(),
@@ -455,6 +463,13 @@ async fn warm(org: &Org, function: &str, path: &str, args: &Args) -> Result<Warm
 }
 
 /// The `p`th percentile of `sorted` (ascending, not empty).
+/// The `q` quantile of sorted latencies as `1.23 s` (`-` when there are none).
+fn quantile_text(sorted: &[Duration], q: f64) -> String {
+    sorted
+        .get(((sorted.len() as f64 * q).ceil() as usize).saturating_sub(1))
+        .map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
+}
+
 fn quantile(sorted: &[Duration], p: usize) -> Duration {
     sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
@@ -771,7 +786,7 @@ async fn import(args: &Args) {
 #[tokio::main]
 async fn main() {
     let args = parse_args();
-    let logged = args.filtered > 0 || args.history > 0 || args.export > 0;
+    let logged = args.filtered > 0 || args.history > 0 || args.export > 0 || args.sync > 0;
     if logged && std::env::var("CATALOG_E2E_LOG_DIR").is_err() {
         // the change feed's per-batch cost and the export worker's per-run cost are read
         // from their logs
@@ -787,7 +802,12 @@ async fn main() {
         // functions' environment before any starts
         catalog_e2e::imports::imports_as_deployed().await;
     }
-    if args.webhooks > 0 || args.destinations > 0 || args.filtered > 0 || args.history > 0 {
+    if args.webhooks > 0
+        || args.sync > 0
+        || args.destinations > 0
+        || args.filtered > 0
+        || args.history > 0
+    {
         // so must the webhook stack, with the window scaled down to 2 s
         std::env::set_var("CATALOG_E2E_WEBHOOK_WINDOW", WEBHOOK_WINDOW.to_string());
         std::env::set_var("CATALOG_E2E_WEBHOOK_DISABLE_AFTER", "86400");
@@ -810,6 +830,14 @@ async fn main() {
     }
     if args.webhooks > 0 {
         webhook_latency(&args).await;
+    }
+    if args.sync > 0 {
+        let rate = if args.webhook_rate == 0 {
+            2
+        } else {
+            args.webhook_rate
+        };
+        sync::sync(args.sync, rate, args.timeout).await;
     }
     if args.destinations > 0 {
         let rate = if args.webhook_rate == 0 {
@@ -934,11 +962,7 @@ async fn webhook_latency(args: &Args) {
             .filter_map(|(id, at)| Some(arrived.get(id)?.duration_since(*at)))
             .collect();
         latencies.sort();
-        let pick = |q: f64| {
-            latencies
-                .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
-                .map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
-        };
+        let pick = |q: f64| quantile_text(&latencies, q);
         println!(
             "| {} | {:.1} s | {} of {} | {} | {} | {} |",
             label,
