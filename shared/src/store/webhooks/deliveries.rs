@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::store::idempotency::Guard;
+use std::collections::HashMap;
 
 impl Store {
     /// Records `changes` changes (the latest at `occurred_at`) in the (subscription, entity,
@@ -132,27 +133,58 @@ impl Store {
         key: &PendingKey<'_>,
         delivery_id: &str,
     ) -> Result<DeliveryState, StoreError> {
-        let sub_key = item_key(webhooks_pk(key.org), key.webhook_id);
-        let delivery_key = item_key(deliveries_pk(key.org, key.webhook_id), delivery_id);
-        let health_key = item_key(health_pk(key.org, key.webhook_id), HEALTH_SK);
-        let items = self
-            .batch_get(vec![sub_key, delivery_key, key.key(), health_key])
-            .await?;
-        let mut state = DeliveryState::default();
-        let pk_of = |i: &Item| i.get(PK).and_then(|v| v.as_s().ok()).cloned();
-        for item in items {
-            let pk = pk_of(&item).unwrap_or_default();
-            if pk == webhooks_pk(key.org) {
-                state.subscription = Some(decode::<SubscriptionItem>(item, "webhook")?.sub);
-            } else if pk == deliveries_pk(key.org, key.webhook_id) {
-                state.delivery = Some(decode::<DeliveryItem>(item, "delivery")?.delivery);
-            } else if pk == health_pk(key.org, key.webhook_id) {
-                state.health = Some(decode(item, "endpoint health")?);
-            } else {
-                state.pending = Some(decode(item, "pending")?);
-            }
-        }
-        Ok(state)
+        let mut states = self.delivery_states(&[(key, delivery_id)]).await?;
+        Ok(states.pop().unwrap_or_default())
+    }
+
+    /// [`Self::delivery_state`] of several deliveries (a batch of queue messages), in order,
+    /// in one strongly consistent BatchGetItem per 100 keys (the items two of them share,
+    /// their subscription and endpoint health, read once).
+    pub async fn delivery_states(
+        &self,
+        wanted: &[(&PendingKey<'_>, &str)],
+    ) -> Result<Vec<DeliveryState>, StoreError> {
+        // each delivery's four keys: subscription, log entry, window, health
+        let keys_of = |key: &PendingKey<'_>, delivery_id: &str| {
+            [
+                item_key(webhooks_pk(key.org), key.webhook_id),
+                item_key(deliveries_pk(key.org, key.webhook_id), delivery_id),
+                key.key(),
+                item_key(health_pk(key.org, key.webhook_id), HEALTH_SK),
+            ]
+        };
+        let all: Vec<Item> = wanted
+            .iter()
+            .flat_map(|(key, id)| keys_of(key, id))
+            .collect();
+        let text = |i: &Item, name: &str| i.get(name).and_then(|v| v.as_s().ok()).cloned();
+        let found: HashMap<(Option<String>, Option<String>), Item> = self
+            .batch_get(all)
+            .await?
+            .into_iter()
+            .map(|i| ((text(&i, PK), text(&i, SK)), i))
+            .collect();
+        let item = |k: &Item| found.get(&(text(k, PK), text(k, SK))).cloned();
+        wanted
+            .iter()
+            .map(|(key, id)| {
+                let [sub, delivery, pending, health] = keys_of(key, id);
+                Ok(DeliveryState {
+                    subscription: match item(&sub) {
+                        Some(i) => Some(decode::<SubscriptionItem>(i, "webhook")?.sub),
+                        None => None,
+                    },
+                    delivery: match item(&delivery) {
+                        Some(i) => Some(decode::<DeliveryItem>(i, "delivery")?.delivery),
+                        None => None,
+                    },
+                    pending: item(&pending).map(|i| decode(i, "pending")).transpose()?,
+                    health: item(&health)
+                        .map(|i| decode(i, "endpoint health"))
+                        .transpose()?,
+                })
+            })
+            .collect()
     }
 
     /// Closes the window and writes its delivery log entry, in one transaction:

@@ -17,7 +17,8 @@ use crate::context::Context;
 use crate::domain::changes;
 use crate::domain::time::Timestamp;
 use crate::store::webhooks::{
-    Attempt, Delivery, DeliveryStatus, Health, Pending, PendingKey, SetMatch, Subscription,
+    Attempt, Delivery, DeliveryState, DeliveryStatus, Health, Pending, PendingKey, SetMatch,
+    Subscription,
 };
 use crate::store::StoreError;
 use crate::webhooks::queue::{new_delivery, QueueMessage};
@@ -31,6 +32,7 @@ use std::time::{Duration, Instant};
 
 mod answered;
 mod aws;
+mod batch;
 mod gating;
 mod parking;
 mod payload;
@@ -113,58 +115,8 @@ impl Deliverer {
         }
     }
 
-    /// Handles one batch of queue messages; the ones to retry are reported as failures.
-    /// Endpoints run concurrently; of one endpoint's messages the first goes alone and the
-    /// others after it, so that they find its outcome (an endpoint that answered is sent
-    /// the rest at once, one that failed or hung gets none of them), unless this process
-    /// saw the endpoint answer in the last `answered::FRESH`: then all go at once (each
-    /// still gated by the endpoint's health it reads).
-    pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
-        let mut groups: Vec<(Option<Endpoint>, Vec<&SqsMessage>)> = Vec::new();
-        for m in &event.records {
-            let endpoint = m
-                .body
-                .as_deref()
-                .and_then(|b| serde_json::from_str::<QueueMessage>(b).ok())
-                .map(|q| (q.org, q.webhook_id));
-            match groups
-                .iter_mut()
-                .find(|(e, _)| endpoint.is_some() && *e == endpoint)
-            {
-                Some((_, group)) => group.push(m),
-                None => groups.push((endpoint, vec![m])),
-            }
-        }
-        let outcomes = join_all(groups.iter().map(|(endpoint, group)| async move {
-            let (first, rest) = group.split_first().expect("groups are never empty");
-            if endpoint.as_ref().is_some_and(|e| self.answered.lately(e)) {
-                return join_all(
-                    group
-                        .iter()
-                        .map(|m| async move { (*m, self.process(m).await) }),
-                )
-                .await;
-            }
-            let mut out = vec![(*first, self.process(first).await)];
-            let others = join_all(
-                rest.iter()
-                    .map(|m| async move { (*m, self.process(m).await) }),
-            );
-            out.extend(others.await);
-            out
-        }))
-        .await;
-        let mut response = SqsBatchResponse::default();
-        for (m, outcome) in outcomes.into_iter().flatten() {
-            if outcome == Outcome::Again {
-                response.add_failure(m.message_id.clone().unwrap_or_default());
-            }
-        }
-        self.cx.meter.flush_due(&self.cx.store).await;
-        response
-    }
-
-    async fn process(&self, m: &SqsMessage) -> Outcome {
+    /// Handles one message; `state`, when read with others', saves its own read.
+    async fn process(&self, m: &SqsMessage, state: Option<DeliveryState>) -> Outcome {
         let body = m.body.as_deref().unwrap_or_default();
         let Ok(message) = serde_json::from_str::<QueueMessage>(body) else {
             tracing::error!(
@@ -174,7 +126,7 @@ impl Deliverer {
             return self.dead_letter(body).await;
         };
         let receipt = m.receipt_handle.as_deref().unwrap_or_default();
-        match self.attempt(&message, body, receipt).await {
+        match self.attempt(&message, body, receipt, state).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 // Storage failed around the attempt: the message comes back after the
@@ -203,10 +155,14 @@ impl Deliverer {
         m: &QueueMessage,
         body: &str,
         receipt: &str,
+        state: Option<DeliveryState>,
     ) -> Result<Outcome, StoreError> {
         let store = &self.cx.store;
         let key = m.pending_key();
-        let state = store.delivery_state(&key, &m.delivery_id).await?;
+        let state = match state {
+            Some(state) => state,
+            None => store.delivery_state(&key, &m.delivery_id).await?,
+        };
         let Some(sub) = state.subscription else {
             // The subscription was deleted: nothing to send; its state expires by TTL.
             return Ok(Outcome::Done);

@@ -71,6 +71,7 @@ struct Args {
     import: usize,
     webhooks: usize,
     sync: usize,
+    sync_trees: usize,
     webhook_rate: usize,
     destinations: usize,
     filtered: usize,
@@ -88,13 +89,13 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--sync N] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N [--peer]] [--freshness SECONDS] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
+        "usage: bench [--products N] [--ingest N] [--import N] [--webhooks N] [--sync N [--sync-trees N]] [--webhook-rate N] [--destinations N] [--filtered N] [--filtered-subs N] [--history N] [--export N] [--get N [--peer]] [--freshness SECONDS] [--isolation SECONDS] [--write-shapes N] [--samples N] [--timeout SECONDS]\n\
          --products  products seeded for the list figures (default 10000)\n\
          --ingest    products per ingestion row (default 2000; single PATCHes use a tenth)\n\
          --import    products in an import through S3 (default 0: none)\n\
          --webhooks  product writes for the webhook latency figures (default 0: none)\n\
          --webhook-rate  writes per second for them (default 0: as fast as 4 writers go)\n\
-         --sync      product trees of an ERP sync (bulk creations, SKU price updates, deletions; --webhook-rate requests a second, default 2): write → delivery latency, the change feed's batches\n\
+         --sync      product trees of an ERP sync (bulk creations, SKU price updates, deletions; --sync-trees trees a request, default 10; --webhook-rate requests a second, default 2): write → delivery latency, the change feed's batches\n\
          --destinations  product writes to SQS and EventBridge destinations, each alone and beside a refusing one (at --webhook-rate, default 10 a second)\n\
          --filtered  SKU writes against --filtered-subs (default 20) random filtered subscriptions: missed and false deliveries, the change feed's cost\n\
          --history  product writes (creations, updates, deletions): the change feed's cost of history, and a history page's\n\
@@ -117,6 +118,7 @@ fn parse_args() -> Args {
         import: 0,
         webhooks: 0,
         sync: 0,
+        sync_trees: 10,
         webhook_rate: 0,
         destinations: 0,
         filtered: 0,
@@ -144,6 +146,7 @@ fn parse_args() -> Args {
             "--import" => args.import = number(),
             "--webhooks" => args.webhooks = number(),
             "--sync" => args.sync = number(),
+            "--sync-trees" => args.sync_trees = number(),
             "--webhook-rate" => args.webhook_rate = number(),
             "--destinations" => args.destinations = number(),
             "--filtered" => args.filtered = number(),
@@ -837,7 +840,7 @@ async fn main() {
         } else {
             args.webhook_rate
         };
-        sync::sync(args.sync, rate, args.timeout).await;
+        sync::sync(args.sync, args.sync_trees, rate, args.timeout).await;
     }
     if args.destinations > 0 {
         let rate = if args.webhook_rate == 0 {

@@ -1,6 +1,6 @@
 //! `--sync N`: an ERP sync's delivery latency (issue 60). N product trees (product, variant,
-//! three SKUs) created through bulk PATCHes of 10 trees, then every SKU's price updated the
-//! same way, then a tenth of the products deleted one by one, by 2 writers at
+//! three SKUs) created through bulk PATCHes of `--sync-trees` trees (default 10), then every
+//! SKU's price updated the same way, then a tenth of the products deleted one by one, by 2 writers at
 //! `--webhook-rate` requests a second (default 2), with one subscription to `*` and a 2 s
 //! window. Each change's latency runs from its write's answer to its first delivery; the
 //! change feed's batches (count, records, DynamoDB requests, ms) come from its log. Goal:
@@ -15,9 +15,6 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// Trees a bulk request holds (50 entities).
-const PER_REQUEST: usize = 10;
-
 /// One write request of the sync: its body, and the events it must cause.
 struct Write {
     method: &'static str,
@@ -31,10 +28,10 @@ fn sku_ids(p: &str) -> Vec<String> {
 }
 
 /// The writes of the sync in their order: creations, price updates, deletions.
-fn writes(n: usize) -> Vec<Write> {
+fn writes(n: usize, per_request: usize) -> Vec<Write> {
     let ids: Vec<usize> = (0..n).collect();
     let mut out = Vec::new();
-    for chunk in ids.chunks(PER_REQUEST) {
+    for chunk in ids.chunks(per_request.max(1)) {
         let items: Vec<Value> = chunk.iter().map(|i| super::tree(*i)).collect();
         let mut events = Vec::new();
         for i in chunk {
@@ -50,7 +47,7 @@ fn writes(n: usize) -> Vec<Write> {
             events,
         });
     }
-    for chunk in ids.chunks(PER_REQUEST) {
+    for chunk in ids.chunks(per_request.max(1)) {
         let mut events = Vec::new();
         let items: Vec<Value> = chunk
             .iter()
@@ -86,14 +83,14 @@ fn writes(n: usize) -> Vec<Write> {
     out
 }
 
-pub async fn sync(n: usize, rate: usize, timeout: Duration) {
+pub async fn sync(n: usize, per_request: usize, rate: usize, timeout: Duration) {
     let log = std::path::PathBuf::from(std::env::var("CATALOG_E2E_LOG_DIR").unwrap())
         .join("change-feed.log");
     let rate = rate.max(1);
-    let writes = writes(n);
+    let writes = writes(n, per_request);
     let expected: usize = writes.iter().map(|w| w.events.len()).sum();
     println!(
-        "## Sync: {n} product trees created, their SKUs' prices updated, a tenth deleted ({} requests, {expected} changes; 2 writers, {rate} requests a second), window {WEBHOOK_WINDOW} s\n",
+        "## Sync: {n} product trees created, their SKUs' prices updated, a tenth deleted ({} requests of up to {per_request} trees, {expected} changes; 2 writers, {rate} requests a second), window {WEBHOOK_WINDOW} s\n",
         writes.len()
     );
     let org = Org::new().await;
