@@ -320,6 +320,15 @@ pub struct Response {
 }
 
 impl Response {
+    /// Asserts the call was refused for lacking `scope`: 403 with the error naming it.
+    pub fn assert_lacks(&self, scope: &str) {
+        let error = format!("this API key lacks the '{scope}' scope");
+        assert_eq!(
+            (self.status, &self.body),
+            (403, &serde_json::json!({ "error": error })),
+        );
+    }
+
     /// DynamoDB requests the call cost (the `x-catalog-ddb-requests` debug header).
     pub fn ddb_requests(&self) -> u32 {
         self.headers["x-catalog-ddb-requests"]

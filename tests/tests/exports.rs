@@ -861,3 +861,93 @@ async fn peak_bytes(org: &Org, id: &str) -> usize {
         .parse()
         .unwrap()
 }
+
+/// `DELETE /exports/{id}` (scope `settings:manage`, as the erasure of history) erases a
+/// finished export for personal data: its file goes from the bucket, its record from the
+/// detail route and from the list and its total. A running export is refused (409) and
+/// keeps its record; a key that only reads or writes the catalog is refused (403).
+#[tokio::test]
+async fn a_finished_export_is_erased_with_its_file() {
+    use catalog::auth::Scope;
+    use catalog_e2e::imports::{s3_client, BUCKET};
+    imports().await;
+    let org = Org::new().await;
+    seed(&org, 5).await;
+    let job = start(&org, json!({"entity": "products"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let job = finished(&org, &id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    // a running export, as POST /exports leaves it before the worker ends it: the finished
+    // one's record, copied
+    let mut running = exports_partition(&org)
+        .await
+        .into_iter()
+        .find(|i| i.get("id").and_then(|v| v.as_s().ok()) == Some(&id))
+        .expect("the export's record");
+    for (name, value) in [
+        ("SK", "exp_running"),
+        ("id", "exp_running"),
+        ("status", "running"),
+    ] {
+        running.insert(name.into(), AttributeValue::S(value.into()));
+    }
+    stack()
+        .await
+        .store()
+        .client()
+        .put_item()
+        .table_name(catalog_e2e::TABLE)
+        .set_item(Some(running))
+        .send()
+        .await
+        .unwrap();
+    let s3 = s3_client(catalog_e2e::webhooks::moto());
+    let file = catalog::imports::export_key(&org.id, &id);
+    let head = || s3.head_object().bucket(BUCKET).key(&file).send();
+    assert!(head().await.is_ok(), "the file is in the bucket");
+    let r = org.get("/v1/exports").await;
+    assert_eq!(r.body["pagination"]["totalResults"], 2, "{:?}", r.body);
+
+    let catalog_key = org
+        .key_with(&[Scope::CatalogRead, Scope::CatalogWrite])
+        .await;
+    let r = catalog_e2e::Request::new("DELETE", &format!("/v1/exports/{id}"))
+        .bearer(&catalog_key)
+        .send()
+        .await;
+    r.assert_lacks("settings:manage");
+    let r = org.delete("/v1/exports/exp_running").await;
+    assert_eq!(r.status, 409, "{:?}", r.body);
+    assert_eq!(
+        r.body,
+        json!({"error": "export exp_running is running: delete it once it has finished (GET /exports/exp_running tells when)"})
+    );
+    assert!(head().await.is_ok(), "refusals delete nothing");
+
+    // the record's GetItem, then (after the files' DeleteObjects) the transaction that
+    // deletes it and takes it from its day's count
+    let r = org.delete(&format!("/v1/exports/{id}")).await;
+    assert_eq!(
+        (r.status, r.body.clone(), r.ddb_requests()),
+        (
+            200,
+            json!({"result": {"identifier": id, "deleted": true}}),
+            2
+        )
+    );
+    let gone = head().await.expect_err("the file is gone");
+    assert!(gone.into_service_error().is_not_found());
+    let r = org.get(&format!("/v1/exports/{id}")).await;
+    assert_eq!(r.status, 404, "{:?}", r.body);
+    let r = org.get("/v1/exports").await;
+    assert_eq!(r.body["pagination"]["totalResults"], 1, "{:?}", r.body);
+    let listed: Vec<&str> = r.body["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["exp_running"]);
+    let r = org.delete(&format!("/v1/exports/{id}")).await;
+    assert_eq!(r.status, 404, "{:?}", r.body);
+}

@@ -555,13 +555,7 @@ async fn retention_is_an_organization_setting_for_the_entries_written_after() {
         .json(json!({"historyRetentionDays": 1}))
         .send()
         .await;
-    assert_eq!(
-        (r.status, r.body),
-        (
-            403,
-            json!({"error": "this API key lacks the 'settings:manage' scope"})
-        )
-    );
+    r.assert_lacks("settings:manage");
     let r = org
         .patch("/v1/settings", json!({"historyRetentionDays": 1}))
         .await;
@@ -622,13 +616,7 @@ async fn erasing_a_history_deletes_its_entries_for_good() {
         .key_with(&[Scope::CatalogRead, Scope::CatalogWrite])
         .await;
     let r = Request::new("DELETE", path).bearer(&writer).send().await;
-    assert_eq!(
-        (r.status, r.body),
-        (
-            403,
-            json!({"error": "this API key lacks the 'settings:manage' scope"})
-        )
-    );
+    r.assert_lacks("settings:manage");
     // the partition's keys (one Query), the deletes (one BatchWriteItem) and the erasure
     // mark (one UpdateItem), in one round trip after the Query
     let r = org.delete(path).await;

@@ -1,7 +1,8 @@
 //! A page of a flat list costs its page: the same exact DynamoDB requests for a first page
 //! and a far one, and for a list of 5 and of 260 (assets: past 1 MB), on the real binaries.
 //! Lists: assets (with `search` and `cursor`), categories, bundles, metaobjects of a
-//! definition, deletions, a webhook's delivery log.
+//! definition, deletions, a webhook's delivery log. A page never outgrows an answer: it is cut
+//! by its bytes (products of about 300 KB).
 
 use catalog::store::webhooks::Delivery;
 use catalog::webhooks::queue::new_delivery;
@@ -390,4 +391,73 @@ async fn delivery_log_pages_cost_the_same_at_any_depth_and_leave_expired_entries
         (r.status, r.body),
         (404, json!({"error": "webhook 'wh_nope' not found"}))
     );
+}
+
+/// A page holds at most 5,000,000 bytes of entries, as the answer counts them (Lambda answers
+/// at most 6 MB): of 22 products of about 300 KB each (6.5 MB in all), a numbered page of them all is refused
+/// with the `limit` that fits, and by cursor the page is cut where its bytes end, its
+/// `nextCursor` going on after its last product; every product comes once, in order.
+#[tokio::test]
+async fn a_page_is_cut_by_its_bytes_and_never_outgrows_an_answer() {
+    let org = Org::new().await;
+    // three texts of 99,000 bytes (a text value holds at most 100,000)
+    let keys = ["text1", "text2", "text3"];
+    for key in keys {
+        org.define(
+            json!({"key": key, "displayName": key, "targetEntity": "product", "type": "text"}),
+        )
+        .await;
+    }
+    let values: serde_json::Map<String, Value> = keys
+        .iter()
+        .map(|k| (k.to_string(), json!("x".repeat(99_000))))
+        .collect();
+    each(0..22, |i| {
+        let (org, values) = (&org, &values);
+        async move {
+            let p = format!("heavy{i:03}");
+            let body = json!({"name": p, "values": values});
+            let r = org.patch(&format!("/v1/products/{p}"), body).await;
+            assert_eq!(r.status, 201, "{:?}", r.body);
+        }
+    })
+    .await;
+    let all = names("heavy", 0..22);
+
+    // each entry takes its JSON, one byte more per `"` and `\\`, and a comma (all the same
+    // size here: names of one length)
+    let one = org.get("/v1/products/heavy000").await.body["result"].to_string();
+    let per = one.len() + one.bytes().filter(|b| matches!(b, b'"' | b'\\')).count() + 1;
+    let fit = 5_000_000 / per;
+    assert!((2..22).contains(&fit), "{per} bytes an entry");
+    let r = org.get("/v1/products?limit=22").await;
+    assert_eq!(
+        (r.status, r.body),
+        (
+            400,
+            json!({"error": format!("query parameter 'limit': page 1 would take {} bytes of the answer, more than the 5000000 a page holds; ask with 'limit' at most {fit}, or go on by 'cursor'", 22 * per)})
+        )
+    );
+    let r = org.get(&format!("/v1/products?limit={fit}")).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(ids(&r), all[..fit]);
+
+    let r = org.get("/v1/products?limit=1").await;
+    assert_eq!(ids(&r), all[..1]);
+    let mut cursor = next(&r).expect("a cursor");
+    let mut pages = Vec::new();
+    loop {
+        let r = org
+            .get(&format!("/v1/products?limit=100&cursor={cursor}"))
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        assert!(r.body.to_string().len() < 6_000_000);
+        pages.push(ids(&r));
+        match next(&r) {
+            Some(c) => cursor = c,
+            None => break,
+        }
+    }
+    let expected: Vec<Vec<String>> = all[1..].chunks(fit).map(<[String]>::to_vec).collect();
+    assert_eq!(pages, expected);
 }

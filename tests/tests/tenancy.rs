@@ -438,13 +438,7 @@ async fn usage_counts_an_organizations_own_calls_and_capacity() {
         .bearer(&reader)
         .send()
         .await;
-    assert_eq!(
-        (r.status, r.body),
-        (
-            403,
-            json!({"error": "this API key lacks the 'settings:manage' scope"})
-        )
-    );
+    r.assert_lacks("settings:manage");
 }
 
 /// Calls refused by the rate limit are counted as refused.

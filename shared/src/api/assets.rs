@@ -325,12 +325,9 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
             .then_some(&named as &(dyn Fn(&Mark) -> bool + Sync)),
     };
     let (assets, page) = shelf_pages::read(app, org, Shelf::ASSETS, &selection).await?;
+    let entries = assets.iter().map(|a| (render(a), a.id.clone())).collect();
     let next = page.more.then(|| page.keys.last()).flatten();
-    Ok(paging.respond(
-        assets.iter().map(render).collect(),
-        page.total,
-        next.map(String::as_str),
-    ))
+    paging.respond(entries, page.total, next.map(String::as_str))
 }
 
 /// The list envelope of linked assets, paged by the request's `limit` and `page`.

@@ -138,8 +138,8 @@ async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
                 identifier,
                 deleted_at,
             };
-            Some(to_json(deletion))
+            Some((to_json(deletion), position.clone()))
         })
         .collect();
-    Ok(paging.respond(result, page.total, next.map(String::as_str)))
+    paging.respond(result, page.total, next.map(String::as_str))
 }

@@ -3,7 +3,8 @@
 //! (`workers/export.rs`); its status, and once written a presigned download URL, are read
 //! back here (decisions.md, "Exports and gapless sync"). The list reads only its page and
 //! the organization's export counts (`store/exports.rs`), whatever it holds beyond the
-//! page: `page` or a `cursor` (sealed like the lists' cursors), newest first.
+//! page: `page` or a `cursor` (sealed like the lists' cursors), newest first. A finished
+//! export is erased with its files by `DELETE /exports/{id}`.
 
 use crate::app::{App, Call};
 use crate::auth::apikey::prefixed_ulid;
@@ -14,7 +15,7 @@ use crate::http::cursor::{CursorPageParams, CursorPaging, Start};
 use crate::http::render::to_json;
 use crate::http::schema;
 use crate::http::ApiResponse;
-use crate::imports::export_key;
+use crate::imports::{export_key, export_pending_key};
 use crate::store::exports::{ExportItem, ExportStatus};
 use crate::store::metrics::in_parallel;
 use crate::usecases::export::{count, ExportRequest};
@@ -184,6 +185,69 @@ pub async fn get(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     ))
 }
 
+/// DELETE /exports/{id}: erases a finished export for personal data. Its file and the part
+/// a run kept beside it are deleted from the bucket first (one DeleteObjects), then its
+/// record, taken out of the counts (one transaction): a failure leaves the record, so the
+/// call can be made again, never a file without its record. 200 with `{"identifier",
+/// "deleted": true}`; 404 when there is none; 409 while it runs. Scope `settings:manage`,
+/// as the erasure of history.
+pub async fn delete(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
+    let id = call.route.identifier(0, "export")?;
+    let org = call.org();
+    let not_found = || ApiError::entity_not_found("export", id);
+    let job = app.store.get_export(org, id).await?.ok_or_else(not_found)?;
+    if job.status == ExportStatus::Running {
+        return Err(ApiError::conflict(format!(
+            "export {id} is running: delete it once it has finished (GET /exports/{id} tells when)"
+        )));
+    }
+    delete_files(app, org, id).await?;
+    match app.store.delete_export(&job).await {
+        Ok(()) => {}
+        // another call deleted it meanwhile
+        Err(crate::store::StoreError::ConditionFailed) => return Err(not_found()),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(ApiResponse::single(200, crate::http::render::deleted(id)))
+}
+
+/// Deletes the export's file and its kept part from the bucket (either may be absent).
+async fn delete_files(app: &App, org: &str, id: &str) -> Result<(), ApiError> {
+    let (Some(s3), Some(bucket)) = (&app.s3, &app.config.imports.bucket) else {
+        return Ok(());
+    };
+    let unavailable = |e: &dyn std::fmt::Debug| {
+        tracing::error!(error = ?e, export = id, "deleting the export's files");
+        ApiError::unavailable()
+    };
+    let objects = [export_key(org, id), export_pending_key(org, id)]
+        .into_iter()
+        .map(|key| {
+            aws_sdk_s3::types::ObjectIdentifier::builder()
+                .key(key)
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| unavailable(&e))?;
+    let delete = aws_sdk_s3::types::Delete::builder()
+        .set_objects(Some(objects))
+        .quiet(true)
+        .build()
+        .map_err(|e| unavailable(&e))?;
+    let out = s3
+        .delete_objects()
+        .bucket(bucket)
+        .delete(delete)
+        .send()
+        .await
+        .map_err(|e| unavailable(&e))?;
+    // a key that is absent is deleted too; any error is one S3 could not delete
+    if let Some(e) = out.errors.as_ref().and_then(|e| e.first()) {
+        return Err(unavailable(e));
+    }
+    Ok(())
+}
+
 /// GET /exports: newest first. One Query reads the page's records (a cursor's page:
 /// `limit + 1`, to tell whether more follow; a numbered page: the records up to its end) and
 /// one GetItem the counts, in one round trip; the counts' total, or, when the page's Query
@@ -220,8 +284,8 @@ pub async fn list(app: &App, call: &Call) -> Result<ApiResponse, ApiError> {
     };
     let mut result = Vec::with_capacity(shown.len());
     for job in &shown {
-        result.push(render(app, org, job).await?);
+        result.push((render(app, org, job).await?, job.id.clone()));
     }
     let next = more.then(|| shown.last().map(|j| j.id.as_str())).flatten();
-    Ok(paging.respond(result, total as usize, next))
+    paging.respond(result, total as usize, next)
 }

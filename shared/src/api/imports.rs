@@ -46,6 +46,10 @@ pub const ENDPOINTS: &[Endpoint] = &[
         Route::new("GET", "/exports/{id}", Scope::CatalogRead, Doc::new("An export's status and, once succeeded, its download URL (valid 1 hour)", NO_QUERY, None, 200, Body::Single("Export"))),
         handler!(super::exports::get),
     ),
+    Endpoint::new(
+        Route::new("DELETE", "/exports/{id}", Scope::SettingsManage, Doc::delete("Erase a finished export: its file, then its record (for personal data; 409 while it runs)")),
+        handler!(super::exports::delete),
+    ),
 ];
 
 pub const API: Api = Api {

@@ -312,8 +312,17 @@ pub async fn respond(
     result: Vec<Value>,
 ) -> Result<ApiResponse, ApiError> {
     let req = &page.req;
+    // an entity's position in its list is its identifier
+    let entries = result
+        .into_iter()
+        .zip(&page.entries)
+        .map(|(v, e)| {
+            let position = v["identifier"].as_str().unwrap_or(&e.id).to_string();
+            (v, position)
+        })
+        .collect();
     let response = req
         .paging
-        .respond(result, page.total, page.next_after.as_deref());
+        .respond(entries, page.total, page.next_after.as_deref())?;
     with_included(&app.store, call.org(), response, req.include.metaobjects).await
 }

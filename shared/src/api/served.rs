@@ -90,6 +90,7 @@ pub const SERVED: &[Route] = &[
     Route::served("GET", "/exports", Some(Scope::CatalogRead)),
     Route::served("POST", "/exports", Some(Scope::CatalogRead)),
     Route::served("GET", "/exports/{id}", Some(Scope::CatalogRead)),
+    Route::served("DELETE", "/exports/{id}", Some(Scope::SettingsManage)),
     Route::served("POST", "/console-sessions", Some(Scope::SettingsManage)),
     Route::served("POST", "/console-sessions/exchange", None),
     Route::served("GET", "/console-sessions/current", Some(Scope::SettingsManage)),

@@ -26,6 +26,9 @@ pub const MAX_IN_VALUES: usize = 100;
 pub const MAX_SEARCH_TEXT_CHARS: usize = 1_000;
 /// Variants and SKUs one list page embeds with `include`.
 pub const MAX_EMBEDDED_PER_PAGE: usize = 5_000;
+/// Bytes a page's entries take of its answer (`http/answer_size.rs`): 6,000,000 bytes of
+/// Lambda's answer less 1,000,000 for the rest.
+pub const MAX_PAGE_ENTRY_BYTES: usize = 5_000_000;
 
 /// Attribute definitions per organization.
 pub const MAX_ATTRIBUTES: usize = 2_000;
@@ -116,6 +119,11 @@ pub const LIMITS: &[Limit] = &[
         "400",
     ),
     row("`limit` on lists", "1 to 200 (default 100)", "400"),
+    row(
+        "Bytes of the entries of one page of `/products`, `/variants`, `/skus`, `/assets`, `/deletions`, `/exports`, as the answer counts them (Lambda answers at most 6 MB)",
+        "5,000,000",
+        "a page by `cursor` ends early, its `nextCursor` going on; a numbered page: 400 with the `limit` that fits",
+    ),
     row("API keys / webhook subscriptions / subscriptions to one receiver (an HTTPS URL's scheme, host and port; a queue; a bus), per organization", "100 / 50 / 5", "409"),
     row("Attribute definitions / families / completeness profiles / metaobject definitions, per organization", "2,000 / 1,000 / 100 / 100", "409"),
     row("Languages / channels, per organization", "200 / 200", "400"),

@@ -173,15 +173,47 @@ impl CursorPaging {
         }
     }
 
-    /// The list envelope: `pagination` has `nextCursor`, the cursor after `next_after` (the
-    /// position of the page's last result when more follow), else `null`; and `page` is
-    /// `null` on a page reached by cursor.
+    /// The list envelope of `entries` (each with its position, what a cursor after it
+    /// holds): `pagination` has `nextCursor`, the cursor after `next_after` (the position of
+    /// the page's last entry when more follow), else `null`; and `page` is `null` on a page
+    /// reached by cursor.
+    ///
+    /// The entries take at most [`PAGE_ENTRY_BYTES`] of the answer (`answer_size.rs`): a
+    /// page reached by cursor that would take more ends at the last entry within them, its
+    /// `nextCursor` going on from there; a numbered page is refused (400) with the `limit`
+    /// that fits, since its entries are counted from the start by `limit`; so is an entry
+    /// that alone would take more.
     pub fn respond(
         &self,
-        result: Vec<serde_json::Value>,
+        entries: Vec<(serde_json::Value, String)>,
         total: usize,
         next_after: Option<&str>,
-    ) -> crate::http::ApiResponse {
+    ) -> Result<crate::http::ApiResponse, ApiError> {
+        use crate::http::answer_size::{answer_bytes, fitting, PAGE_ENTRY_BYTES};
+        let mut entries = entries;
+        let mut next_after = next_after.map(str::to_string);
+        let sizes: Vec<usize> = entries.iter().map(|(e, _)| answer_bytes(e)).collect();
+        let fit = fitting(&sizes, PAGE_ENTRY_BYTES);
+        if fit < entries.len() {
+            let page_bytes: usize = sizes.iter().sum();
+            match self.start {
+                _ if fit == 0 => {
+                    return Err(ApiError::bad_request(format!(
+                        "the list's entry '{}' alone would take {} bytes of the answer, more than the {PAGE_ENTRY_BYTES} a page holds: ask for fewer 'attributes' or without 'include'",
+                        entries[0].1, sizes[0]
+                    )))
+                }
+                Start::Page(p) => {
+                    return Err(ApiError::bad_request(format!(
+                        "query parameter 'limit': page {p} would take {page_bytes} bytes of the answer, more than the {PAGE_ENTRY_BYTES} a page holds; ask with 'limit' at most {fit}, or go on by 'cursor'"
+                    )))
+                }
+                Start::After(_) => {
+                    entries.truncate(fit);
+                    next_after = entries.last().map(|(_, p)| p.clone());
+                }
+            }
+        }
         let mut pagination = crate::http::response::pagination(
             self.limit,
             match self.start {
@@ -193,11 +225,13 @@ impl CursorPaging {
         if let Start::After(_) = self.start {
             pagination.page = None;
         }
-        pagination.next_cursor = Some(next_after.map(|p| self.key.seal(&self.org, &self.scope, p)));
-        crate::http::ApiResponse::json(
+        pagination.next_cursor =
+            Some(next_after.map(|p| self.key.seal(&self.org, &self.scope, &p)));
+        let result: Vec<serde_json::Value> = entries.into_iter().map(|(e, _)| e).collect();
+        Ok(crate::http::ApiResponse::json(
             200,
             serde_json::json!({"result": result, "pagination": pagination}),
-        )
+        ))
     }
 }
 

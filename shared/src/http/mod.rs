@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every function: decoding API Gateway requests, matching routes,
 //! reading query parameters and JSON bodies, and writing JSON responses.
 
+pub(crate) mod answer_size;
 pub(crate) mod body;
 pub mod credential;
 pub mod cursor;

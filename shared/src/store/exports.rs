@@ -9,14 +9,16 @@
 //! needs (a cursor's: `limit + 1`; a page number's: those up to the page's end). The total
 //! comes from the organization's export counts, one small item beside the jobs
 //! ([`EXPORT_COUNTS_SK`]): a number per UTC day of creation, added to in the create's own
-//! transaction and never taken from. Records do not need to be counted out as they expire:
+//! transaction. Records do not need to be counted out as they expire:
 //! every record created on one day expires at one instant, the start of the day
 //! [`RECORD_DAYS`] later, so the live records are exactly those of the last `RECORD_DAYS`
 //! days of counts, and the list shows only records before their `ttl` (DynamoDB deletes them
 //! some time after). A COUNT Query would be exact too, but DynamoDB charges it the records'
 //! whole size. An organization without counts (no export created since they began) is
 //! counted by that COUNT Query; records created before the counts began are left out of the
-//! counts of an organization that has them, until they expire (at most 8 days).
+//! counts of an organization that has them, until they expire (at most 8 days). A deleted
+//! export (`DELETE /exports/{id}`) is taken from its day's count in its deletion's
+//! transaction.
 
 use super::keys::{exports_pk, EXPORT_COUNTS_SK, EXPORT_SK_PREFIX, TTL};
 use super::ops::{item_key, Expect};
@@ -24,7 +26,7 @@ use super::slots::Slot;
 use super::{Store, StoreError};
 use crate::domain::time::Timestamp;
 use crate::store::idempotency::Guard;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 /// How long an export's file is kept (decisions.md); its record lives a day or more longer.
@@ -319,6 +321,53 @@ impl Store {
             .key_condition_expression("PK = :pk AND begins_with(SK, :jobs)")
             .expression_attribute_values(":pk", AttributeValue::S(pk.to_string()))
             .expression_attribute_values(":jobs", AttributeValue::S(EXPORT_SK_PREFIX.into()))
+    }
+
+    /// Deletes a finished export's record (still at the version read) and takes it out of
+    /// the count of its day, in one transaction; a record the counts left out (created
+    /// before they began) is deleted alone. `ConditionFailed` when it moved or went meanwhile.
+    pub async fn delete_export(&self, item: &ExportItem) -> Result<(), StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(item_key(item.pk.clone(), &item.sk)))
+            .condition_expression("ver = :v")
+            .expression_attribute_values(":v", AttributeValue::N(item.ver.to_string()))
+            .build()
+            .expect("key, table and condition are set");
+        let uncount = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(item_key(item.pk.clone(), EXPORT_COUNTS_SK)))
+            .update_expression("ADD #day :minus")
+            .condition_expression("#day >= :one")
+            .expression_attribute_names("#day", count_name(day_of(item.created_at)))
+            .expression_attribute_values(":minus", AttributeValue::N("-1".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .expect("key, table and expression are set");
+        let both = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete.clone()).build())
+            .transact_items(TransactWriteItem::builder().update(uncount).build())
+            .send()
+            .await
+            .map_err(|e| StoreError::from_sdk("TransactWriteItems", e));
+        match both {
+            // the record moved or went, or its day holds no count of it: alone, if still there
+            Err(StoreError::ConditionFailed) => {
+                self.client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .set_key(Some(delete.key))
+                    .condition_expression("ver = :v")
+                    .set_expression_attribute_values(delete.expression_attribute_values)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::from_sdk("DeleteItem", e))?;
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
     }
 
     /// Saves `item` with its version moved on, if nobody saved it since it was read:
