@@ -1151,6 +1151,13 @@ fn the_history_functions_roles_may_erase_history() {
     }
 }
 
+/// Issue 60, 6: the imports function, which serves `DELETE /exports/{id}`, may delete export
+/// files.
+#[test]
+fn the_imports_role_may_erase_export_files() {
+    assert!(role_actions("ImportsRole").contains("s3:DeleteObject"));
+}
+
 /// Issue 31, 6: infra/README.md states the delivery queue's redrive count as the template has it.
 #[test]
 fn the_readme_states_the_redrive_count_of_the_template() {
