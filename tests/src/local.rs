@@ -112,8 +112,6 @@ pub async fn run_stream(
     let mut shards: HashMap<String, Option<String>> = HashMap::new();
     // shard id -> sequence number of the last record handed to the function
     let mut done: HashMap<String, String> = HashMap::new();
-    // (shard id, lane) -> the entity records read and not yet handed over
-    let mut waiting: HashMap<(String, usize), Vec<Record>> = HashMap::new();
     let mut first_pass = true;
     loop {
         if let Ok(desc) = client
@@ -142,12 +140,15 @@ pub async fn run_stream(
             first_pass = false;
         }
         let mut busy = false;
+        // (shard id, lane) -> this pass's batch: a page holds at most BatchSize records, so
+        // a lane's never more
+        let mut batches: HashMap<(String, usize), Vec<Record>> = HashMap::new();
         for (id, next) in shards.iter_mut() {
             let Some(it) = next.clone() else { continue };
             let Ok(out) = client
                 .get_records()
                 .shard_iterator(&it)
-                .limit(100)
+                .limit(STREAM_BATCH as i32)
                 .send()
                 .await
             else {
@@ -175,24 +176,14 @@ pub async fn run_stream(
             // records in order in one)
             for record in records.into_iter().filter(of_entity) {
                 let lane = lane_of(&record, STREAM_PARALLELIZATION);
-                waiting.entry((id.clone(), lane)).or_default().push(record);
+                batches.entry((id.clone(), lane)).or_default().push(record);
             }
         }
-        // each lane's batch goes (at most BatchSize records); the lanes' batches run at once
-        let mut batches = Vec::new();
-        for buffer in waiting.values_mut() {
-            if !buffer.is_empty() {
-                let rest = buffer.split_off(buffer.len().min(STREAM_BATCH));
-                batches.push(std::mem::replace(buffer, rest));
-            }
-        }
-        if !batches.is_empty() {
-            busy = true;
-            let fed = batches
-                .into_iter()
-                .map(|batch| feed_batch(batch, &stream_arn, &function, &invoke));
-            futures_util::future::join_all(fed).await;
-        }
+        // the lanes' batches run at once
+        let fed = batches
+            .into_values()
+            .map(|batch| feed_batch(batch, &stream_arn, &function, &invoke));
+        futures_util::future::join_all(fed).await;
         if !busy {
             tokio::time::sleep(IDLE).await;
         }

@@ -488,7 +488,8 @@ impl ChangeFeed {
     /// Queues the new windows' deliveries, ten per SendMessageBatch (requests in parallel):
     /// the batch positions of the windows that failed. A window is claimed by the record
     /// that opened it, so nothing is written after the send: a retry of that record sends
-    /// again (the delivery worker drops a copy whose window is sealed), a later record none.
+    /// again (a copy that finds its window sealed is dropped, or delivered once more with
+    /// the same delivery id, as SQS may anyway), a later record none.
     async fn queue_all(&self, to_queue: &[(usize, QueueMessage)]) -> Vec<usize> {
         if to_queue.is_empty() {
             return Vec::new();
